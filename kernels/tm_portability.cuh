@@ -1,0 +1,45 @@
+// Portability layer: the only place where the GPU and CPU builds of tm.cu differ.
+//
+// GPU (nvcc, via PyCUDA): kernels are __global__ functions; each clause (or example) is a CUDA thread
+// in a grid-stride loop.
+// CPU (host C++ compiler with OpenMP): the same kernels become plain extern "C" functions; each CUDA
+// thread becomes an iteration of an OpenMP parallel loop, atomicAdd a relaxed compiler atomic.
+#pragma once
+
+typedef unsigned int tm_u32;
+typedef unsigned long long tm_u64;
+
+#ifdef __CUDACC__
+
+#define TM_DEVICE __device__ __forceinline__
+#define TM_KERNEL extern "C" __global__
+// One CUDA thread per item, grid-stride so any launch size covers all items.
+#define TM_PARALLEL_FOR(i, n) \
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < (long long)(n); \
+         i += (long long)blockDim.x * gridDim.x)
+#define TM_ATOMIC_ADD(ptr, v) atomicAdd((ptr), (v))
+#define TM_UNROLL _Pragma("unroll")
+// The tally may be changed by other clause threads at any moment; a volatile read is what
+// Algorithm 1 asks for: the current, possibly stale, value.
+#define TM_LOAD_RELAXED(ptr) (*(volatile const int *)(ptr))
+
+#else  // CPU build
+
+#include <stdlib.h>
+#include <omp.h>
+
+#define TM_DEVICE static inline __attribute__((always_inline))
+#define TM_KERNEL extern "C"
+static int tm_cpu_threads = 1;
+extern "C" void tm_set_threads(int n) { tm_cpu_threads = n > 0 ? n : 1; }
+extern "C" int tm_get_threads(void) { return tm_cpu_threads; }
+// Each CUDA thread becomes one iteration. Static contiguous blocks: neighbouring clauses share cache
+// lines of TA state and tallies, and interleaving them across cores costs far more (false sharing)
+// than the uneven work per clause.
+#define TM_PARALLEL_FOR(i, n) \
+    _Pragma("omp parallel for schedule(static) num_threads(tm_cpu_threads)") for (long long i = 0; i < (long long)(n); ++i)
+#define TM_ATOMIC_ADD(ptr, v) __atomic_fetch_add((ptr), (v), __ATOMIC_RELAXED)
+#define TM_UNROLL _Pragma("GCC unroll 16")
+#define TM_LOAD_RELAXED(ptr) __atomic_load_n((ptr), __ATOMIC_RELAXED)
+
+#endif

@@ -1,0 +1,138 @@
+"""Backends: the kernels of ``kernels/tm.cu`` compiled for a GPU (PyCUDA) or for CPU cores (OpenMP).
+
+Both builds compile the same source with the same ``#define``s (:func:`kernel_source`); only the
+portability layer (``kernels/tm_portability.cuh``) differs. Nothing here touches a GPU at import time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+
+KERNEL_FILE = "tm.cu"
+
+
+class BackendUnavailableError(RuntimeError):
+    """The requested backend cannot run on this machine (no GPU, no PyCUDA, no C compiler, ...)."""
+
+
+def s_threshold(s: float) -> int:
+    """``floor(2^32 / s)``: the 1/s draws compare a 32-bit uniform with it (kernels/README.md)."""
+    return int(Fraction(2**32) / Fraction(s))
+
+
+@dataclass(frozen=True)
+class KernelConfig:
+    """The compile-time constants of one model."""
+
+    n_classes: int
+    n_clauses: int  # per class
+    n_literals: int
+    T: int
+    s: float
+    state_bits: int = 8
+    boost_true_positive: bool = True
+    regression: bool = False
+
+    @property
+    def n_words(self) -> int:
+        return (self.n_literals + 31) // 32
+
+    @property
+    def n_clauses_total(self) -> int:
+        return self.n_classes * self.n_clauses
+
+    def defines(self) -> dict[str, str]:
+        return {
+            "CLASSES": str(self.n_classes),
+            "CLAUSES": str(self.n_clauses),
+            "LITERALS": str(self.n_literals),
+            "STATE_BITS": str(self.state_bits),
+            "THRESHOLD": str(self.T),
+            "S_THRESHOLD": f"{s_threshold(self.s)}ULL",
+            "BOOST_TRUE_POSITIVE": str(int(self.boost_true_positive)),
+            "REGRESSION": str(int(self.regression)),
+        }
+
+
+def kernel_dir() -> Path:
+    """The folder of the CUDA C sources: $ASYNCTM_KERNEL_DIR, else the copy shipped in the package."""
+    env = os.environ.get("ASYNCTM_KERNEL_DIR")
+    candidates = [Path(env)] if env else []
+    here = Path(__file__).resolve().parent.parent
+    candidates += [here / "kernels", here.parent.parent / "kernels"]
+    for c in candidates:
+        if (c / KERNEL_FILE).is_file():
+            return c
+    raise FileNotFoundError(f"cannot find {KERNEL_FILE}; looked in {', '.join(map(str, candidates))}. "
+                            "Set ASYNCTM_KERNEL_DIR to the repository's kernels/ folder.")
+
+
+_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.M)
+
+
+def _expand(path: Path, seen: set) -> str:
+    # Inline our own "..." includes so the compiled text, and hence every cache key, covers all of it.
+    if path in seen:
+        return ""
+    seen.add(path)
+    # Include guards are done here (`seen`), so drop `#pragma once`, which warns outside a header.
+    text = re.sub(r"^\s*#\s*pragma\s+once\s*$", "", path.read_text(), flags=re.M)
+
+    def repl(m):
+        return _expand(path.parent / m.group(1), seen)
+
+    return _INCLUDE.sub(repl, text)
+
+
+def kernel_source(cfg: KernelConfig) -> str:
+    """The full, self-contained kernel text for ``cfg``: #defines, then tm.cu with its includes inlined."""
+    header = "".join(f"#define {k} {v}\n" for k, v in cfg.defines().items())
+    return header + _expand(kernel_dir() / KERNEL_FILE, set())
+
+
+def source_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def cuda_available() -> bool:
+    """True when PyCUDA imports and finds at least one GPU (never raises)."""
+    from . import cuda
+
+    return cuda.device_count() > 0
+
+
+def resolve_backend(name: str) -> str:
+    """``"auto"`` -> ``"cuda"`` if a GPU is usable, else ``"cpu"``; validates explicit names."""
+    if name not in ("auto", "cuda", "cpu"):
+        raise ValueError(f"backend must be 'auto', 'cuda' or 'cpu', got {name!r}")
+    if name == "auto":
+        return "cuda" if cuda_available() else "cpu"
+    return name
+
+
+def make_backend(name: str, cfg: KernelConfig, n_threads: int | None = None):
+    name = resolve_backend(name)
+    if name == "cuda":
+        from .cuda import CudaBackend
+
+        return CudaBackend(cfg)
+    from .cpu import CpuBackend
+
+    return CpuBackend(cfg, n_threads=n_threads)
+
+
+def check_training_arrays(cfg: KernelConfig, X_words: np.ndarray, y_target: np.ndarray):
+    X_words = np.ascontiguousarray(X_words, dtype=np.uint32)
+    y_target = np.ascontiguousarray(y_target, dtype=np.int32)
+    if X_words.ndim != 2 or X_words.shape[1] != cfg.n_words:
+        raise ValueError(f"packed literals must have shape (n, {cfg.n_words}), got {X_words.shape}")
+    if y_target.shape != (cfg.n_classes, X_words.shape[0]):
+        raise ValueError(f"targets must have shape ({cfg.n_classes}, {X_words.shape[0]}), got {y_target.shape}")
+    return X_words, y_target

@@ -1,0 +1,194 @@
+"""CPU build: ``kernels/tm.cu`` compiled by the host C++ compiler with OpenMP, loaded with ctypes.
+
+The shared library is built at first use and cached by the hash of the full kernel text, the compiler
+command and the CPU, in ``$ASYNCTM_CACHE_DIR`` (default ``~/.cache/asynctm``). Builds are written to a
+temporary name and renamed, so parallel jobs never load a half-written library.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+import shlex
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from . import BackendUnavailableError, KernelConfig, check_training_arrays, kernel_source, source_hash
+
+DEFAULT_FLAGS = "-O3 -march=native -fopenmp -fPIC -shared -std=c++17 -x c++"
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("ASYNCTM_CACHE_DIR")
+    if root:
+        return Path(root)
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "asynctm"
+
+
+def _cpu_signature() -> str:
+    # -march=native builds are only valid on the same kind of CPU: key the cache on it.
+    sig = platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith(("model name", "flags", "Features")):
+                sig += line
+                if line.startswith(("flags", "Features")):
+                    break
+    except OSError:
+        pass
+    return sig
+
+
+def compiler_command() -> list[str]:
+    cxx = os.environ.get("CXX", "g++")
+    if shutil.which(cxx) is None:
+        raise BackendUnavailableError(
+            f"the CPU backend needs a C++ compiler with OpenMP; '{cxx}' was not found. Install g++ "
+            "(e.g. `apt-get install g++`) or set CXX to one.")
+    return [cxx, *shlex.split(os.environ.get("ASYNCTM_CPU_FLAGS", DEFAULT_FLAGS))]
+
+
+def build_library(cfg: KernelConfig) -> Path:
+    source = kernel_source(cfg)
+    cmd = compiler_command()
+    key = source_hash(source + "\0" + " ".join(cmd) + "\0" + _cpu_signature())
+    out_dir = cache_dir() / "cpu"
+    lib = out_dir / f"tm_{key}.so"
+    if lib.exists():
+        return lib
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=out_dir, prefix=".build-") as tmp:
+        src = Path(tmp) / "tm.cu"
+        src.write_text(source)
+        tmp_lib = Path(tmp) / "tm.so"
+        proc = subprocess.run([*cmd, str(src), "-o", str(tmp_lib)], capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise BackendUnavailableError(f"compiling the CPU kernels failed ({' '.join(cmd)}):\n{proc.stderr[-4000:]}")
+        os.replace(tmp_lib, lib)
+    return lib
+
+
+_P = ctypes.c_void_p
+_I = ctypes.c_int
+_U64 = ctypes.c_uint64
+_SIGNATURES = {
+    "tm_set_threads": [_I],
+    "tm_init_state": [_P],
+    "tm_refresh_outputs": [_P, _P, _I, _P],
+    "tm_compute_tallies": [_P, _I, _P],
+    "tm_train_batch": [_P, _P, _P, _P, _P, _I, _I, _I, _U64, _U64],
+    "tm_class_sums": [_P, _P, _I, _P],
+}
+_libraries: dict[Path, ctypes.CDLL] = {}
+
+
+def _load(path: Path) -> ctypes.CDLL:
+    if path not in _libraries:
+        lib = ctypes.CDLL(str(path))
+        for name, argtypes in _SIGNATURES.items():
+            fn = getattr(lib, name)
+            fn.argtypes = argtypes
+            fn.restype = None
+        _libraries[path] = lib
+    return _libraries[path]
+
+
+def default_threads() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _ptr(a: np.ndarray) -> int:
+    return a.ctypes.data
+
+
+class CpuBackend:
+    """The kernels on CPU threads. Arrays live in NumPy; see kernels/README.md for their layout."""
+
+    name = "cpu"
+
+    def __init__(self, cfg: KernelConfig, n_threads: int | None = None):
+        self.cfg = cfg
+        self.n_threads = default_threads() if n_threads is None else int(n_threads)
+        if self.n_threads < 1:
+            raise ValueError(f"n_threads must be >= 1, got {n_threads}")
+        self.lib = _load(build_library(cfg))
+        self.device = f"CPU ({platform.processor() or platform.machine()}), {self.n_threads} thread(s)"
+        self.ta_state = np.zeros((cfg.n_clauses_total, cfg.state_bits, cfg.n_words), dtype=np.uint32)
+        self.X = self.y = self.class_sum = self.clause_output = None
+
+    def _threads(self):
+        self.lib.tm_set_threads(self.n_threads)
+
+    # -- state ---------------------------------------------------------------------------------
+    def init_state(self) -> None:
+        self._threads()
+        self.lib.tm_init_state(_ptr(self.ta_state))
+
+    def get_ta_state(self) -> np.ndarray:
+        return self.ta_state.copy()
+
+    def set_ta_state(self, planes: np.ndarray) -> None:
+        planes = np.asarray(planes, dtype=np.uint32)
+        if planes.shape != self.ta_state.shape:
+            raise ValueError(f"TA state must have shape {self.ta_state.shape}, got {planes.shape}")
+        self.ta_state[...] = planes
+
+    # -- training ------------------------------------------------------------------------------
+    def set_training_data(self, X_words: np.ndarray, y_target: np.ndarray) -> None:
+        """Keep the training set and compute stored outputs and tallies from scratch."""
+        self.X, self.y = check_training_arrays(self.cfg, X_words, y_target)
+        n = self.X.shape[0]
+        self.clause_output = np.zeros((self.cfg.n_clauses_total, (n + 31) // 32), dtype=np.uint32)
+        self.class_sum = np.zeros((self.cfg.n_classes, n), dtype=np.int32)
+        self.refresh_tallies()
+
+    def refresh_tallies(self) -> None:
+        n = self.X.shape[0]
+        self._threads()
+        self.lib.tm_refresh_outputs(_ptr(self.ta_state), _ptr(self.X), n, _ptr(self.clause_output))
+        self.lib.tm_compute_tallies(_ptr(self.clause_output), n, _ptr(self.class_sum))
+
+    def train_batch(self, start: int, end: int, epoch: int, seed: int) -> None:
+        self._threads()
+        self.lib.tm_train_batch(_ptr(self.ta_state), _ptr(self.X), _ptr(self.y), _ptr(self.class_sum),
+                                _ptr(self.clause_output), self.X.shape[0], int(start), int(end),
+                                int(seed) % 2**64, int(epoch))
+
+    def train_epoch(self, epoch: int, seed: int, batch_size: int) -> None:
+        n = self.X.shape[0]
+        for start in range(0, n, batch_size):
+            self.train_batch(start, min(start + batch_size, n), epoch, seed)
+
+    def get_tallies(self) -> np.ndarray:
+        return self.class_sum.copy()
+
+    def get_clause_output_bits(self) -> np.ndarray:
+        return self.clause_output.copy()
+
+    # -- inference -----------------------------------------------------------------------------
+    def class_sums(self, X_words: np.ndarray) -> np.ndarray:
+        X_words = np.ascontiguousarray(X_words, dtype=np.uint32)
+        out = np.empty((self.cfg.n_classes, X_words.shape[0]), dtype=np.int32)
+        self._threads()
+        self.lib.tm_class_sums(_ptr(self.ta_state), _ptr(X_words), X_words.shape[0], _ptr(out))
+        return out
+
+    def training_clause_outputs(self, X_words: np.ndarray) -> np.ndarray:
+        X_words = np.ascontiguousarray(X_words, dtype=np.uint32)
+        n = X_words.shape[0]
+        bits = np.empty((self.cfg.n_clauses_total, (n + 31) // 32), dtype=np.uint32)
+        self._threads()
+        self.lib.tm_refresh_outputs(_ptr(self.ta_state), _ptr(X_words), n, _ptr(bits))
+        as_bytes = bits.astype("<u4").view(np.uint8)
+        return np.unpackbits(as_bytes, axis=1, bitorder="little")[:, :n]
+
+    def close(self) -> None:
+        self.X = self.y = self.class_sum = self.clause_output = None

@@ -1,0 +1,213 @@
+"""GPU build: ``kernels/tm.cu`` compiled at run time by PyCUDA (``SourceModule``), cached by PyCUDA's
+compiler cache (keyed on the full source, which includes the model's #defines) and in-process.
+
+Never imports ``pycuda.autoinit``: the device's primary context is retained on first use, on the GPU
+named by ``$CUDA_DEVICE`` (default 0). A machine without PyCUDA, a driver or a GPU counts as "no GPU".
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from . import BackendUnavailableError, KernelConfig, check_training_arrays, kernel_source
+
+BLOCK = 128
+MAX_GRID = 65535
+
+_context = None
+_modules: dict = {}
+
+
+def _driver():
+    try:
+        import pycuda.driver as drv  # raises ImportError without libcuda.so.1
+    except Exception as exc:  # noqa: BLE001 - any import failure means "no GPU here"
+        raise BackendUnavailableError(
+            f"backend='cuda' needs PyCUDA and an NVIDIA driver, but importing pycuda.driver failed: {exc}. "
+            "Install the extra (`pip install -e '.[cuda]'`) on a GPU machine, or use backend='cpu'.") from None
+    return drv
+
+
+def device_count() -> int:
+    """Number of CUDA devices PyCUDA sees; 0 when PyCUDA, the driver or a GPU is missing."""
+    try:
+        drv = _driver()
+        drv.init()
+        return drv.Device.count()
+    except Exception:  # noqa: BLE001
+        return 0
+
+
+def context():
+    """The retained primary context of $CUDA_DEVICE, made current (created on first use)."""
+    global _context
+    drv = _driver()
+    if _context is None:
+        try:
+            drv.init()
+            count = drv.Device.count()
+        except Exception as exc:  # noqa: BLE001
+            raise BackendUnavailableError(f"backend='cuda': the CUDA driver did not initialise: {exc}") from None
+        if count == 0:
+            raise BackendUnavailableError("backend='cuda' but no CUDA GPU was found; use backend='cpu' or 'auto'")
+        raw = os.environ.get("CUDA_DEVICE", "0")
+        try:
+            index = int(raw)
+        except ValueError:
+            raise BackendUnavailableError(f"CUDA_DEVICE must be a device number, got {raw!r}") from None
+        if not 0 <= index < count:
+            raise BackendUnavailableError(f"CUDA_DEVICE={index}, but only {count} GPU(s) are present")
+        _context = drv.Device(index).retain_primary_context()
+        _context.push()
+        import atexit
+
+        atexit.register(_release_context)
+    return _context
+
+
+def _release_context():
+    global _context
+    if _context is not None:
+        try:
+            _context.pop()
+        except Exception:  # noqa: BLE001
+            pass
+        _context = None
+
+
+def device_description() -> str:
+    drv = _driver()
+    dev = context().get_device()
+    major, minor = dev.compute_capability()
+    return (f"{dev.name()} (sm_{major}{minor}, driver {drv.get_driver_version()}, "
+            f"CUDA {'.'.join(map(str, drv.get_version()))})")
+
+
+def _module(cfg: KernelConfig):
+    source = kernel_source(cfg)
+    if source not in _modules:
+        from pycuda.compiler import SourceModule
+
+        _modules[source] = SourceModule(source, no_extern_c=True, options=["-O3"])
+    return _modules[source]
+
+
+class CudaBackend:
+    """The kernels on a GPU; arrays live in device memory (freed by :meth:`close`)."""
+
+    name = "cuda"
+
+    def __init__(self, cfg: KernelConfig):
+        self.cfg = cfg
+        self.drv = _driver()
+        context()
+        self.device = device_description()
+        mod = _module(cfg)
+        self.fn = {name: mod.get_function(name) for name in
+                   ("tm_init_state", "tm_refresh_outputs", "tm_compute_tallies", "tm_train_batch", "tm_class_sums")}
+        self.state_shape = (cfg.n_clauses_total, cfg.state_bits, cfg.n_words)
+        self.ta_state = self._alloc(int(np.prod(self.state_shape)) * 4)
+        self.X = self.y = self.class_sum = self.clause_output = None
+        self.n_examples = 0
+
+    def _alloc(self, nbytes: int):
+        return self.drv.mem_alloc(max(int(nbytes), 4))
+
+    def _launch(self, name: str, n_items: int, *args):
+        grid = max(1, min((int(n_items) + BLOCK - 1) // BLOCK, MAX_GRID))
+        self.fn[name](*args, block=(BLOCK, 1, 1), grid=(grid, 1))
+
+    def _free(self, *names):
+        for name in names:
+            buf = getattr(self, name, None)
+            if buf is not None:
+                buf.free()
+                setattr(self, name, None)
+
+    # -- state ---------------------------------------------------------------------------------
+    def init_state(self) -> None:
+        self._launch("tm_init_state", self.cfg.n_clauses_total * self.cfg.n_words, self.ta_state)
+        self.drv.Context.synchronize()
+
+    def get_ta_state(self) -> np.ndarray:
+        out = np.empty(self.state_shape, dtype=np.uint32)
+        self.drv.memcpy_dtoh(out, self.ta_state)
+        return out
+
+    def set_ta_state(self, planes: np.ndarray) -> None:
+        planes = np.ascontiguousarray(planes, dtype=np.uint32)
+        if planes.shape != self.state_shape:
+            raise ValueError(f"TA state must have shape {self.state_shape}, got {planes.shape}")
+        self.drv.memcpy_htod(self.ta_state, planes)
+
+    # -- training ------------------------------------------------------------------------------
+    def set_training_data(self, X_words: np.ndarray, y_target: np.ndarray) -> None:
+        X_words, y_target = check_training_arrays(self.cfg, X_words, y_target)
+        self._free("X", "y", "class_sum", "clause_output")
+        n = self.n_examples = X_words.shape[0]
+        self.X = self.drv.to_device(X_words)
+        self.y = self.drv.to_device(y_target)
+        self.class_sum = self._alloc(self.cfg.n_classes * n * 4)
+        self.clause_output = self._alloc(self.cfg.n_clauses_total * ((n + 31) // 32) * 4)
+        self.refresh_tallies()
+
+    def refresh_tallies(self) -> None:
+        n = np.int32(self.n_examples)
+        self._launch("tm_refresh_outputs", self.cfg.n_clauses_total, self.ta_state, self.X, n, self.clause_output)
+        self._launch("tm_compute_tallies", self.cfg.n_classes * self.n_examples, self.clause_output, n,
+                     self.class_sum)
+        self.drv.Context.synchronize()
+
+    def train_batch(self, start: int, end: int, epoch: int, seed: int) -> None:
+        self._launch("tm_train_batch", self.cfg.n_clauses_total, self.ta_state, self.X, self.y, self.class_sum,
+                     self.clause_output, np.int32(self.n_examples), np.int32(start), np.int32(end),
+                     np.uint64(int(seed) % 2**64), np.uint64(epoch))
+
+    def train_epoch(self, epoch: int, seed: int, batch_size: int) -> None:
+        for start in range(0, self.n_examples, batch_size):
+            self.train_batch(start, min(start + batch_size, self.n_examples), epoch, seed)
+        self.drv.Context.synchronize()
+
+    def get_tallies(self) -> np.ndarray:
+        out = np.empty((self.cfg.n_classes, self.n_examples), dtype=np.int32)
+        self.drv.memcpy_dtoh(out, self.class_sum)
+        return out
+
+    def get_clause_output_bits(self) -> np.ndarray:
+        out = np.empty((self.cfg.n_clauses_total, (self.n_examples + 31) // 32), dtype=np.uint32)
+        self.drv.memcpy_dtoh(out, self.clause_output)
+        return out
+
+    # -- inference -----------------------------------------------------------------------------
+    def class_sums(self, X_words: np.ndarray) -> np.ndarray:
+        X_words = np.ascontiguousarray(X_words, dtype=np.uint32)
+        n = X_words.shape[0]
+        X_gpu = self.drv.to_device(X_words)
+        out_gpu = self._alloc(self.cfg.n_classes * n * 4)
+        try:
+            self._launch("tm_class_sums", self.cfg.n_classes * n, self.ta_state, X_gpu, np.int32(n), out_gpu)
+            out = np.empty((self.cfg.n_classes, n), dtype=np.int32)
+            self.drv.memcpy_dtoh(out, out_gpu)
+        finally:
+            X_gpu.free()
+            out_gpu.free()
+        return out
+
+    def training_clause_outputs(self, X_words: np.ndarray) -> np.ndarray:
+        X_words = np.ascontiguousarray(X_words, dtype=np.uint32)
+        n = X_words.shape[0]
+        X_gpu = self.drv.to_device(X_words)
+        bits_gpu = self._alloc(self.cfg.n_clauses_total * ((n + 31) // 32) * 4)
+        try:
+            self._launch("tm_refresh_outputs", self.cfg.n_clauses_total, self.ta_state, X_gpu, np.int32(n), bits_gpu)
+            bits = np.empty((self.cfg.n_clauses_total, (n + 31) // 32), dtype=np.uint32)
+            self.drv.memcpy_dtoh(bits, bits_gpu)
+        finally:
+            X_gpu.free()
+            bits_gpu.free()
+        return np.unpackbits(bits.astype("<u4").view(np.uint8), axis=1, bitorder="little")[:, :n]
+
+    def close(self) -> None:
+        self._free("X", "y", "class_sum", "clause_output", "ta_state")

@@ -1,0 +1,335 @@
+"""scikit-learn style estimators on the asynchronous Tsetlin Machine kernels.
+
+``TMClassifier`` (one team of ``n_clauses`` clauses per class, half of them positive) and ``TMRegressor``
+(the Regression Tsetlin Machine: positive clauses only, targets scaled to ``[0, T]``). Training runs the
+paper's Algorithm 1 on a GPU (PyCUDA) or on CPU threads, from the same CUDA C source.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import numbers
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+
+from .backends import KernelConfig, make_backend, resolve_backend
+from .encoding import check_binary_matrix, check_positive_int, pack_literals, planes_to_states
+
+logger = logging.getLogger("asynctm")
+
+SAVE_FORMAT = 1
+_BACKENDS = ("auto", "cuda", "cpu")
+
+
+class _TsetlinMachine(BaseEstimator):
+    _regression = False
+
+    def __init__(self, n_clauses=100, T=15, s=3.9, state_bits=8, boost_true_positive=True, append_negated=True,
+                 batch_size=100, backend="auto", n_threads=None, seed=None):
+        self.n_clauses = n_clauses
+        self.T = T
+        self.s = s
+        self.state_bits = state_bits
+        self.boost_true_positive = boost_true_positive
+        self.append_negated = append_negated
+        self.batch_size = batch_size
+        self.backend = backend
+        self.n_threads = n_threads
+        self.seed = seed
+        self._validate_params()
+
+    # -- parameters ------------------------------------------------------------------------------
+    def _validate_params(self) -> None:
+        check_positive_int(self.n_clauses, "n_clauses", 1)
+        if not self._regression and self.n_clauses % 2:
+            raise ValueError(f"n_clauses must be even (half the clauses of each class are positive, half negative), "
+                             f"got {self.n_clauses}")
+        check_positive_int(self.T, "T", 1)
+        if isinstance(self.s, bool) or not isinstance(self.s, numbers.Real) or not math.isfinite(self.s) or self.s < 1:
+            raise ValueError(f"s must be a finite number >= 1 (the literal is forgotten with probability 1/s), "
+                             f"got {self.s!r}")
+        check_positive_int(self.state_bits, "state_bits", 2)
+        if self.state_bits > 31:
+            raise ValueError(f"state_bits must be at most 31, got {self.state_bits}")
+        for name in ("boost_true_positive", "append_negated"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise TypeError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        check_positive_int(self.batch_size, "batch_size", 1)
+        if self.backend not in _BACKENDS:
+            raise ValueError(f"backend must be one of {_BACKENDS}, got {self.backend!r}")
+        if self.n_threads is not None:
+            check_positive_int(self.n_threads, "n_threads", 1)
+        if self.seed is not None:
+            if isinstance(self.seed, bool) or not isinstance(self.seed, numbers.Integral) or not 0 <= self.seed < 2**64:
+                raise ValueError(f"seed must be None or an integer in [0, 2^64), got {self.seed!r}")
+
+    # -- data --------------------------------------------------------------------------------------
+    def _check_X(self, X, fitting: bool):
+        X = check_binary_matrix(X)
+        if X.shape[0] == 0 or X.shape[1] == 0:
+            raise ValueError(f"X is empty (shape {X.shape})")
+        if not fitting:
+            self._check_fitted()
+            if X.shape[1] != self.n_features_in_:
+                raise ValueError(f"X has {X.shape[1]} features, but this model was trained with {self.n_features_in_}")
+        return X
+
+    def _check_fitted(self):
+        if getattr(self, "_ta_state", None) is None and getattr(self, "_backend", None) is None:
+            raise RuntimeError(f"this {type(self).__name__} is not fitted yet: call fit(X, y) first")
+
+    def _encode(self, X) -> np.ndarray:
+        words, _ = pack_literals(X, self.append_negated)
+        return words
+
+    # -- backend -------------------------------------------------------------------------------------
+    def _kernel_config(self) -> KernelConfig:
+        return KernelConfig(n_classes=self._n_outputs, n_clauses=self.n_clauses, n_literals=self.n_literals_,
+                            T=int(self.T), s=float(self.s), state_bits=self.state_bits,
+                            boost_true_positive=bool(self.boost_true_positive), regression=self._regression)
+
+    def _make_backend(self):
+        name = resolve_backend(self.backend)
+        if self.backend == "auto":
+            logger.info("asynctm: backend='auto' picked %r", name)
+        be = make_backend(name, self._kernel_config(), n_threads=self.n_threads)
+        self.backend_ = be.name
+        self.device_ = be.device
+        return be
+
+    def _ensure_backend(self):
+        if getattr(self, "_backend", None) is None:
+            self._backend = self._make_backend()
+            if getattr(self, "_ta_state", None) is not None:  # loaded from a file
+                self._backend.set_ta_state(self._ta_state)
+                self._ta_state = None
+        return self._backend
+
+    def close(self) -> None:
+        """Release the backend's memory (GPU memory included). The learned state is kept on the host."""
+        be = getattr(self, "_backend", None)
+        if be is not None:
+            self._ta_state = be.get_ta_state()
+            be.close()
+            self._backend = None
+            self._train_ref = None
+
+    def __del__(self):
+        try:
+            be = getattr(self, "_backend", None)
+            if be is not None:
+                be.close()
+        except Exception:
+            pass
+
+    def __getstate__(self):
+        # Pickling (e.g. sklearn.clone or joblib) keeps parameters and the learned state, never a GPU object.
+        state = self.__dict__.copy()
+        be = state.pop("_backend", None)
+        if be is not None:
+            state["_ta_state"] = be.get_ta_state()
+        state["_backend"] = None
+        state["_train_ref"] = None
+        return state
+
+    # -- training ------------------------------------------------------------------------------------
+    def _targets(self, y, n: int, fitting_first: bool) -> np.ndarray:
+        raise NotImplementedError
+
+    def fit(self, X, y, epochs: int = 100, incremental: bool = False):
+        """Train for ``epochs`` epochs. ``incremental=True`` continues from the current clauses (and, with
+        the very same ``X`` and ``y`` objects as the previous call, from the current voting tallies)."""
+        self._validate_params()
+        if isinstance(epochs, bool) or not isinstance(epochs, numbers.Integral) or epochs < 0:
+            raise ValueError(f"epochs must be an integer >= 0, got {epochs!r}")
+        continuing = bool(incremental) and (getattr(self, "_backend", None) is not None
+                                            or getattr(self, "_ta_state", None) is not None)
+        X_checked = self._check_X(X, fitting=not continuing)
+        n = X_checked.shape[0]
+        y_arr = np.asarray(y)
+        if y_arr.ndim != 1 or y_arr.shape[0] != n:
+            raise ValueError(f"y must be 1-D with one target per row of X ({n}), got shape {y_arr.shape}")
+        if not continuing:
+            self.close()
+            self._backend = None
+            self._ta_state = None
+            self.n_features_in_ = X_checked.shape[1]
+            self.n_literals_ = 2 * self.n_features_in_ if self.append_negated else self.n_features_in_
+            y_target = self._targets(y_arr, n, fitting_first=True)
+            self.seed_ = int(self.seed) if self.seed is not None else int(
+                np.random.SeedSequence().generate_state(1, np.uint64)[0])
+            self.epochs_trained_ = 0
+            be = self._ensure_backend()
+            be.init_state()
+            self._train_ref = None
+        else:
+            y_target = self._targets(y_arr, n, fitting_first=False)
+            be = self._ensure_backend()
+        ref = getattr(self, "_train_ref", None)
+        if ref is None or ref[0] is not X or ref[1] is not y:
+            # New training data: encode once, then recompute stored outputs and tallies from the clauses.
+            be.set_training_data(self._encode(X_checked), y_target)
+            self._train_ref = (X, y)
+        for _ in range(epochs):
+            be.train_epoch(self.epochs_trained_, self.seed_, self.batch_size)
+            self.epochs_trained_ += 1
+        return self
+
+    def _class_sums(self, X) -> np.ndarray:
+        X = self._check_X(X, fitting=False)
+        be = self._ensure_backend()
+        return be.class_sums(self._encode(X)).T  # (n, outputs)
+
+    # -- learned clauses -------------------------------------------------------------------------------
+    def ta_states(self) -> np.ndarray:
+        """Automaton states, ``(n_outputs, n_clauses, n_literals)``; literals are the features, then (with
+        ``append_negated``) their negations."""
+        self._check_fitted()
+        planes = self._backend.get_ta_state() if getattr(self, "_backend", None) is not None else self._ta_state
+        states = planes_to_states(planes, self.n_literals_)
+        return states.reshape(self._n_outputs, self.n_clauses, self.n_literals_)
+
+    @property
+    def clauses_(self) -> np.ndarray:
+        """Boolean include masks ``(n_outputs, n_clauses, n_literals)``: which literals each clause includes."""
+        return self.ta_states() >= (1 << (self.state_bits - 1))
+
+    # -- persistence -------------------------------------------------------------------------------------
+    def save(self, path) -> None:
+        """Save parameters and learned state to a plain ``.npz`` (no pickle), written atomically."""
+        self._check_fitted()
+        path = Path(path)
+        planes = self._backend.get_ta_state() if getattr(self, "_backend", None) is not None else self._ta_state
+        arrays = {
+            "format": np.array(SAVE_FORMAT),
+            "kind": np.array(type(self).__name__),
+            "params": np.array(json.dumps(self.get_params(), sort_keys=True)),
+            "ta_state": planes,
+            "n_features_in": np.array(self.n_features_in_),
+            "epochs_trained": np.array(self.epochs_trained_),
+            "seed": np.array(str(self.seed_)),
+            **self._extra_state(),
+        }
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                np.savez(fh, **arrays)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    @classmethod
+    def load(cls, path, backend: str | None = None, n_threads: int | None = None):
+        """Load a model saved by :meth:`save`; optionally on another backend or thread count."""
+        with np.load(path, allow_pickle=False) as z:
+            if "format" not in z.files or int(z["format"]) != SAVE_FORMAT:
+                raise ValueError(f"{path} is not an asynctm model file (format {SAVE_FORMAT})")
+            kind = str(z["kind"])
+            if kind != cls.__name__:
+                raise ValueError(f"{path} holds a {kind}, not a {cls.__name__}")
+            params = json.loads(str(z["params"]))
+            if backend is not None:
+                params["backend"] = backend
+            if n_threads is not None:
+                params["n_threads"] = n_threads
+            model = cls(**params)
+            model.n_features_in_ = int(z["n_features_in"])
+            model.n_literals_ = 2 * model.n_features_in_ if model.append_negated else model.n_features_in_
+            model.epochs_trained_ = int(z["epochs_trained"])
+            model.seed_ = int(str(z["seed"]))
+            model._load_extra_state(z)
+            model._ta_state = np.array(z["ta_state"], dtype=np.uint32)
+        expected = (model._n_outputs * model.n_clauses, model.state_bits, (model.n_literals_ + 31) // 32)
+        if model._ta_state.shape != expected:
+            raise ValueError(f"{path}: TA state has shape {model._ta_state.shape}, expected {expected}")
+        model._backend = None
+        model._train_ref = None
+        return model
+
+
+class TMClassifier(ClassifierMixin, _TsetlinMachine):
+    """Multi-class Tsetlin Machine: ``n_clauses`` clauses per class (even: half positive, half negative).
+
+    ``decision_function`` returns the clipped class sums ``(n_samples, n_classes)``, in ``[-T, T]``.
+    """
+
+    _regression = False
+
+    @property
+    def _n_outputs(self) -> int:
+        return len(self.classes_)
+
+    def _targets(self, y, n, fitting_first):
+        if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
+            raise ValueError("y contains NaN or infinite values")
+        if fitting_first:
+            classes = np.unique(y)
+            if len(classes) < 2:
+                raise ValueError(f"y must contain at least 2 classes, found {len(classes)}")
+            self.classes_ = classes
+        idx = np.searchsorted(self.classes_, y)
+        idx = np.clip(idx, 0, len(self.classes_) - 1)
+        if not np.all(self.classes_[idx] == y):
+            unknown = y[self.classes_[idx] != y][0]
+            unknown = unknown.item() if hasattr(unknown, "item") else unknown
+            raise ValueError(f"y contains the class {unknown!r}, which was not seen in the first fit")
+        T = int(self.T)
+        target = np.full((len(self.classes_), n), -T, dtype=np.int32)
+        target[idx, np.arange(n)] = T
+        return target
+
+    def decision_function(self, X) -> np.ndarray:
+        return self._class_sums(X)
+
+    def predict(self, X) -> np.ndarray:
+        sums = self._class_sums(X)
+        return self.classes_[np.argmax(sums, axis=1)]
+
+    def _extra_state(self):
+        return {"classes": np.asarray(self.classes_)}
+
+    def _load_extra_state(self, z):
+        self.classes_ = np.array(z["classes"])
+
+
+class TMRegressor(RegressorMixin, _TsetlinMachine):
+    """Regression Tsetlin Machine: positive clauses only; the target is scaled to ``[0, T]`` and predicted as
+    ``v / T`` rescaled to the training range, where ``v`` is the clipped sum of clause outputs."""
+
+    _regression = True
+    _n_outputs = 1
+
+    def _targets(self, y, n, fitting_first):
+        if y.dtype.kind not in "biuf":
+            raise TypeError(f"y must be numeric for regression, got dtype {y.dtype}")
+        y = y.astype(np.float64)
+        if not np.all(np.isfinite(y)):
+            raise ValueError("y contains NaN or infinite values")
+        if fitting_first:
+            self.y_min_, self.y_max_ = float(y.min()), float(y.max())
+            if self.y_max_ == self.y_min_:
+                raise ValueError(f"y is constant ({self.y_min_}); a regression target needs at least two values")
+        scaled = np.floor((y - self.y_min_) / (self.y_max_ - self.y_min_) * int(self.T))
+        return np.clip(scaled, 0, int(self.T)).astype(np.int32)[None, :]
+
+    def decision_function(self, X) -> np.ndarray:
+        """The clipped clause sums ``v`` in ``[0, T]``, shape ``(n_samples,)``."""
+        return self._class_sums(X)[:, 0]
+
+    def predict(self, X) -> np.ndarray:
+        v = self.decision_function(X).astype(np.float64)
+        return v / int(self.T) * (self.y_max_ - self.y_min_) + self.y_min_
+
+    def _extra_state(self):
+        return {"y_range": np.array([self.y_min_, self.y_max_])}
+
+    def _load_extra_state(self, z):
+        self.y_min_, self.y_max_ = (float(v) for v in z["y_range"])

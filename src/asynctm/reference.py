@@ -1,0 +1,420 @@
+"""A small, sequential NumPy Tsetlin Machine: the yardstick the kernels are tested against.
+
+Written from the paper (Abeyrathna et al., ICML 2021, Sections 2-3: Tables 1 and 2, Eq. 2,
+Algorithm 1) and from ``kernels/README.md``, which fixes everything the paper leaves open
+(polarity, the tally refresh, the random streams, the schedule). It works on *unpacked* literals
+(one uint8 per literal) and plain integer automaton states, and loops over clauses and examples
+one at a time, exactly as the CPU build runs with a single thread:
+
+    for each batch:  for clause g = 0..G-1:  for each example e of the batch, in order:
+        refresh the tally of (class of g, e), then give feedback.
+
+It is meant for tests on small problems only; it is deliberately slow and plain.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+__all__ = [
+    "GOLDEN",
+    "PURPOSE_PARTICIPATE",
+    "PURPOSE_UPDATE",
+    "PURPOSE_MASK",
+    "mix64",
+    "rng_key",
+    "draw",
+    "ctr",
+    "u32",
+    "s_threshold",
+    "literal_uniforms",
+    "literal_mask",
+    "participates",
+    "is_updated",
+    "encode_literals",
+    "targets_for_classification",
+    "Visit",
+    "ReferenceTM",
+]
+
+MASK64 = (1 << 64) - 1
+TWO32 = 1 << 32
+GOLDEN = 0x9E3779B97F4A7C15  # Weyl increment that spreads counters over the 64-bit space
+_M1 = 0xBF58476D1CE4E5B9
+_M2 = 0x94D049BB133111EB
+
+PURPOSE_PARTICIPATE = 0
+PURPOSE_UPDATE = 1
+PURPOSE_MASK = 2
+
+
+# --------------------------------------------------------------------------------------------
+# Counter-based random numbers (kernels/README.md, "Random numbers").
+# Every function accepts Python ints (exact, reduced mod 2^64) or numpy uint64 arrays (which wrap
+# mod 2^64 by themselves); the two paths give the same bits.
+# --------------------------------------------------------------------------------------------
+
+
+def _is_array(*xs) -> bool:
+    for x in xs:
+        if isinstance(x, np.ndarray):
+            return True
+    return False
+
+
+def _as_u64(x) -> np.ndarray:
+    return np.asarray(x, dtype=np.uint64)
+
+
+def mix64(z):
+    """The 64-bit finaliser: z ^= z>>30; z *= M1; z ^= z>>27; z *= M2; z ^= z>>31 (mod 2^64)."""
+    if _is_array(z):
+        z = _as_u64(z).copy()
+        with np.errstate(over="ignore"):
+            z ^= z >> np.uint64(30)
+            z *= np.uint64(_M1)
+            z ^= z >> np.uint64(27)
+            z *= np.uint64(_M2)
+            z ^= z >> np.uint64(31)
+        return z
+    z = int(z) & MASK64
+    z ^= z >> 30
+    z = (z * _M1) & MASK64
+    z ^= z >> 27
+    z = (z * _M2) & MASK64
+    z ^= z >> 31
+    return z
+
+
+def rng_key(seed, epoch, e):
+    """key(seed, epoch, e) = mix64(mix64(mix64(seed) ^ epoch) ^ e): one stream per visit's example."""
+    if _is_array(seed, epoch, e):
+        return mix64(mix64(mix64(_as_u64(seed)) ^ _as_u64(epoch)) ^ _as_u64(e))
+    return mix64(mix64(mix64(int(seed)) ^ (int(epoch) & MASK64)) ^ (int(e) & MASK64))
+
+
+def ctr(g, purpose, i):
+    """ctr(g, purpose, i) = (g << 32) | (purpose << 30) | i; purpose 0 participate, 1 update, 2 mask."""
+    if _is_array(g, purpose, i):
+        g, purpose, i = _as_u64(g), _as_u64(purpose), _as_u64(i)
+        return (g << np.uint64(32)) | (purpose << np.uint64(30)) | i
+    g, purpose, i = int(g), int(purpose), int(i)
+    if not (0 <= g < TWO32 and 0 <= purpose < 4 and 0 <= i < (1 << 30)):
+        raise ValueError(f"counter fields out of range: g={g}, purpose={purpose}, i={i}")
+    return (g << 32) | (purpose << 30) | i
+
+
+def draw(key, counter):
+    """draw(key, ctr) = mix64(key ^ (ctr * GOLDEN)), all mod 2^64."""
+    if _is_array(key, counter):
+        with np.errstate(over="ignore"):
+            return mix64(_as_u64(key) ^ (_as_u64(counter) * np.uint64(GOLDEN)))
+    return mix64(int(key) ^ ((int(counter) * GOLDEN) & MASK64))
+
+
+def u32(key, counter):
+    """The upper 32 bits of a draw: a uniform integer in [0, 2^32)."""
+    d = draw(key, counter)
+    if isinstance(d, np.ndarray):
+        return d >> np.uint64(32)
+    return d >> 32
+
+
+def s_threshold(s) -> int:
+    """floor(2^32 / s), with s taken at its exact binary value; P(m = 1) = threshold / 2^32 ~ 1/s.
+
+    s = 1 gives 2^32, so every 32-bit uniform falls below it (the mask is all ones).
+    """
+    s = Fraction(s)
+    if s < 1:
+        raise ValueError(f"s must be >= 1 (the paper's s in [1, inf)), got {float(s)}")
+    return int(TWO32 / s)  # int() of a positive Fraction is its floor
+
+
+# --------------------------------------------------------------------------------------------
+# The three draws of a visit
+# --------------------------------------------------------------------------------------------
+
+
+def literal_uniforms(seed, epoch, e, g, n_literals) -> np.ndarray:
+    """The 32-bit uniform u_l of every literal for the visit (g, e), as uint64 (n_literals,).
+
+    Bit k of u_l, counted from the most significant (k = 0..31), is bit 32*(w & 1) + b of
+    draw(key, ctr(g, 2, (w >> 1)*32 + k)), where w = l // 32 is the literal's word and b = l % 32
+    its lane: one 64-bit draw serves two neighbouring 32-literal words.
+    """
+    key = rng_key(seed, epoch, e)
+    n_words = -(-n_literals // 32)
+    n_pairs = -(-n_words // 2)
+    k = np.arange(32, dtype=np.uint64)
+    pair = np.arange(n_pairs, dtype=np.uint64)
+    counters = ctr(np.uint64(g), np.uint64(PURPOSE_MASK), pair[:, None] * np.uint64(32) + k[None, :])
+    draws = draw(np.uint64(key), counters)  # (n_pairs, 32): draws[p, k] is draw number k of pair p
+
+    lit = np.arange(n_literals)
+    w = lit // 32
+    b = lit % 32
+    bitpos = (32 * (w & 1) + b).astype(np.uint64)
+    bits = (draws[w >> 1, :] >> bitpos[:, None]) & np.uint64(1)  # (n_literals, 32), column k
+    weights = np.uint64(1) << (np.uint64(31) - k)  # column k is bit 31-k of u_l
+    return (bits * weights[None, :]).sum(axis=1, dtype=np.uint64)
+
+
+def literal_mask(seed, epoch, e, g, n_literals, threshold) -> np.ndarray:
+    """The 1/s mask of Table 1: m_l = [u_l < threshold] as uint8 (n_literals,).
+
+    `threshold` is `s_threshold(s)`. The kernel decides the lanes most significant bit first and
+    stops early; the full comparison below gives the same result.
+    """
+    u = literal_uniforms(seed, epoch, e, g, n_literals)
+    return (u < np.uint64(threshold)).astype(np.uint8)  # threshold 2^32 (s = 1): always 1
+
+
+def participates(key: int, g: int, n_classes: int) -> bool:
+    """A clause of a non-target class takes part with probability 1/(C-1): u * (C-1) < 2^32.
+
+    `key` is `rng_key(seed, epoch, e)` of the visit."""
+    u = u32(key, ctr(g, PURPOSE_PARTICIPATE, 0))
+    return u * (n_classes - 1) < TWO32
+
+
+def is_updated(key: int, g: int, err: int, T: int) -> bool:
+    """Algorithm 1's rand() <= e/2T, as the exact integer comparison u * 2T < err * 2^32."""
+    u = u32(key, ctr(g, PURPOSE_UPDATE, 0))
+    return u * 2 * T < err * TWO32
+
+
+# --------------------------------------------------------------------------------------------
+# Inputs and targets
+# --------------------------------------------------------------------------------------------
+
+
+def encode_literals(X, append_negated: bool = True) -> np.ndarray:
+    """0/1 features (n, F) -> literals (n, 2F) = [x_1..x_F, not x_1..not x_F] (Section 2.1), uint8."""
+    X = np.asarray(X)
+    if X.ndim != 2 or not np.isin(X, (0, 1)).all():
+        raise ValueError("X must be a 2-D array of 0/1 features")
+    X = X.astype(np.uint8)
+    return np.hstack([X, 1 - X]) if append_negated else X.copy()
+
+
+def targets_for_classification(y, n_classes: int, T: int) -> np.ndarray:
+    """Per-class tally targets (C, n): +T for the example's class, -T for the others."""
+    y = np.asarray(y, dtype=np.int64)
+    target = np.full((n_classes, y.size), -T, dtype=np.int64)
+    target[y, np.arange(y.size)] = T
+    return target
+
+
+# --------------------------------------------------------------------------------------------
+# The machine
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Visit:
+    """What happened at one (clause, example) visit; returned for tests and debugging."""
+
+    o: int  # training output at the refresh
+    v: int  # clipped tally read after the refresh
+    direction: int  # +1 towards a larger tally (v <= target), -1 otherwise
+    participated: bool  # False only for a non-target class that sat this example out
+    updated: bool  # passed the err/2T draw (and the participate draw)
+    feedback: str  # "I", "II" or "" (none, or Type II on a clause that outputs 0)
+
+
+class ReferenceTM:
+    """The Tsetlin Machine of the paper with local voting tallies, sequentially.
+
+    Clause g (0-based, G = n_classes * n_clauses) belongs to class g // n_clauses with index
+    j = g % n_clauses; polarity +1 for even j and -1 for odd j (the paper's 1-based odd clauses
+    vote for the class, Eq. 1), or always +1 for regression (the RTM).
+    """
+
+    def __init__(
+        self,
+        n_classes: int,
+        n_clauses: int,
+        n_literals: int,
+        T: int,
+        s: float,
+        state_bits: int = 8,
+        boost_true_positive: bool = True,
+        regression: bool = False,
+    ):
+        if int(T) != T or T < 1:
+            raise ValueError("T must be a positive integer")
+        if not regression and n_clauses % 2:
+            raise ValueError("n_clauses per class must be even (alternating polarity)")
+        if not 1 <= state_bits <= 31:
+            raise ValueError("state_bits must be in [1, 31]")
+        self.n_classes = int(n_classes)
+        self.n_clauses = int(n_clauses)
+        self.n_literals = int(n_literals)
+        self.T = int(T)
+        self.s = s
+        self.state_bits = int(state_bits)
+        self.boost_true_positive = bool(boost_true_positive)
+        self.regression = bool(regression)
+
+        self.G = self.n_classes * self.n_clauses
+        self.max_state = (1 << self.state_bits) - 1
+        self.include_from = 1 << (self.state_bits - 1)  # include iff the most significant bit is 1
+        self.s_threshold = s_threshold(s)
+        # All automata start just below include: every clause starts empty.
+        self.ta_state = np.full((self.G, self.n_literals), self.include_from - 1, dtype=np.int64)
+
+        self.X: np.ndarray | None = None
+        self.y_target: np.ndarray | None = None
+        self.stored_output: np.ndarray | None = None
+        self.class_sum: np.ndarray | None = None
+
+    # ---- structure -----------------------------------------------------------------------
+
+    def class_of(self, g: int) -> int:
+        return g // self.n_clauses
+
+    def polarity(self, g: int) -> int:
+        if self.regression:
+            return 1
+        return 1 if (g % self.n_clauses) % 2 == 0 else -1
+
+    def polarities(self) -> np.ndarray:
+        return np.array([self.polarity(g) for g in range(self.G)], dtype=np.int64)
+
+    def includes(self, g: int | None = None) -> np.ndarray:
+        """Include/exclude decisions (bool), of one clause or of all (G, n_literals)."""
+        states = self.ta_state if g is None else self.ta_state[g]
+        return states >= self.include_from
+
+    # ---- evaluation (Eq. 1 and 2) ----------------------------------------------------------
+
+    def clause_output(self, g: int, x: np.ndarray, training: bool) -> int:
+        """C_g(x) = AND of the included literals; an empty clause gives 1 in training, 0 otherwise."""
+        included = self.includes(g)
+        if not included.any():
+            return int(training)
+        return int(np.all(x[included] == 1))
+
+    def clause_outputs(self, X: np.ndarray, training: bool) -> np.ndarray:
+        """Outputs of every clause on every example, uint8 (G, n)."""
+        X = np.asarray(X)
+        out = np.empty((self.G, X.shape[0]), dtype=np.uint8)
+        for g in range(self.G):
+            included = self.includes(g)
+            if not included.any():
+                out[g] = int(training)
+            else:
+                out[g] = np.all(X[:, included] == 1, axis=1)
+        return out
+
+    def _vote(self, outputs: np.ndarray) -> np.ndarray:
+        """sum_j polarity_j * outputs_j per class (Eq. 2), unclipped, int64 (C, n)."""
+        signed = outputs.astype(np.int64) * self.polarities()[:, None]
+        return signed.reshape(self.n_classes, self.n_clauses, -1).sum(axis=1)
+
+    def inference_class_sums(self, X: np.ndarray) -> np.ndarray:
+        """clip(sum_j polarity_j C_j(X), -T, T) per class, with empty clauses voting 0."""
+        return np.clip(self._vote(self.clause_outputs(X, training=False)), -self.T, self.T)
+
+    # ---- training state (Section 3.1: the voting tally) ------------------------------------
+
+    def init_training(self, X: np.ndarray, y_target: np.ndarray) -> None:
+        """Store the training set and compute stored outputs o* and tallies from scratch."""
+        X = np.asarray(X)
+        if X.ndim != 2 or X.shape[1] != self.n_literals:
+            raise ValueError(f"X must have shape (n, {self.n_literals})")
+        y_target = np.asarray(y_target, dtype=np.int64)
+        if y_target.shape != (self.n_classes, X.shape[0]):
+            raise ValueError(f"y_target must have shape ({self.n_classes}, {X.shape[0]})")
+        self.X = X.astype(np.uint8)
+        self.y_target = y_target.copy()
+        self.stored_output = self.clause_outputs(self.X, training=True)
+        self.class_sum = self._vote(self.stored_output)
+
+    # ---- feedback (Tables 1 and 2) ---------------------------------------------------------
+
+    def _step(self, g: int, up: np.ndarray, down: np.ndarray) -> None:
+        """Move the automata of clause g one state, saturating at 0 and 2^bits - 1.
+
+        Reinforcing Include (rewarding Include / penalising Exclude) increments the counter;
+        reinforcing Exclude decrements it (Section 2.2).
+        """
+        states = self.ta_state[g]
+        states[up] = np.minimum(states[up] + 1, self.max_state)
+        states[down] = np.maximum(states[down] - 1, 0)
+
+    def type_i_feedback(self, g: int, x: np.ndarray, o: int, mask: np.ndarray) -> None:
+        """Table 1 with the 1/s events given by `mask` (m = 1 with probability 1/s).
+
+        o = 1, literal 1: Include rewarded / Exclude penalised with prob (s-1)/s (m = 0), or
+          always with boost_true_positive: increment.
+        o = 1, literal 0: Exclude rewarded with prob 1/s (m = 1): decrement.
+        o = 0: Include penalised / Exclude rewarded with prob 1/s (m = 1): decrement.
+        """
+        x = np.asarray(x).astype(bool)
+        m = np.asarray(mask).astype(bool)
+        if o:
+            up = x if self.boost_true_positive else x & ~m
+            down = ~x & m
+        else:
+            up = np.zeros_like(x)
+            down = m
+        self._step(g, up, down)
+
+    def type_ii_feedback(self, g: int, x: np.ndarray, o: int) -> None:
+        """Table 2: with o = 1, an Exclude on a 0-literal is penalised (prob 1): increment."""
+        if not o:
+            return
+        x = np.asarray(x).astype(bool)
+        up = ~x & ~self.includes(g)
+        self._step(g, up, np.zeros_like(up))
+
+    # ---- one visit, one batch, one epoch (Algorithm 1 + kernels/README.md) -------------------
+
+    def visit(self, g: int, e: int, epoch: int, seed: int) -> Visit:
+        """Clause g visits training example e: tally refresh, then feedback."""
+        c = self.class_of(g)
+        pol = self.polarity(g)
+        x = self.X[e]
+
+        # Refresh (Algorithm 1 lines 12-17, done first on every visit as in the released kernel).
+        o = self.clause_output(g, x, training=True)
+        o_star = int(self.stored_output[g, e])
+        if o != o_star:
+            self.class_sum[c, e] += pol * (o - o_star)
+            self.stored_output[g, e] = o
+
+        # Feedback (Algorithm 1 lines 4-11).
+        v = min(max(int(self.class_sum[c, e]), -self.T), self.T)
+        t = int(self.y_target[c, e])
+        d = 1 if v <= t else -1
+        key = rng_key(seed, epoch, e)
+        if d == -1 and self.n_classes > 1 and not participates(key, g, self.n_classes):
+            return Visit(o, v, d, participated=False, updated=False, feedback="")
+        err = abs(t - v)
+        if not is_updated(key, g, err, self.T):
+            return Visit(o, v, d, participated=True, updated=False, feedback="")
+        if d * pol > 0:
+            mask = literal_mask(seed, epoch, e, g, self.n_literals, self.s_threshold)
+            self.type_i_feedback(g, x, o, mask)
+            return Visit(o, v, d, True, True, "I")
+        if o == 1:
+            self.type_ii_feedback(g, x, o)
+            return Visit(o, v, d, True, True, "II")
+        return Visit(o, v, d, True, True, "")
+
+    def train_batch(self, start: int, end: int, epoch: int, seed: int) -> None:
+        """One kernel launch: every clause visits examples start..end-1 in order, clause by clause."""
+        for g in range(self.G):
+            for e in range(start, end):
+                self.visit(g, e, epoch, seed)
+
+    def train_epoch(self, epoch: int, seed: int, batch_size: int) -> None:
+        """Examples in dataset order, in batches of batch_size with a barrier between batches."""
+        n = self.X.shape[0]
+        for start in range(0, n, batch_size):
+            self.train_batch(start, min(start + batch_size, n), epoch, seed)

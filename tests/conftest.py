@@ -1,0 +1,56 @@
+"""Shared fixtures: the repository root and the offline dataset mirror.
+
+The mirror is ``$ASYNCTM_DATA_MIRROR`` if set, else ``<repo>/../shared/datasets`` (where CI puts
+it); tests that need it skip with the reason when it is absent.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def mirror_path() -> Path:
+    return Path(os.environ.get("ASYNCTM_DATA_MIRROR", REPO.parent / "shared" / "datasets")).resolve()
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return REPO
+
+
+@pytest.fixture(scope="session")
+def mirror() -> Path:
+    path = mirror_path()
+    if not path.is_dir():
+        pytest.skip(f"dataset mirror not found at {path} (set ASYNCTM_DATA_MIRROR to its folder)")
+    return path
+
+
+def gpu_available() -> bool:
+    try:
+        from asynctm.backends import cuda_available
+
+        return cuda_available()
+    except Exception:  # noqa: BLE001 - any failure to reach a GPU means "no GPU"
+        return False
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked `gpu` skip cleanly on machines without a CUDA GPU (CI, laptops)."""
+    if not any("gpu" in item.keywords for item in items) or gpu_available():
+        return
+    skip = pytest.mark.skip(reason="no CUDA GPU here (PyCUDA, the driver or a device is missing)")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(params=["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def backend_name(request) -> str:
+    """Run a test on the CPU build and, where a GPU exists, on the CUDA build."""
+    return request.param

@@ -1,0 +1,397 @@
+"""The kernels (kernels/tm.cu) against the NumPy reference (asynctm.reference), bit for bit.
+
+The CPU build with one thread runs the reference's schedule exactly (clause 0 over the batch, then
+clause 1, ...), so every TA state, tally and stored output bit must agree after any number of batches.
+Multi-threaded builds (OpenMP, CUDA) are only deterministic where no two clause threads race on a
+tally: a batch of ONE example right after the stored outputs were computed from scratch (every
+refresh then finds o == o* and leaves the tallies alone). Beyond that we check the invariant
+tally == sum(polarity * stored output bits) that Algorithm 1's atomic adds maintain.
+
+Failures name the first differing (clause, literal) / (class, example) / (clause, example).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from asynctm import reference as ref
+from asynctm.reference import ReferenceTM
+
+backends = pytest.importorskip("asynctm.backends", reason="asynctm.backends is not importable yet")
+encoding = pytest.importorskip("asynctm.encoding")
+KernelConfig = backends.KernelConfig
+make_backend = backends.make_backend
+
+
+# ---------------------------------------------------------------------------------------------
+# Problems shared by the tests: odd sizes on purpose (literals not a multiple of 32 or 64, odd word
+# counts so a 64-bit mask draw serves a lone last word, 5- and 6-bit automata, s = 1).
+# ---------------------------------------------------------------------------------------------
+
+CONFIGS = {
+    "2cls-boost-40lit": dict(n_classes=2, n_clauses=10, n_features=20, negated=True, T=8, s=3.9, bits=8,
+                             boost=True, regression=False),
+    "3cls-noboost-34lit": dict(n_classes=3, n_clauses=6, n_features=17, negated=True, T=5, s=5.0, bits=8,
+                               boost=False, regression=False),
+    "regression-5bit-37lit": dict(n_classes=1, n_clauses=12, n_features=37, negated=False, T=10, s=2.5, bits=5,
+                                  boost=True, regression=True),
+    "2cls-s1-96lit-6bit": dict(n_classes=2, n_clauses=8, n_features=48, negated=True, T=6, s=1.0, bits=6,
+                               boost=False, regression=False),
+    "4cls-s27-150lit": dict(n_classes=4, n_clauses=4, n_features=75, negated=True, T=4, s=27.0, bits=8,
+                            boost=True, regression=False),
+    "2cls-64lit-plain": dict(n_classes=2, n_clauses=6, n_features=64, negated=False, T=5, s=10.0, bits=8,
+                             boost=False, regression=False),
+}
+
+
+def _kernel_config(c: dict, n_literals: int) -> KernelConfig:
+    return KernelConfig(c["n_classes"], c["n_clauses"], n_literals, c["T"], c["s"], c["bits"], c["boost"],
+                        c["regression"])
+
+
+def _reference(c: dict, n_literals: int) -> ReferenceTM:
+    return ReferenceTM(c["n_classes"], c["n_clauses"], n_literals, c["T"], c["s"], c["bits"], c["boost"],
+                       c["regression"])
+
+
+def _random_states(rng, G, n_literals, bits, includes_per_clause=2.0):
+    """Automata near the include boundary (so feedback flips decisions), a few saturated ones."""
+    half = 1 << (bits - 1)
+    include = rng.random((G, n_literals)) < includes_per_clause / n_literals
+    states = np.where(include, half + rng.integers(0, 3, include.shape), half - 1 - rng.integers(0, 3, include.shape))
+    ends = rng.random(include.shape) < 0.05
+    states = np.where(ends & ~include, 0, states)
+    states = np.where(ends & include & (rng.random(include.shape) < 0.5), (1 << bits) - 1, states)
+    return states.astype(np.int64)
+
+
+def _problem(c: dict, n_examples: int, seed: int, init: str = "random"):
+    """Features, literals, targets and initial states of one test problem."""
+    rng = np.random.default_rng(seed)
+    F = rng.integers(0, 2, (n_examples, c["n_features"]))
+    literals = ref.encode_literals(F, c["negated"])
+    n_literals = literals.shape[1]
+    G = c["n_classes"] * c["n_clauses"]
+    if init == "random":
+        states = _random_states(rng, G, n_literals, c["bits"])
+    else:
+        states = np.full((G, n_literals), (1 << (c["bits"] - 1)) - 1, dtype=np.int64)
+    if c["regression"]:
+        y_target = rng.integers(0, c["T"] + 1, (1, n_examples))
+    else:
+        y_target = ref.targets_for_classification(rng.integers(0, c["n_classes"], n_examples), c["n_classes"], c["T"])
+    return F, literals, y_target, states
+
+
+# ---- our own tiny packers, so a fault in asynctm.encoding cannot hide one in the kernels --------
+
+
+def _pack_bits(bits01: np.ndarray) -> np.ndarray:
+    """(..., L) 0/1 -> (..., ceil(L/32)) uint32: item l is bit l % 32 of word l // 32."""
+    L = bits01.shape[-1]
+    words = -(-L // 32)
+    out = np.zeros(bits01.shape[:-1] + (words,), dtype=np.uint64)
+    for lit in range(L):
+        out[..., lit // 32] |= bits01[..., lit].astype(np.uint64) << np.uint64(lit % 32)
+    return out.astype(np.uint32)
+
+
+def _unpack_bits(words: np.ndarray, L: int) -> np.ndarray:
+    lit = np.arange(L)
+    return ((words[..., lit // 32] >> (lit % 32).astype(np.uint32)) & 1).astype(np.uint8)
+
+
+def _to_planes(states: np.ndarray, bits: int, padding_state: int | None = None) -> np.ndarray:
+    """States (G, L) -> planes (G, bits, WORDS); padding lanes at `padding_state` (default: initial)."""
+    G, L = states.shape
+    words = -(-L // 32)
+    full = np.full((G, 32 * words), (1 << (bits - 1)) - 1 if padding_state is None else padding_state, np.int64)
+    full[:, :L] = states
+    return np.stack([_pack_bits((full >> b) & 1) for b in range(bits)], axis=1)
+
+
+def _from_planes(planes: np.ndarray, L: int) -> np.ndarray:
+    """Planes (G, bits, WORDS) -> states (G, L); pass L = 32 * WORDS to see the padding lanes."""
+    return sum(_unpack_bits(planes[:, b, :], L).astype(np.int64) << b for b in range(planes.shape[1]))
+
+
+# ---- comparison with a precise first difference ---------------------------------------------
+
+
+def assert_same(what: str, got, want, axes: tuple[str, ...], context: str = ""):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape, f"{what}{context}: shape {got.shape} (kernel) vs {want.shape} (reference)"
+    bad = np.argwhere(got != want)
+    if bad.size:
+        first = tuple(int(i) for i in bad[0])
+        where = ", ".join(f"{a}={i}" for a, i in zip(axes, first))
+        pytest.fail(f"{what}{context}: {len(bad)} of {got.size} differ; first at {where}: "
+                    f"kernel {got[first]}, reference {want[first]}", pytrace=False)
+
+
+def assert_backend_equals_reference(be, tm: ReferenceTM, n_examples: int, context: str = ""):
+    assert_same("TA states", _from_planes(be.get_ta_state(), tm.n_literals), tm.ta_state, ("clause", "literal"),
+                context)
+    assert_same("tallies", be.get_tallies(), tm.class_sum, ("class", "example"), context)
+    assert_same("stored output bits", _unpack_bits(be.get_clause_output_bits(), n_examples), tm.stored_output,
+                ("clause", "example"), context)
+
+
+# ---------------------------------------------------------------------------------------------
+# Backends: CPU always; CUDA only with a GPU
+# ---------------------------------------------------------------------------------------------
+
+
+def _cuda_or_skip():
+    try:
+        available = backends.cuda_available()
+    except Exception as exc:  # noqa: BLE001 - any failure to probe means no usable GPU
+        pytest.skip(f"CUDA probe failed: {exc}")
+    if not available:
+        pytest.skip("no CUDA GPU (or PyCUDA) on this machine")
+
+
+@pytest.fixture
+def open_backend():
+    """open_backend(kind, cfg, n_threads) -> backend, closed after the test."""
+    opened = []
+
+    def _open(kind: str, cfg: KernelConfig, n_threads: int = 1):
+        if kind == "cuda":
+            _cuda_or_skip()
+            be = make_backend("cuda", cfg)
+        else:
+            be = make_backend("cpu", cfg, n_threads=n_threads)
+        opened.append(be)
+        return be
+
+    yield _open
+    for be in opened:
+        be.close()
+
+
+# (kind, n_threads) of every build that must be exact on deterministic steps
+ALL_BUILDS = [
+    pytest.param(("cpu", 1), id="cpu1"),
+    pytest.param(("cpu", 2), id="cpu2"),
+    pytest.param(("cuda", None), id="cuda", marks=pytest.mark.gpu),
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# Encoding helpers of the lead's package against the layout of kernels/README.md
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("negated", [True, False])
+@pytest.mark.parametrize("n_features", [1, 16, 20, 32, 37, 64, 75])
+def test_pack_literals_layout(n_features, negated):
+    rng = np.random.default_rng(n_features)
+    F = rng.integers(0, 2, (9, n_features))
+    packed, n_literals = encoding.pack_literals(F, append_negated=negated)
+    literals = ref.encode_literals(F, negated)
+    assert n_literals == literals.shape[1]
+    assert packed.dtype == np.uint32
+    assert_same("packed literals", packed, _pack_bits(literals), ("example", "word"))  # padding bits 0 included
+
+
+@pytest.mark.parametrize("bits", [5, 8])
+def test_state_plane_conversions(bits):
+    rng = np.random.default_rng(bits)
+    states = rng.integers(0, 1 << bits, (6, 45))
+    planes = encoding.states_to_planes(states, bits)
+    assert planes.dtype == np.uint32 and planes.shape == (6, bits, 2)
+    assert_same("planes", planes, _to_planes(states, bits), ("clause", "plane", "word"))
+    assert_same("states", encoding.planes_to_states(planes, 45), states, ("clause", "literal"))
+
+
+def test_s_threshold_define_is_exact():
+    """The S_THRESHOLD #define is floor(2^32/s) of the exact binary s (a float division could be off by 1)."""
+    if not hasattr(KernelConfig, "defines"):
+        pytest.skip("KernelConfig.defines() is not available")
+    for s in (1.0, 1.5, 2.0, 3.9, 5.0, 7.3, 10.0, 27.0, 1000.0):
+        cfg = KernelConfig(2, 2, 10, 5, s)
+        assert cfg.defines()["S_THRESHOLD"].rstrip("ULul") == str(ref.s_threshold(s)), s
+
+
+# ---------------------------------------------------------------------------------------------
+# Fixed TA states: initial state, clause outputs, tallies, inference class sums
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("build", ALL_BUILDS)
+@pytest.mark.parametrize("bits", [8, 5])
+def test_init_state_every_lane(open_backend, build, bits):
+    cfg = KernelConfig(2, 4, 45, 5, 3.0, bits)
+    be = open_backend(build[0], cfg, build[1] or 1)
+    be.set_ta_state(np.full((8, bits, 2), 0xA5A5A5A5, np.uint32))  # garbage, so init must overwrite all
+    be.init_state()
+    states = _from_planes(be.get_ta_state(), 64)  # padding lanes 45..63 included
+    assert (states == (1 << (bits - 1)) - 1).all(), np.argwhere(states != (1 << (bits - 1)) - 1)[:5]
+
+
+@pytest.mark.parametrize("build", ALL_BUILDS)
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_outputs_and_sums_at_fixed_states(open_backend, build, name):
+    c = CONFIGS[name]
+    F, X, y_target, states = _problem(c, 70, seed=1)
+    tm = _reference(c, X.shape[1])
+    tm.ta_state[:] = states
+    tm.ta_state[::5] = (1 << (c["bits"] - 1)) - 1  # some empty clauses: 1 in training, 0 at inference
+    be = open_backend(build[0], _kernel_config(c, X.shape[1]), build[1] or 1)
+    be.set_ta_state(_to_planes(tm.ta_state, c["bits"]))
+    X_words = _pack_bits(X)
+
+    assert_same("training clause outputs", be.training_clause_outputs(X_words), tm.clause_outputs(X, True),
+                ("clause", "example"))
+    sums = tm.inference_class_sums(X)
+    assert_same("inference class sums", be.class_sums(X_words), sums, ("class", "example"))
+    assert np.abs(sums).max() <= c["T"]
+
+    tm.init_training(X, y_target)
+    be.set_training_data(X_words, y_target.astype(np.int32))
+    assert_backend_equals_reference(be, tm, len(X), " after set_training_data")
+
+
+# ---------------------------------------------------------------------------------------------
+# One feedback step with the draws fixed: a batch of one example right after a fresh tally
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("build", ALL_BUILDS)
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_one_feedback_step(open_backend, build, name):
+    c = CONFIGS[name]
+    n = 40
+    F, X, y_target, states = _problem(c, n, seed=2)
+    tm = _reference(c, X.shape[1])
+    tm.ta_state[:] = states
+    be = open_backend(build[0], _kernel_config(c, X.shape[1]), build[1] or 1)
+    be.set_ta_state(_to_planes(states, c["bits"]))
+    X_words = _pack_bits(X)
+    feedback_seen = set()
+    for step, e in enumerate([0, 3, 31, 32, 39, 17, 17, 5]):  # examples in both output words, one repeated
+        epoch, seed = step % 3, 1000 + step
+        tm.init_training(X, y_target)  # stored outputs and tallies from scratch on both sides
+        be.set_training_data(X_words, y_target.astype(np.int32))
+        for g in range(tm.G):
+            feedback_seen.add(tm.visit(g, e, epoch, seed).feedback)
+        be.train_batch(e, e + 1, epoch, seed)
+        assert_backend_equals_reference(be, tm, n, f" after step {step} (example {e}, epoch {epoch}, seed {seed})")
+    # the steps really exercised the rules
+    assert not np.array_equal(tm.ta_state, states)
+    assert "I" in feedback_seen and ("II" in feedback_seen or c["regression"])
+
+
+# ---------------------------------------------------------------------------------------------
+# Several batches and epochs: the one-thread CPU build is the reference, bit for bit
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("init", ["random", "initial"])
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_cpu_one_thread_reproduces_reference(open_backend, name, init):
+    c = CONFIGS[name]
+    n, batch_size, epochs, seed = 50, 16, 3, 77
+    F, X, y_target, states = _problem(c, n, seed=3, init=init)
+    tm = _reference(c, X.shape[1])
+    tm.ta_state[:] = states
+    tm.init_training(X, y_target)
+    be = open_backend("cpu", _kernel_config(c, X.shape[1]), 1)
+    if init == "initial":
+        be.init_state()
+    else:
+        be.set_ta_state(_to_planes(states, c["bits"]))
+    be.set_training_data(_pack_bits(X), y_target.astype(np.int32))
+    assert_backend_equals_reference(be, tm, n, " before training")
+    for epoch in range(epochs):
+        for start in range(0, n, batch_size):
+            end = min(start + batch_size, n)
+            tm.train_batch(start, end, epoch, seed)
+            be.train_batch(start, end, epoch, seed)
+            assert_backend_equals_reference(be, tm, n, f" after epoch {epoch}, batch [{start}, {end})")
+    assert not np.array_equal(tm.ta_state, states)  # it did learn something
+
+
+@pytest.mark.parametrize("name", ["2cls-boost-40lit", "regression-5bit-37lit"])
+def test_cpu_train_epoch_matches_reference(open_backend, name):
+    c = CONFIGS[name]
+    n, seed = 45, 5
+    F, X, y_target, states = _problem(c, n, seed=4)
+    tm = _reference(c, X.shape[1])
+    tm.ta_state[:] = states
+    tm.init_training(X, y_target)
+    be = open_backend("cpu", _kernel_config(c, X.shape[1]), 1)
+    be.set_ta_state(_to_planes(states, c["bits"]))
+    be.set_training_data(_pack_bits(X), y_target.astype(np.int32))
+    for epoch, batch_size in [(0, 10), (1, 100), (2, 1), (7, 13)]:  # epochs need not be consecutive
+        tm.train_epoch(epoch, seed, batch_size)
+        be.train_epoch(epoch, seed, batch_size)
+        assert_backend_equals_reference(be, tm, n, f" after epoch {epoch} (batch size {batch_size})")
+
+
+def test_cpu_one_thread_is_deterministic(open_backend):
+    c = CONFIGS["3cls-noboost-34lit"]
+    F, X, y_target, states = _problem(c, 60, seed=6)
+    runs = []
+    for _ in range(2):
+        be = open_backend("cpu", _kernel_config(c, X.shape[1]), 1)
+        be.set_ta_state(_to_planes(states, c["bits"]))
+        be.set_training_data(_pack_bits(X), y_target.astype(np.int32))
+        for epoch in range(3):
+            be.train_epoch(epoch, 123, 20)
+        runs.append((be.get_ta_state(), be.get_tallies(), be.get_clause_output_bits()))
+    for a, b in zip(*runs):
+        assert np.array_equal(a, b)
+
+
+# ---------------------------------------------------------------------------------------------
+# Padding lanes and the tally invariant (any number of threads)
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("build", ALL_BUILDS)
+@pytest.mark.parametrize("name", ["2cls-boost-40lit", "3cls-noboost-34lit", "regression-5bit-37lit"])
+def test_padding_lanes_never_change(open_backend, build, name):
+    c = CONFIGS[name]
+    F, X, y_target, states = _problem(c, 64, seed=7)
+    L = X.shape[1]
+    words = -(-L // 32)
+    # an unusual excluded padding state, so that a stray increment (Type II on a 0-bit) or a stray
+    # decrement (Type I 1/s) would both show
+    pad = (1 << (c["bits"] - 1)) - 3
+    be = open_backend(build[0], _kernel_config(c, L), build[1] or 1)
+    be.set_ta_state(_to_planes(states, c["bits"], padding_state=pad))
+    be.set_training_data(_pack_bits(X), y_target.astype(np.int32))
+    for epoch in range(4):
+        be.train_epoch(epoch, 9, 16)
+    lanes = _from_planes(be.get_ta_state(), 32 * words)
+    assert (lanes[:, L:] == pad).all(), np.argwhere(lanes[:, L:] != pad)[:5]
+    assert not np.array_equal(lanes[:, :L], states)  # while the real automata did move
+
+
+@pytest.mark.parametrize("build", [pytest.param(("cpu", 2), id="cpu2"),
+                                   pytest.param(("cuda", None), id="cuda", marks=pytest.mark.gpu)])
+@pytest.mark.parametrize("name", ["2cls-boost-40lit", "4cls-s27-150lit", "regression-5bit-37lit"])
+def test_tally_invariant_with_threads(open_backend, build, name):
+    c = CONFIGS[name]
+    n = 200
+    F, X, y_target, states = _problem(c, n, seed=8)
+    be = open_backend(build[0], _kernel_config(c, X.shape[1]), build[1] or 1)
+    be.set_ta_state(_to_planes(states, c["bits"]))
+    X_words = _pack_bits(X)
+    be.set_training_data(X_words, y_target.astype(np.int32))
+    tm = _reference(c, X.shape[1])  # only for polarities and class layout
+    pol = tm.polarities()[:, None]
+    for epoch in range(5):
+        be.train_epoch(epoch, 31, 25)
+        stored = _unpack_bits(be.get_clause_output_bits(), n).astype(np.int64)
+        recomputed = (pol * stored).reshape(c["n_classes"], c["n_clauses"], n).sum(axis=1)
+        assert_same("tallies vs sum(polarity * stored bits)", be.get_tallies(), recomputed, ("class", "example"),
+                    f" after epoch {epoch}")
+    # Eventual consistency (Section 3.2): once the clauses stop changing, refreshed tallies are exact.
+    tm.ta_state[:] = _from_planes(be.get_ta_state(), X.shape[1])
+    tm.init_training(X, y_target)
+    be.set_training_data(X_words, y_target.astype(np.int32))
+    assert_backend_equals_reference(be, tm, n, " after retallying the trained machine")
