@@ -25,6 +25,7 @@
 TM_DEVICE int tm_polarity(long long clause_in_class)
 {
 #if REGRESSION
+    (void)clause_in_class;
     return 1;
 #else
     return (clause_in_class & 1) ? -1 : 1;
@@ -33,145 +34,168 @@ TM_DEVICE int tm_polarity(long long clause_in_class)
 
 TM_DEVICE tm_u32 *tm_clause_state(tm_u32 *ta_state, long long g) { return ta_state + g * STATE_BITS * WORDS; }
 
-// Training output: an empty clause outputs 1 (the AND over no literals).
-TM_DEVICE int tm_clause_output_train(const tm_u32 *include, const tm_u32 *x)
+#define CHUNK_WORDS (2 * TM_CHUNK_PAIRS)
+#define TM_MIN(a, b) ((a) < (b) ? (a) : (b))
+
+// Training output: an empty clause outputs 1 (the AND over no literals). Words are checked a chunk at
+// a time (vectorised on a CPU), stopping at the first chunk with an included literal that is 0.
+TM_DEVICE int tm_clause_output_train(const tm_u32 *TM_RESTRICT include, const tm_u32 *TM_RESTRICT x)
 {
-    for (int w = 0; w < WORDS; ++w) {
-        if (include[w] & ~x[w]) return 0;
+    for (int w0 = 0; w0 < WORDS; w0 += CHUNK_WORDS) {
+        const int n = TM_MIN(CHUNK_WORDS, WORDS - w0);
+        tm_u32 violated = 0;
+        TM_SIMD_OR(violated)
+        for (int i = 0; i < n; ++i) violated |= include[w0 + i] & ~x[w0 + i];
+        if (violated) return 0;
     }
     return 1;
 }
 
 // Inference output: an empty clause outputs 0.
-TM_DEVICE int tm_clause_output_infer(const tm_u32 *include, const tm_u32 *x)
+TM_DEVICE int tm_clause_output_infer(const tm_u32 *TM_RESTRICT include, const tm_u32 *TM_RESTRICT x)
 {
     tm_u32 any = 0;
-    for (int w = 0; w < WORDS; ++w) {
-        if (include[w] & ~x[w]) return 0;
-        any |= include[w];
+    for (int w0 = 0; w0 < WORDS; w0 += CHUNK_WORDS) {
+        const int n = TM_MIN(CHUNK_WORDS, WORDS - w0);
+        tm_u32 violated = 0;
+        TM_SIMD_OR(violated)
+        for (int i = 0; i < n; ++i) violated |= include[w0 + i] & ~x[w0 + i];
+        if (violated) return 0;
+        TM_SIMD_OR(any)
+        for (int i = 0; i < n; ++i) any |= include[w0 + i];
     }
     return any != 0;
 }
 
-// Saturating increment of the automata flagged in `active` (bit-sliced ripple carry).
-TM_DEVICE void tm_inc(tm_u32 *state, int w, tm_u32 active)
+// Saturating increment of the automata flagged in active[i], for words w0 .. w0+n-1: a bit-sliced
+// ripple carry over every plane, branch-free so that a CPU vectorises it across words.
+TM_DEVICE void tm_inc(tm_u32 *TM_RESTRICT state, int w0, int n, const tm_u32 *TM_RESTRICT active)
 {
-    tm_u32 carry = active;
-    for (int b = 0; b < STATE_BITS && carry; ++b) {
-        tm_u32 *p = state + b * WORDS + w;
-        tm_u32 next = *p & carry;
-        *p ^= carry;
-        carry = next;
-    }
-    if (carry) {  // overflowed lanes were at the maximum: put them back there
-        for (int b = 0; b < STATE_BITS; ++b) state[b * WORDS + w] |= carry;
+    TM_SIMD
+    for (int i = 0; i < n; ++i) {
+        tm_u32 carry = active[i];
+        for (int b = 0; b < STATE_BITS; ++b) {
+            const tm_u32 p = state[b * WORDS + w0 + i];
+            state[b * WORDS + w0 + i] = p ^ carry;
+            carry &= p;
+        }
+        // Lanes whose carry ran out of planes were at the maximum: put them back there.
+        for (int b = 0; b < STATE_BITS; ++b) state[b * WORDS + w0 + i] |= carry;
     }
 }
 
-// Saturating decrement (bit-sliced ripple borrow).
-TM_DEVICE void tm_dec(tm_u32 *state, int w, tm_u32 active)
+// Saturating decrement (bit-sliced ripple borrow), likewise.
+TM_DEVICE void tm_dec(tm_u32 *TM_RESTRICT state, int w0, int n, const tm_u32 *TM_RESTRICT active)
 {
-    tm_u32 borrow = active;
-    for (int b = 0; b < STATE_BITS && borrow; ++b) {
-        tm_u32 *p = state + b * WORDS + w;
-        tm_u32 next = ~*p & borrow;
-        *p ^= borrow;
-        borrow = next;
-    }
-    if (borrow) {  // underflowed lanes were at 0: put them back there
-        for (int b = 0; b < STATE_BITS; ++b) state[b * WORDS + w] &= ~borrow;
+    TM_SIMD
+    for (int i = 0; i < n; ++i) {
+        tm_u32 borrow = active[i];
+        for (int b = 0; b < STATE_BITS; ++b) {
+            const tm_u32 p = state[b * WORDS + w0 + i];
+            state[b * WORDS + w0 + i] = p ^ borrow;
+            borrow &= ~p;
+        }
+        // Lanes whose borrow ran out of planes were at 0: put them back there.
+        for (int b = 0; b < STATE_BITS; ++b) state[b * WORDS + w0 + i] &= ~borrow;
     }
 }
 
-// The 1/s masks of the two neighbouring words 2p (low half) and 2p+1 (high half): lane b is 1 iff its
-// 32-bit uniform u_b < S_THRESHOLD. The 64 uniforms are compared bit-sliced, most significant bit first,
-// one 64-bit draw per bit; a lane is decided at the first bit where it differs from the threshold, so
-// the loop stops once every lane of interest (`wanted`) is decided: about 7 draws for 64 lanes instead
-// of 64 draws. Lanes outside `wanted` are returned as 0. The first TM_MASK_PREFIX draws are taken
-// unconditionally and branch-free: independent draws pipeline, and the exit branch is unpredictable
-// (measured on WSD apple, 1 thread: 0.97 -> 0.79 s per epoch). The result is the same either way.
+// The 1/s masks of words w0 .. w0+n-1 (w0 even): lane b of word w is 1 iff its 32-bit uniform
+// u < S_THRESHOLD, for the lanes flagged in wanted[], else 0. Words pair up (2p, 2p+1) as the low and
+// high halves of one 64-bit draw per bit. The 64 uniforms of a pair are compared bit-sliced, most
+// significant bit first; a lane is decided at the first bit where it differs from the threshold, so a
+// pair needs about 7 draws instead of 64. The first TM_MASK_PREFIX bits are drawn for every pair
+// unconditionally (branch-free, vectorised across pairs on a CPU); the few pairs still undecided go on
+// one bit at a time. The result equals the lane-by-lane comparison of kernels/README.md exactly.
 #ifndef TM_MASK_PREFIX
 #define TM_MASK_PREFIX 10
 #endif
 
-TM_DEVICE tm_u64 tm_s_mask_pair(tm_u64 key, long long g, int p, tm_u64 wanted)
+TM_DEVICE tm_u64 tm_pair(tm_u32 low, tm_u32 high) { return ((tm_u64)high << 32) | low; }
+
+TM_DEVICE void tm_s_masks(tm_u64 key, long long g, int w0, int n, const tm_u32 *TM_RESTRICT wanted,
+                          tm_u32 *TM_RESTRICT mask)
 {
 #if S_THRESHOLD >= 4294967296ULL
-    (void)key; (void)g; (void)p;
-    return wanted;  // s = 1
+    (void)key; (void)g; (void)w0;
+    for (int i = 0; i < n; ++i) mask[i] = wanted[i];  // s = 1
 #else
-    tm_u64 undecided = wanted, less = 0;
-    tm_u64 ctr_times_golden = tm_ctr((tm_u64)g, TM_PURPOSE_MASK, (tm_u64)p * 32) * TM_GOLDEN;
-    // A fixed, branch-free prefix of draws (independent, so they pipeline); the data-dependent tail is
-    // rarely needed.
+    const int n_pairs = (n + 1) / 2;
+    tm_u64 undecided[TM_CHUNK_PAIRS], less[TM_CHUNK_PAIRS], ctr_golden[TM_CHUNK_PAIRS];
+    for (int j = 0; j < n_pairs; ++j) {
+        undecided[j] = tm_pair(wanted[2 * j], 2 * j + 1 < n ? wanted[2 * j + 1] : 0u);
+        less[j] = 0;
+        // draw(key, ctr + k) = mix64(key ^ (ctr + k) * GOLDEN): step the product instead of multiplying.
+        ctr_golden[j] = tm_ctr((tm_u64)g, TM_PURPOSE_MASK, (tm_u64)(w0 / 2 + j) * 32) * TM_GOLDEN;
+    }
     TM_UNROLL
     for (int k = 0; k < TM_MASK_PREFIX; ++k) {
-        const tm_u64 r = tm_mix64(key ^ (ctr_times_golden + (tm_u64)k * TM_GOLDEN));
-        const tm_u64 bit = (S_THRESHOLD >> (31 - k)) & 1;
-        const tm_u64 sel = 0 - bit;
-        less |= undecided & ~r & sel;
-        undecided &= (r & sel) | (~r & ~sel);
-    }
-    ctr_times_golden += (tm_u64)TM_MASK_PREFIX * TM_GOLDEN;
-    for (int k = TM_MASK_PREFIX; k < 32 && undecided; ++k, ctr_times_golden += TM_GOLDEN) {
-        const tm_u64 r = tm_mix64(key ^ ctr_times_golden);
-        if ((S_THRESHOLD >> (31 - k)) & 1) {
-            less |= undecided & ~r;
-            undecided &= r;
-        } else {
-            undecided &= ~r;
+        const tm_u64 one = 0 - ((S_THRESHOLD >> (31 - k)) & 1);  // all ones where the threshold bit is 1
+        TM_SIMD
+        for (int j = 0; j < n_pairs; ++j) {
+            const tm_u64 r = tm_mix64(key ^ (ctr_golden[j] + (tm_u64)k * TM_GOLDEN));
+            less[j] |= undecided[j] & ~r & one;
+            undecided[j] &= ~(r ^ one);
         }
     }
-    return less;
+    for (int j = 0; j < n_pairs; ++j) {
+        tm_u64 cg = ctr_golden[j] + (tm_u64)TM_MASK_PREFIX * TM_GOLDEN;
+        for (int k = TM_MASK_PREFIX; k < 32 && undecided[j]; ++k, cg += TM_GOLDEN) {
+            const tm_u64 r = tm_mix64(key ^ cg);
+            if ((S_THRESHOLD >> (31 - k)) & 1) {
+                less[j] |= undecided[j] & ~r;
+                undecided[j] &= r;
+            } else {
+                undecided[j] &= ~r;
+            }
+        }
+        mask[2 * j] = (tm_u32)less[j];
+        if (2 * j + 1 < n) mask[2 * j + 1] = (tm_u32)(less[j] >> 32);
+    }
 #endif
 }
 
-TM_DEVICE tm_u64 tm_pair(tm_u32 low, tm_u32 high) { return ((tm_u64)high << 32) | low; }
-
 // Type I feedback (Table 1): o = 1 memorises the literals that are 1 (with probability (s-1)/s, or
 // always when boosting true positives) and forgets those that are 0 with probability 1/s; o = 0
-// forgets every literal with probability 1/s. Words are taken in pairs, sharing one mask draw.
-TM_DEVICE void tm_type_i(tm_u32 *state, const tm_u32 *x, int o, tm_u64 key, long long g)
+// forgets every literal with probability 1/s.
+TM_DEVICE void tm_type_i(tm_u32 *TM_RESTRICT state, const tm_u32 *TM_RESTRICT x, int o, tm_u64 key, long long g)
 {
-    for (int p = 0; 2 * p < WORDS; ++p) {
-        const int w0 = 2 * p, w1 = 2 * p + 1;
-        const int has_w1 = w1 < WORDS;
-        const tm_u32 valid0 = WORD_MASK(w0), valid1 = has_w1 ? WORD_MASK(w1) : 0u;
-        const tm_u32 x0 = x[w0] & valid0, x1 = has_w1 ? x[w1] & valid1 : 0u;
+    for (int w0 = 0; w0 < WORDS; w0 += CHUNK_WORDS) {
+        const int n = TM_MIN(CHUNK_WORDS, WORDS - w0);
+        tm_u32 xw[CHUNK_WORDS], wanted[CHUNK_WORDS], m[CHUNK_WORDS], up[CHUNK_WORDS], down[CHUNK_WORDS];
+        for (int i = 0; i < n; ++i) {
+            const tm_u32 valid = WORD_MASK(w0 + i);
+            xw[i] = x[w0 + i] & valid;
+            // With boost and o = 1 only the literals that are 0 need a 1/s draw.
+            wanted[i] = (o && BOOST_TRUE_POSITIVE) ? ~xw[i] & valid : valid;
+        }
+        tm_s_masks(key, g, w0, n, wanted, m);
         if (o) {
-#if BOOST_TRUE_POSITIVE
-            const tm_u64 forget = tm_pair(~x0 & valid0, ~x1 & valid1);
-            const tm_u64 m = forget ? tm_s_mask_pair(key, g, p, forget) : 0;
-            tm_inc(state, w0, x0);
-            tm_dec(state, w0, (tm_u32)m);
-            if (has_w1) {
-                tm_inc(state, w1, x1);
-                tm_dec(state, w1, (tm_u32)(m >> 32));
+            for (int i = 0; i < n; ++i) {
+                up[i] = BOOST_TRUE_POSITIVE ? xw[i] : xw[i] & ~m[i];
+                down[i] = ~xw[i] & m[i];
             }
-#else
-            const tm_u64 m = tm_s_mask_pair(key, g, p, tm_pair(valid0, valid1));
-            tm_inc(state, w0, x0 & ~(tm_u32)m);
-            tm_dec(state, w0, ~x0 & (tm_u32)m);
-            if (has_w1) {
-                tm_inc(state, w1, x1 & ~(tm_u32)(m >> 32));
-                tm_dec(state, w1, ~x1 & (tm_u32)(m >> 32));
-            }
-#endif
+            tm_inc(state, w0, n, up);
+            tm_dec(state, w0, n, down);
         } else {
-            const tm_u64 m = tm_s_mask_pair(key, g, p, tm_pair(valid0, valid1));
-            tm_dec(state, w0, (tm_u32)m);
-            if (has_w1) tm_dec(state, w1, (tm_u32)(m >> 32));
+            tm_dec(state, w0, n, m);
         }
     }
 }
 
 // Type II feedback (Table 2): o = 1 penalises Exclude of every literal that is 0.
-TM_DEVICE void tm_type_ii(tm_u32 *state, const tm_u32 *x)
+TM_DEVICE void tm_type_ii(tm_u32 *TM_RESTRICT state, const tm_u32 *TM_RESTRICT x)
 {
     const tm_u32 *include = state + (STATE_BITS - 1) * WORDS;
-    for (int w = 0; w < WORDS; ++w) {
-        const tm_u32 active = ~x[w] & ~include[w] & WORD_MASK(w);
-        if (active) tm_inc(state, w, active);
+    for (int w0 = 0; w0 < WORDS; w0 += CHUNK_WORDS) {
+        const int n = TM_MIN(CHUNK_WORDS, WORDS - w0);
+        tm_u32 up[CHUNK_WORDS];
+        tm_u32 any = 0;
+        for (int i = 0; i < n; ++i) {
+            up[i] = ~x[w0 + i] & ~include[w0 + i] & WORD_MASK(w0 + i);
+            any |= up[i];
+        }
+        if (any) tm_inc(state, w0, n, up);
     }
 }
 

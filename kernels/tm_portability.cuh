@@ -19,6 +19,12 @@ typedef unsigned long long tm_u64;
          i += (long long)blockDim.x * gridDim.x)
 #define TM_ATOMIC_ADD(ptr, v) atomicAdd((ptr), (v))
 #define TM_UNROLL _Pragma("unroll")
+// Loops over a chunk of literal words: one 64-literal pair at a time on a GPU thread (registers are
+// scarce), vectorised chunks on a CPU core.
+#define TM_SIMD
+#define TM_SIMD_OR(var)
+#define TM_CHUNK_PAIRS 1
+#define TM_RESTRICT __restrict__
 // The tally may be changed by other clause threads at any moment; a volatile read is what
 // Algorithm 1 asks for: the current, possibly stale, value.
 #define TM_LOAD_RELAXED(ptr) (*(volatile const int *)(ptr))
@@ -40,6 +46,11 @@ extern "C" int tm_get_threads(void) { return tm_cpu_threads; }
     _Pragma("omp parallel for schedule(static) num_threads(tm_cpu_threads)") for (long long i = 0; i < (long long)(n); ++i)
 #define TM_ATOMIC_ADD(ptr, v) __atomic_fetch_add((ptr), (v), __ATOMIC_RELAXED)
 #define TM_UNROLL _Pragma("GCC unroll 16")
+#define TM_SIMD _Pragma("omp simd")
+#define TM_SIMD_OR(var) _Pragma(TM_STR(omp simd reduction(| : var)))
+#define TM_STR(x) #x
+#define TM_CHUNK_PAIRS 8
+#define TM_RESTRICT __restrict__
 #define TM_LOAD_RELAXED(ptr) __atomic_load_n((ptr), __ATOMIC_RELAXED)
 
 #endif
