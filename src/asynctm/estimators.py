@@ -11,14 +11,13 @@ import json
 import logging
 import math
 import numbers
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 
 from .backends import KernelConfig, make_backend, resolve_backend
+from .io import atomic_open
 from .encoding import check_binary_matrix, check_positive_int, pack_literals, planes_to_states
 
 logger = logging.getLogger("asynctm")
@@ -216,15 +215,8 @@ class _TsetlinMachine(BaseEstimator):
             "seed": np.array(str(self.seed_)),
             **self._extra_state(),
         }
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                np.savez(fh, **arrays)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        with atomic_open(path, "wb") as fh:
+            np.savez(fh, **arrays)
 
     @classmethod
     def load(cls, path, backend: str | None = None, n_threads: int | None = None):

@@ -98,6 +98,17 @@ def _load(path: Path) -> ctypes.CDLL:
     return _libraries[path]
 
 
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``), else what ``platform`` knows."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def default_threads() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -120,7 +131,7 @@ class CpuBackend:
         if self.n_threads < 1:
             raise ValueError(f"n_threads must be >= 1, got {n_threads}")
         self.lib = _load(build_library(cfg))
-        self.device = f"CPU ({platform.processor() or platform.machine()}), {self.n_threads} thread(s)"
+        self.device = f"CPU ({cpu_model()}), {self.n_threads} thread(s)"
         self.ta_state = np.zeros((cfg.n_clauses_total, cfg.state_bits, cfg.n_words), dtype=np.uint32)
         self.X = self.y = self.class_sum = self.clause_output = None
 

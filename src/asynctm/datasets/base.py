@@ -8,12 +8,15 @@ Each dataset module under ``asynctm.datasets`` defines
 - ``PROTOCOLS``: the protocols it supports (``"paper"`` first, the default),
 - ``prepare(raw_dir, protocol) -> ProcessedDataset``: preprocessing from the verified raw files.
 
+Raw files are fetched and verified by :mod:`asynctm.datasets.fetch` into ``data/raw/<dataset>/``
+(with ``MANIFEST.json``: each member's hash and the raw digest, :func:`digest_lines` over them).
 Processed datasets are stored as ``train.npz``, ``test.npz`` (and ``novel.npz`` for novelty
 detection) plus ``meta.json`` in one folder, written atomically by :func:`save_processed`.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -60,6 +63,49 @@ class Source:
     kind: str
     members: tuple
     strip: int = 0
+    # The mirror may hold the file in another shape than the official URL serves it (e.g. the
+    # members of a zip, unpacked): then ``mirror_kind`` says how to read the mirror's copy.
+    mirror_kind: str | None = None
+    # An optional source is used when it can be had and skipped (and logged) when not; its members
+    # then do not enter the manifest or the raw digest.
+    optional: bool = False
+
+
+def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
+    """The sha256 hex digest of one file, read in chunks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def digest_lines(hashes: dict) -> str:
+    """sha256 over ``"<path>\t<sha256>\n"`` lines sorted by path: the digest of a set of files."""
+    h = hashlib.sha256()
+    for rel in sorted(hashes):
+        h.update(f"{rel}\t{hashes[rel]}\n".encode())
+    return h.hexdigest()
+
+
+def folder_digest(path: str | os.PathLike) -> str:
+    """Digest of every regular file below ``path``: :func:`digest_lines` over their POSIX paths
+    relative to ``path`` and their sha256. Independent of file times, permissions and walk order,
+    so an identical tree unpacked from any archive gives the same digest. Links are refused (a raw
+    folder never needs them, and following one could read outside the folder)."""
+    root = Path(path)
+    if not root.is_dir():
+        raise FileNotFoundError(f"{root}: not a folder")
+    hashes = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            p = Path(dirpath) / name
+            if p.is_symlink():
+                raise ValueError(f"{p}: links are not allowed in a raw folder")
+        for name in filenames:
+            p = Path(dirpath) / name
+            hashes[p.relative_to(root).as_posix()] = sha256_file(p)
+    return digest_lines(hashes)
 
 
 @dataclass
@@ -121,6 +167,7 @@ def save_processed(ds: ProcessedDataset, out_dir: str | os.PathLike) -> None:
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
     try:
+        tmp.chmod(0o755)  # mkdtemp makes it private; the finished folder is an ordinary one
         parts = {"train": (ds.X_train, ds.y_train), "test": (ds.X_test, ds.y_test)}
         if ds.X_novel is not None:
             parts["novel"] = (ds.X_novel, None)

@@ -1,0 +1,187 @@
+#!/usr/bin/env python
+"""Cost of each kind of work in one training epoch, measured on the kernels' own device functions.
+
+Compiles ``kernels/tm.cu`` (the apple configuration, exactly as the CPU build gets it) together with a small
+timing driver into an executable, with the CPU build's compiler flags, and times on one core, on real clause
+states (our model after ``--epochs`` apple epochs) and real training examples:
+
+- ``eval``: the training clause output (``tm_clause_output_train``) of every clause on every example
+  (early exit at the first violated word), per evaluation;
+- ``type_ib``: Type I feedback on a clause that outputs 0 (the 1/s mask over all literals, then decrements);
+- ``type_ia``: Type I on a clause that outputs 1 (increments where the literal is 1, the 1/s mask where 0);
+- ``type_ii``: Type II (increments of excluded automata whose literal is 0);
+- ``key``: the per-visit stream key (``tm_key``: three 64-bit mixes) plus the update draw.
+
+Each feedback measurement applies the feedback to every clause over a block of examples and restores the
+states after each pass, so the states stay realistic. Combined with the expected event counts of
+``opcount_apple.py`` these give a cost model of an epoch. Writes ``benchmarks/results/micro_feedback.json``.
+
+    python benchmarks/micro_feedback.py [--epochs 5] [--seed 42]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import shlex
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+_spec = importlib.util.spec_from_file_location("bench_tm", HERE / "bench_tm.py")
+bench = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bench)
+
+DRIVER = r"""
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+static double now() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+static std::vector<tm_u32> load(const char *path, size_t n) {
+    std::vector<tm_u32> v(n);
+    FILE *f = std::fopen(path, "rb");
+    if (!f || std::fread(v.data(), 4, n, f) != n) { std::fprintf(stderr, "cannot read %s\n", path); std::exit(2); }
+    std::fclose(f);
+    return v;
+}
+
+int main(int argc, char **argv) {
+    const long G = CLAUSES_TOTAL, n = std::atol(argv[3]), block = std::atol(argv[4]);
+    const int reps = std::atoi(argv[5]);
+    const size_t per_clause = (size_t)STATE_BITS * WORDS;
+    std::vector<tm_u32> state0 = load(argv[1], G * per_clause), X = load(argv[2], n * WORDS);
+    std::vector<tm_u32> state(state0);
+    volatile tm_u64 sink = 0;
+    const tm_u64 seed = 42, epoch = 7;
+    double t0, best;
+
+    // eval: every clause on every example, training output.
+    best = 1e30;
+    for (int r = 0; r < reps; ++r) {
+        long ones = 0;
+        t0 = now();
+        for (long g = 0; g < G; ++g) {
+            const tm_u32 *include = state.data() + g * per_clause + (STATE_BITS - 1) * WORDS;
+            for (long e = 0; e < n; ++e) ones += tm_clause_output_train(include, X.data() + e * WORDS);
+        }
+        double t = now() - t0;
+        sink += ones;
+        if (t < best) best = t;
+    }
+    std::printf("{\"eval_ns\": %.3f, ", best / (G * n) * 1e9);
+
+    // key + update draw per visit.
+    best = 1e30;
+    for (int r = 0; r < reps; ++r) {
+        tm_u64 acc = 0;
+        t0 = now();
+        for (long g = 0; g < G; ++g)
+            for (long e = 0; e < n; ++e) {
+                tm_u64 key = tm_key(seed, epoch, (tm_u64)e);
+                acc += tm_u32_draw(key, tm_ctr((tm_u64)g, TM_PURPOSE_UPDATE, 0));
+            }
+        double t = now() - t0;
+        sink += acc;
+        if (t < best) best = t;
+    }
+    std::printf("\"key_and_update_draw_ns\": %.3f, ", best / (G * n) * 1e9);
+
+    // the three feedback kinds, states restored after each pass.
+    const char *names[3] = {"type_ib", "type_ia", "type_ii"};
+    for (int kind = 0; kind < 3; ++kind) {
+        best = 1e30;
+        for (int r = 0; r < reps; ++r) {
+            std::memcpy(state.data(), state0.data(), state0.size() * 4);
+            t0 = now();
+            for (long g = 0; g < G; ++g) {
+                tm_u32 *st = state.data() + g * per_clause;
+                for (long e = 0; e < block; ++e) {
+                    const tm_u32 *x = X.data() + e * WORDS;
+                    tm_u64 key = tm_key(seed, epoch, (tm_u64)e);
+                    if (kind == 0) tm_type_i(st, x, 0, key, g);
+                    else if (kind == 1) tm_type_i(st, x, 1, key, g);
+                    else tm_type_ii(st, x);
+                }
+            }
+            double t = now() - t0;
+            if (t < best) best = t;
+        }
+        std::printf("\"%s_ns\": %.3f%s", names[kind], best / (G * block) * 1e9, kind < 2 ? ", " : "");
+    }
+    std::printf("}\n");
+    return (int)(sink & 0);
+}
+"""
+
+
+def main(argv=None) -> int:
+    from asynctm import TMClassifier
+    from asynctm.backends import KernelConfig, kernel_source
+    from asynctm.backends.cpu import compiler_command
+    from asynctm.encoding import pack_literals
+
+    p = argparse.ArgumentParser(description="per-operation costs of the kernels, apple configuration")
+    p.add_argument("--epochs", type=int, default=5, help="train this many apple epochs for realistic states")
+    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--block", type=int, default=100, help="examples per clause in the feedback timings")
+    p.add_argument("--reps", type=int, default=3, help="repetitions; the fastest is kept")
+    p.add_argument("--data-mirror", default=str(bench.default_mirror()))
+    p.add_argument("--out", default=str(HERE / "results" / "micro_feedback.json"))
+    args = p.parse_args(argv)
+
+    hp = bench.SETTINGS["apple"]["hyperparameters"]
+    data, source = bench.load_apple(Path(args.data_mirror))
+    X, y = data["X_train"], data["y_train"]
+    model = TMClassifier(**hp, backend="cpu", n_threads=1, seed=args.seed)
+    model.fit(X, y, epochs=args.epochs)
+    planes = model._backend.get_ta_state()  # noqa: SLF001 - (G, STATE_BITS, WORDS) uint32
+    packed, n_literals = pack_literals(X, True)
+    cfg = KernelConfig(n_classes=2, n_clauses=hp["n_clauses"], n_literals=n_literals, T=hp["T"], s=hp["s"])
+
+    cmd = compiler_command()
+    flags = [f for f in cmd[1:] if f not in ("-shared", "-fPIC")]
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        (tmp / "micro.cu").write_text(kernel_source(cfg) + DRIVER)
+        np.ascontiguousarray(planes, dtype="<u4").tofile(tmp / "state.bin")
+        np.ascontiguousarray(packed, dtype="<u4").tofile(tmp / "x.bin")
+        build = [cmd[0], *flags, str(tmp / "micro.cu"), "-o", str(tmp / "micro")]
+        proc = subprocess.run(build, capture_output=True, text=True)
+        if proc.returncode:
+            raise SystemExit(f"compile failed: {shlex.join(build)}\n{proc.stderr[-3000:]}")
+        run = [str(tmp / "micro"), str(tmp / "state.bin"), str(tmp / "x.bin"), str(len(X)), str(args.block),
+               str(args.reps)]
+        out = subprocess.run(run, capture_output=True, text=True, check=True, env={"OMP_NUM_THREADS": "1"})
+    costs = json.loads(out.stdout)
+    record = {
+        "generated_by": "benchmarks/micro_feedback.py",
+        "git": bench.git_info(),
+        "versions": bench.versions(),
+        "cpu": bench.cpu_info(),
+        "load_average_after": list(__import__("os").getloadavg()),
+        "seed": args.seed,
+        "state_after_epochs": args.epochs,
+        "dataset": {"source": source, "n_train": int(len(X)), "n_literals": int(n_literals)},
+        "hyperparameters": hp,
+        "compile": shlex.join([cmd[0], *flags]),
+        "code": bench.code_digests(),
+        "costs_ns": costs,
+    }
+    bench.write_json(Path(args.out), record)
+    print(json.dumps(costs, indent=1))
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,408 @@
+"""Peers: our Tsetlin Machine and the paper's baselines behind one interface.
+
+``make_peer(name, task, n_clauses, T, s, ...)`` returns a :class:`Peer` with
+
+- ``fit_epoch(X, y)``: one more training epoch (the first call starts from a fresh model),
+- ``predict(X)``: class labels (classification) or real-valued targets (regression),
+- ``metadata()``: library, version, device, ``indexed``, hyperparameters in both vocabularies, and how
+  the peer is driven.
+
+Hyperparameter mapping (the same numbers reach every implementation)
+---------------------------------------------------------------------
+
+===================== ===================================== ===================================== ==========================
+ours                  pyTsetlinMachine 0.6.6                pyTsetlinMachine 0.6.6                PyTsetlinMachineCUDA
+                      ``MultiClassTsetlinMachine``          ``RegressionTsetlinMachine``          (both classes)
+===================== ===================================== ===================================== ==========================
+``n_clauses``         ``number_of_clauses``: also *per      ``number_of_clauses`` (one machine,   ``number_of_clauses``, per
+(per class)           class*: the C code builds one         positive clauses only)                class
+                      machine of ``number_of_clauses``
+                      clauses for each class
+``T``                 ``T``                                 ``T``                                 ``T``
+``s``                 ``s`` (``s_range`` left unset, so     ``s``                                 ``s``
+                      every clause uses ``s``)
+``state_bits``        ``number_of_state_bits``              ``number_of_state_bits``              ``number_of_state_bits``
+``boost_true_         ``boost_true_positive_feedback``      ``boost_true_positive_feedback``      ``boost_true_positive_
+positive``            (1/0)                                 (1/0)                                 feedback`` (1/0)
+``append_negated``    ``append_negated``                    always on (no option; ``False`` is    ``append_negated``
+                                                            refused here)
+``batch_size``        none: one example at a time           none                                  ``fit(..., batch_size=)``
+``seed``              libc ``srand(seed)`` (the per-epoch   not used (no shuffle; the pcg32       not settable (a global,
+                      shuffle); the pcg32 stream of the     stream is fixed)                      unseeded curand XORWOW)
+                      feedback draws cannot be seeded
+===================== ===================================== ===================================== ==========================
+
+Options we leave at their defaults because the paper's machines do not use them: weighted clauses off,
+``clause_drop_p = literal_drop_p = 0``, no literal budget (``max_included_literals`` = all literals),
+``max_weight = 1`` (CUDA). Classification labels are mapped to ``0..C-1`` (sorted), as both libraries
+require, and mapped back by ``predict``. Regression targets are scaled to ``[0, T]`` by the training
+minimum and maximum and truncated to integers by all implementations alike; predictions are
+``v / T`` rescaled.
+
+Where the implementations differ by design (same hyperparameters, different algorithm)
+----------------------------------------------------------------------------------------
+
+- **Schedule.** pyTsetlinMachine trains one example at a time, with exact class sums, and (classification
+  only) shuffles the examples every epoch with libc ``rand()``; regression visits them in file order.
+  Ours and PyTsetlinMachineCUDA visit examples in dataset order in batches of ``batch_size``, each clause
+  reading a possibly stale voting tally (the paper's Algorithm 1).
+- **Non-target classes.** pyTsetlinMachine updates the target class and *one* randomly chosen other class
+  per example; ours (and the paper's GPU code) let every non-target class take part with probability
+  ``1/(C-1)``. Identical for two classes (the WSD tasks).
+- **The 1/s draws.** pyTsetlinMachine 0.6.6 (``tm_initialize_random_streams``) draws the *number* of
+  literals to forget from a rounded normal approximation of Binomial(n, 1/s) (Box-Muller, 2 draws), then
+  picks that many distinct literals with ``pcg32() % n`` (retrying repeats): about ``n/s`` pcg32 draws and
+  integer divisions per Type I event, not one float per literal. PyTsetlinMachineCUDA draws one
+  ``curand_uniform`` float per literal. Ours draws an exact per-literal Bernoulli(``floor(2^32/s)/2^32``)
+  mask, bit-sliced, from a counter-based generator (``kernels/README.md``).
+- **Regression update probability.** pyTsetlinMachine 0.6.6 gives a clause feedback with probability
+  ``((v - y) / T)^2``; ours and PyTsetlinMachineCUDA (the paper's GPU code) with ``|y - v| / 2T``. The
+  feedback *types* agree (Type I when ``v < y``, Type II when ``v > y``). So on Bike Sharing the
+  hyperparameters are identical but the RTM update rule is not: compare its timings per epoch with this
+  in mind (fewer updates per epoch once the error is small).
+
+How the peers are driven
+------------------------
+
+``fit_epoch`` calls the library's ``fit(X, y, epochs=1, incremental=True)``, once per epoch, as the
+paper's authors drove pyTsetlinMachine (evaluating between epochs). pyTsetlinMachine re-encodes its input
+(``X.flatten().astype(uint32)`` then ``tm_encode``) and, with ``indexed=True``, rebuilds its clause index
+on every ``fit`` call; that cost is part of its epoch, because that is what its users pay. Ours encodes
+once: passing the very same ``X``/``y`` objects again continues without re-encoding. PyTsetlinMachineCUDA
+keeps its encoded training data on the GPU while ``X`` compares equal.
+
+PyTsetlinMachineCUDA is imported only when a CUDA GPU is found (it runs ``import pycuda.autoinit`` at
+import, which grabs a GPU). That adapter has never been run on the machine it was written on (no GPU
+there); treat its first run on a GPU as its test.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import importlib.metadata
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+
+PEERS = ("asynctm", "pytm", "pytm_cuda")
+TASKS = ("classification", "regression")
+
+_PYTM_DIST = "pyTsetlinMachine"
+_PYTM_CUDA_DISTS = ("pyTsetlinMachineCUDA", "PyTsetlinMachineCUDA", "pytsetlinmachinecuda")
+
+
+def _dist_version(*names: str) -> str | None:
+    for name in names:
+        try:
+            return importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def available_peers() -> dict[str, str]:
+    """``{peer: "ok" or the reason it cannot run here}``, without importing any GPU code."""
+    out = {"asynctm": "ok"}
+    try:
+        import pyTsetlinMachine.tm  # noqa: F401
+        out["pytm"] = "ok"
+    except Exception as exc:  # noqa: BLE001 - any import failure means "not here"
+        out["pytm"] = f"pyTsetlinMachine not importable: {exc}"
+    if _dist_version(*_PYTM_CUDA_DISTS) is None:
+        out["pytm_cuda"] = "PyTsetlinMachineCUDA is not installed"
+    else:
+        from ..backends import cuda_available
+
+        out["pytm_cuda"] = "ok" if cuda_available() else "no CUDA GPU here"
+    return out
+
+
+def _dense01(X) -> np.ndarray:
+    """A dense 0/1 uint8 array (the baselines take dense input only), validated like ours."""
+    from ..encoding import check_binary_matrix
+
+    X = check_binary_matrix(X)
+    if sp.issparse(X):
+        X = X.toarray()
+    return np.ascontiguousarray(X, dtype=np.uint8)
+
+
+class Peer:
+    """One implementation, trained epoch by epoch. Subclasses set ``library`` and implement ``_fit``."""
+
+    library = "?"
+    peer = "?"
+
+    def __init__(self, task: str, n_clauses: int, T: int, s: float, state_bits: int = 8,
+                 boost_true_positive: bool = True, append_negated: bool = True, batch_size: int = 100,
+                 seed: int | None = None):
+        if task not in TASKS:
+            raise ValueError(f"task must be one of {TASKS}, got {task!r}")
+        for name, value in (("n_clauses", n_clauses), ("T", T), ("state_bits", state_bits),
+                            ("batch_size", batch_size)):
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if task == "classification" and n_clauses % 2:
+            raise ValueError(f"n_clauses must be even for classification, got {n_clauses}")
+        if isinstance(s, bool) or not isinstance(s, numbers.Real) or not s >= 1:
+            raise ValueError(f"s must be a number >= 1, got {s!r}")
+        self.task = task
+        self.n_clauses, self.T, self.s, self.state_bits = int(n_clauses), int(T), float(s), int(state_bits)
+        self.boost_true_positive, self.append_negated = bool(boost_true_positive), bool(append_negated)
+        self.batch_size, self.seed = int(batch_size), seed
+        self.epochs_trained = 0
+        self.classes_: np.ndarray | None = None
+        self._cache: tuple | None = None  # (X, y, converted X, converted y): convert each input once
+
+    # -- the interface ------------------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.peer
+
+    def fit_epoch(self, X, y) -> None:
+        """Train one more epoch on ``(X, y)`` (a fresh model on the first call)."""
+        if self._cache is None or self._cache[0] is not X or self._cache[1] is not y:
+            self._cache = (X, y, *self._convert(X, y))
+        self._fit(self._cache[2], self._cache[3])
+        self.epochs_trained += 1
+
+    def predict(self, X) -> np.ndarray:
+        if self.epochs_trained == 0:
+            raise RuntimeError(f"{self.name}: call fit_epoch first")
+        out = self._predict(X)
+        if self.task == "classification" and self.classes_ is not None:
+            return self.classes_[np.asarray(out, dtype=np.int64)]
+        return np.asarray(out, dtype=np.float64)
+
+    def hyperparameters(self) -> dict:
+        return {"n_clauses": self.n_clauses, "T": self.T, "s": self.s, "state_bits": self.state_bits,
+                "boost_true_positive": self.boost_true_positive, "append_negated": self.append_negated,
+                "batch_size": self.batch_size}
+
+    def metadata(self) -> dict:
+        return {"peer": self.peer, "library": self.library, "version": self.version(), "task": self.task,
+                "indexed": None, "device": "CPU, 1 thread", "threads": 1, "seed": self.seed,
+                "hyperparameters": self.hyperparameters(), "library_arguments": self.library_arguments(),
+                "driving": "fit(X, y, epochs=1, incremental=True) once per epoch"}
+
+    def close(self) -> None:
+        self._cache = None
+
+    # -- to implement ---------------------------------------------------------------------------------
+    def version(self) -> str | None:
+        raise NotImplementedError
+
+    def library_arguments(self) -> dict:
+        raise NotImplementedError
+
+    def _fit(self, X, y) -> None:
+        raise NotImplementedError
+
+    def _predict(self, X) -> np.ndarray:
+        raise NotImplementedError
+
+    # -- shared helpers -------------------------------------------------------------------------------
+    def _convert(self, X, y):
+        X = _dense01(X)
+        y = np.asarray(y)
+        if y.ndim != 1 or y.shape[0] != X.shape[0]:
+            raise ValueError(f"y must be 1-D with one target per row of X ({X.shape[0]}), got shape {y.shape}")
+        if self.task == "classification":
+            if self.classes_ is None:
+                self.classes_ = np.unique(y)
+                if len(self.classes_) < 2:
+                    raise ValueError("y must contain at least 2 classes")
+            idx = np.clip(np.searchsorted(self.classes_, y), 0, len(self.classes_) - 1)
+            if not np.all(self.classes_[idx] == y):
+                raise ValueError("y contains a class not seen in the first fit_epoch")
+            return X, idx.astype(np.uint32)
+        return X, y.astype(np.float64)
+
+
+class AsyncTMPeer(Peer):
+    """This package's estimators (``backend``, ``n_threads`` as in :class:`asynctm.TMClassifier`)."""
+
+    library = "asynctm"
+    peer = "asynctm"
+
+    def __init__(self, *args, backend: str = "cpu", n_threads: int | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        from ..estimators import TMClassifier, TMRegressor
+
+        cls = TMClassifier if self.task == "classification" else TMRegressor
+        self.model = cls(n_clauses=self.n_clauses, T=self.T, s=self.s, state_bits=self.state_bits,
+                         boost_true_positive=self.boost_true_positive, append_negated=self.append_negated,
+                         batch_size=self.batch_size, backend=backend, n_threads=n_threads, seed=self.seed)
+
+    def fit_epoch(self, X, y) -> None:
+        # The estimator validates and encodes X itself, once per new X object; no conversion here.
+        self.model.fit(X, y, epochs=1, incremental=self.epochs_trained > 0)
+        self.epochs_trained += 1
+
+    def predict(self, X) -> np.ndarray:
+        return self.model.predict(X)
+
+    def version(self) -> str | None:
+        import asynctm
+
+        return asynctm.__version__
+
+    def library_arguments(self) -> dict:
+        return self.model.get_params()
+
+    def metadata(self) -> dict:
+        meta = super().metadata()
+        be = getattr(self.model, "_backend", None)
+        meta["backend"] = getattr(self.model, "backend_", None)
+        meta["device"] = getattr(self.model, "device_", None)
+        meta["threads"] = getattr(be, "n_threads", None) if meta["backend"] == "cpu" else None
+        meta["driving"] = ("fit(X, y, epochs=1) then fit(X, y, epochs=1, incremental=True) with the same X, y "
+                           "objects (encoded once)")
+        return meta
+
+    def close(self) -> None:
+        self.model.close()
+
+
+def _libc():
+    path = ctypes.util.find_library("c")
+    return ctypes.CDLL(path) if path else ctypes.CDLL(None)
+
+
+class PyTMPeer(Peer):
+    """pyTsetlinMachine 0.6.6 on one CPU thread, ``indexed=True`` (default) or ``False``."""
+
+    library = "pyTsetlinMachine"
+    peer = "pytm"
+
+    def __init__(self, *args, indexed: bool = True, **kwargs):
+        super().__init__(*args, **kwargs)
+        from pyTsetlinMachine import tm as pytm  # raises ImportError if absent: callers skip
+
+        self.indexed = bool(indexed)
+        bt = int(self.boost_true_positive)
+        if self.task == "classification":
+            self.model = pytm.MultiClassTsetlinMachine(
+                self.n_clauses, self.T, self.s, boost_true_positive_feedback=bt,
+                number_of_state_bits=self.state_bits, indexed=self.indexed, append_negated=self.append_negated)
+        else:
+            if not self.append_negated:
+                raise ValueError("pyTsetlinMachine's RegressionTsetlinMachine always appends negated literals; "
+                                 "append_negated=False cannot be matched")
+            self.indexed = False  # the regression machine has no index
+            self.model = pytm.RegressionTsetlinMachine(
+                self.n_clauses, self.T, self.s, boost_true_positive_feedback=bt,
+                number_of_state_bits=self.state_bits)
+        if self.seed is not None and self.task == "classification":
+            # The per-epoch shuffle uses libc rand(); seed it so the example order is reproducible.
+            _libc().srand(ctypes.c_uint(int(self.seed) % 2**32))
+
+    @property
+    def name(self) -> str:
+        if self.task == "classification":
+            return "pytm_indexed" if self.indexed else "pytm_unindexed"
+        return "pytm"
+
+    def version(self) -> str | None:
+        return _dist_version(_PYTM_DIST)
+
+    def library_arguments(self) -> dict:
+        args = {"number_of_clauses": self.n_clauses, "T": self.T, "s": self.s,
+                "boost_true_positive_feedback": int(self.boost_true_positive),
+                "number_of_state_bits": self.state_bits}
+        if self.task == "classification":
+            args.update(indexed=self.indexed, append_negated=self.append_negated)
+        return args
+
+    def metadata(self) -> dict:
+        meta = super().metadata()
+        meta["indexed"] = self.indexed if self.task == "classification" else None
+        meta["class"] = type(self.model).__name__
+        meta["random_numbers"] = (
+            "pcg32 with a fixed start state per process (not seedable, shared by all instances); "
+            + ("libc rand() for the per-epoch shuffle, seeded with srand(seed)" if self.task == "classification"
+               and self.seed is not None else "no shuffle" if self.task == "regression" else
+               "libc rand() for the per-epoch shuffle, unseeded"))
+        meta["driving"] += ("; every call re-encodes X" + (" and rebuilds the clause index" if meta["indexed"]
+                                                            else ""))
+        return meta
+
+    def _fit(self, X, y) -> None:
+        self.model.fit(X, y, epochs=1, incremental=True)
+
+    def _predict(self, X) -> np.ndarray:
+        return self.model.predict(_dense01(X))
+
+
+class PyTMCudaPeer(Peer):
+    """PyTsetlinMachineCUDA (the paper's GPU code). Untested where it was written: no GPU there."""
+
+    library = "PyTsetlinMachineCUDA"
+    peer = "pytm_cuda"
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        from ..backends import BackendUnavailableError, cuda_available
+
+        if not cuda_available():
+            raise BackendUnavailableError("PyTsetlinMachineCUDA needs a CUDA GPU; none was found")
+        # Imported here only: the module runs `import pycuda.autoinit`, which creates a GPU context.
+        from PyTsetlinMachineCUDA import tm as cutm
+
+        bt = int(self.boost_true_positive)
+        cls = cutm.MultiClassTsetlinMachine if self.task == "classification" else cutm.RegressionTsetlinMachine
+        self.model = cls(self.n_clauses, self.T, self.s, boost_true_positive_feedback=bt,
+                         number_of_state_bits=self.state_bits, append_negated=self.append_negated)
+
+    def version(self) -> str | None:
+        return _dist_version(*_PYTM_CUDA_DISTS)
+
+    def library_arguments(self) -> dict:
+        return {"number_of_clauses": self.n_clauses, "T": self.T, "s": self.s,
+                "boost_true_positive_feedback": int(self.boost_true_positive),
+                "number_of_state_bits": self.state_bits, "append_negated": self.append_negated,
+                "fit.batch_size": self.batch_size}
+
+    def metadata(self) -> dict:
+        meta = super().metadata()
+        try:
+            import pycuda.driver as drv
+
+            dev = drv.Context.get_device()
+            meta["device"] = f"{dev.name()} (driver {drv.get_driver_version()})"
+        except Exception:  # noqa: BLE001
+            meta["device"] = "CUDA GPU"
+        meta["threads"] = None
+        meta["random_numbers"] = "a global curand XORWOW generator, not seedable through the library"
+        meta["driving"] += "; the encoded training data stay on the GPU while X compares equal"
+        return meta
+
+    def _fit(self, X, y) -> None:
+        # Its regression fit recomputes min/max of y on every call; y is the same array each epoch.
+        self.model.fit(X, y, epochs=1, incremental=True, batch_size=self.batch_size)
+
+    def _predict(self, X) -> np.ndarray:
+        return self.model.predict(_dense01(X))
+
+
+def make_peer(name: str, task: str, n_clauses: int, T: int, s: float, *, state_bits: int = 8,
+              boost_true_positive: bool = True, append_negated: bool = True, batch_size: int = 100,
+              seed: int | None = None, indexed: bool = True, backend: str = "cpu",
+              n_threads: int | None = None) -> Peer:
+    """A peer by name (one of :data:`PEERS`) with our hyperparameter names (see the module docstring).
+
+    ``indexed`` applies to ``pytm`` classification only; ``backend`` and ``n_threads`` to ``asynctm`` only.
+    Raises ``ImportError`` when the library is missing and
+    :class:`asynctm.backends.BackendUnavailableError` when it needs a GPU that is not there.
+    """
+    common = dict(state_bits=state_bits, boost_true_positive=boost_true_positive, append_negated=append_negated,
+                  batch_size=batch_size, seed=seed)
+    if name == "asynctm":
+        return AsyncTMPeer(task, n_clauses, T, s, backend=backend, n_threads=n_threads, **common)
+    if name == "pytm":
+        return PyTMPeer(task, n_clauses, T, s, indexed=indexed, **common)
+    if name == "pytm_cuda":
+        return PyTMCudaPeer(task, n_clauses, T, s, **common)
+    raise ValueError(f"unknown peer {name!r}; known: {', '.join(PEERS)}")

@@ -1,0 +1,45 @@
+# Data layer: verified raw files (data/raw/<dataset>/) -> processed datasets
+# (data/processed/<dataset>/<protocol>/). Declarations and preprocessing live in asynctm.datasets;
+# each step writes to temporary names and renames when complete.
+
+
+# Raw files from data/raw (if they verify), else the mirror (config data_mirror), else the official
+# URL; MANIFEST.json (member hashes + raw digest) is written last. The mirror is deliberately not a
+# param: where verified-identical files came from must not trigger reruns.
+rule fetch:
+    output:
+        manifest=f"{DATA}/raw/{{dataset}}/MANIFEST.json",
+    log:
+        "logs/data/fetch_{dataset}.log",
+    wildcard_constraints:
+        dataset="|".join(DATASET_NAMES),
+    run:
+        datasets_cli(
+            "fetch", wildcards.dataset, "--raw-dir", Path(output.manifest).parent, *mirror_args(), log=log[0]
+        )
+
+
+# Re-verifies the raw members, prepares one protocol, writes the folder atomically; meta.json
+# (counts, feature and class names, protocol, raw digest) stands for the folder.
+rule prepare:
+    input:
+        manifest=f"{DATA}/raw/{{dataset}}/MANIFEST.json",
+    output:
+        meta=f"{DATA}/processed/{{dataset}}/{{protocol}}/meta.json",
+    log:
+        "logs/data/prepare_{dataset}_{protocol}.log",
+    wildcard_constraints:
+        dataset="|".join(DATASET_NAMES),
+        protocol="|".join(PROTOCOL_NAMES),
+    run:
+        datasets_cli(
+            "prepare",
+            wildcards.dataset,
+            "--protocol",
+            wildcards.protocol,
+            "--raw-dir",
+            Path(input.manifest).parent,
+            "--out",
+            Path(output.meta).parent,
+            log=log[0],
+        )
