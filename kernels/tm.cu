@@ -67,37 +67,34 @@ TM_DEVICE int tm_clause_output_infer(const tm_u32 *TM_RESTRICT include, const tm
     return any != 0;
 }
 
-// Saturating increment of the automata flagged in active[i], for words w0 .. w0+n-1: a bit-sliced
-// ripple carry over every plane, branch-free so that a CPU vectorises it across words.
-TM_DEVICE void tm_inc(tm_u32 *TM_RESTRICT state, int w0, int n, const tm_u32 *TM_RESTRICT active)
+// Saturating +1 (flip = 0) or -1 (flip = ~0) of the automata flagged in active[i], for words
+// w0 .. w0+n-1: a bit-sliced ripple carry over every plane, branch-free so that a CPU vectorises it
+// across words. A decrement is an increment of the complemented state (~(~s + 1) = s - 1), and its
+// saturation at 0 is the increment's saturation at the maximum, so one body serves both.
+TM_DEVICE void tm_step(tm_u32 *TM_RESTRICT state, int w0, int n, const tm_u32 *TM_RESTRICT active, tm_u32 flip)
 {
     TM_SIMD
     for (int i = 0; i < n; ++i) {
         tm_u32 carry = active[i];
         for (int b = 0; b < STATE_BITS; ++b) {
-            const tm_u32 p = state[b * WORDS + w0 + i];
-            state[b * WORDS + w0 + i] = p ^ carry;
+            const tm_u32 p = state[b * WORDS + w0 + i] ^ flip;
+            state[b * WORDS + w0 + i] ^= carry;
             carry &= p;
         }
-        // Lanes whose carry ran out of planes were at the maximum: put them back there.
-        for (int b = 0; b < STATE_BITS; ++b) state[b * WORDS + w0 + i] |= carry;
+        // Lanes whose carry ran out of planes were at the end of the range: put them back there.
+        for (int b = 0; b < STATE_BITS; ++b)
+            state[b * WORDS + w0 + i] = ((state[b * WORDS + w0 + i] ^ flip) | carry) ^ flip;
     }
 }
 
-// Saturating decrement (bit-sliced ripple borrow), likewise.
+TM_DEVICE void tm_inc(tm_u32 *TM_RESTRICT state, int w0, int n, const tm_u32 *TM_RESTRICT active)
+{
+    tm_step(state, w0, n, active, 0u);
+}
+
 TM_DEVICE void tm_dec(tm_u32 *TM_RESTRICT state, int w0, int n, const tm_u32 *TM_RESTRICT active)
 {
-    TM_SIMD
-    for (int i = 0; i < n; ++i) {
-        tm_u32 borrow = active[i];
-        for (int b = 0; b < STATE_BITS; ++b) {
-            const tm_u32 p = state[b * WORDS + w0 + i];
-            state[b * WORDS + w0 + i] = p ^ borrow;
-            borrow &= ~p;
-        }
-        // Lanes whose borrow ran out of planes were at 0: put them back there.
-        for (int b = 0; b < STATE_BITS; ++b) state[b * WORDS + w0 + i] &= ~borrow;
-    }
+    tm_step(state, w0, n, active, 0xFFFFFFFFu);
 }
 
 // The 1/s masks of words w0 .. w0+n-1 (w0 even): lane b of word w is 1 iff its 32-bit uniform
