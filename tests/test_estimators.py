@@ -110,6 +110,16 @@ def test_sparse_and_dense_inputs_agree(xor_data):
     np.testing.assert_array_equal(dense.decision_function(X_test), sparse.decision_function(sp.csc_matrix(X_test)))
 
 
+def test_sparse_input_is_not_modified():
+    # An explicit zero is dropped on a copy, never in the caller's matrix.
+    X = sp.csr_matrix((np.array([1, 0, 1], dtype=np.uint8), np.array([0, 1, 2]), np.array([0, 2, 3])), shape=(2, 3))
+    before = [a.copy() for a in (X.data, X.indices, X.indptr)]
+    words, _ = pack_literals(X, append_negated=False)
+    np.testing.assert_array_equal(words[:, 0], [0b001, 0b100])
+    for a, b in zip((X.data, X.indices, X.indptr), before):
+        np.testing.assert_array_equal(a, b)
+
+
 @pytest.mark.parametrize("append_negated", [True, False])
 def test_sparse_packing_equals_dense_packing(append_negated):
     rng = np.random.default_rng(8)

@@ -24,7 +24,8 @@ def check_binary_matrix(X, name: str = "X"):
     if isinstance(X, (str, bytes)) or X is None:
         raise TypeError(f"{name} must be a 2-D array or scipy.sparse matrix of 0/1, got {type(X).__name__}")
     if sp.issparse(X):
-        X = sp.csr_matrix(X)
+        # A copy: canonicalising below works in place, and must never change the caller's matrix.
+        X = sp.csr_matrix(X, copy=True)
         if X.ndim != 2:
             raise ValueError(f"{name} must be 2-D, got shape {X.shape}")
         X.sum_duplicates()
