@@ -32,27 +32,19 @@ TM_DEVICE int tm_polarity(long long clause_in_class)
 #endif
 }
 
-TM_DEVICE tm_u32 *tm_clause_state(tm_u32 *ta_state, long long g) { return ta_state + g * STATE_BITS * WORDS; }
+// Clause g's planes, and its include plane (the most significant bit of every automaton).
+#define CLAUSE_STATE(ta_state, g) ((ta_state) + (long long)(g) * STATE_BITS * WORDS)
+#define INCLUDE_PLANE(clause_state) ((clause_state) + (STATE_BITS - 1) * WORDS)
+
+TM_DEVICE int tm_clip(int v) { return v > THRESHOLD ? THRESHOLD : (v < -THRESHOLD ? -THRESHOLD : v); }
 
 #define CHUNK_WORDS (2 * TM_CHUNK_PAIRS)
 #define TM_MIN(a, b) ((a) < (b) ? (a) : (b))
 
-// Training output: an empty clause outputs 1 (the AND over no literals). Words are checked a chunk at
-// a time (vectorised on a CPU), stopping at the first chunk with an included literal that is 0.
-TM_DEVICE int tm_clause_output_train(const tm_u32 *TM_RESTRICT include, const tm_u32 *TM_RESTRICT x)
-{
-    for (int w0 = 0; w0 < WORDS; w0 += CHUNK_WORDS) {
-        const int n = TM_MIN(CHUNK_WORDS, WORDS - w0);
-        tm_u32 violated = 0;
-        TM_SIMD_OR(violated)
-        for (int i = 0; i < n; ++i) violated |= include[w0 + i] & ~x[w0 + i];
-        if (violated) return 0;
-    }
-    return 1;
-}
-
-// Inference output: an empty clause outputs 0.
-TM_DEVICE int tm_clause_output_infer(const tm_u32 *TM_RESTRICT include, const tm_u32 *TM_RESTRICT x)
+// C_j(X): 0 at the first chunk of words with an included literal that is 0 (chunks vectorise on a
+// CPU); otherwise 1, except for an empty clause, which outputs `empty_output`: 1 in training (the AND
+// over no literals), 0 at inference. Called with a constant, so training does no emptiness bookkeeping.
+TM_DEVICE int tm_clause_output(const tm_u32 *TM_RESTRICT include, const tm_u32 *TM_RESTRICT x, int empty_output)
 {
     tm_u32 any = 0;
     for (int w0 = 0; w0 < WORDS; w0 += CHUNK_WORDS) {
@@ -61,10 +53,12 @@ TM_DEVICE int tm_clause_output_infer(const tm_u32 *TM_RESTRICT include, const tm
         TM_SIMD_OR(violated)
         for (int i = 0; i < n; ++i) violated |= include[w0 + i] & ~x[w0 + i];
         if (violated) return 0;
-        TM_SIMD_OR(any)
-        for (int i = 0; i < n; ++i) any |= include[w0 + i];
+        if (!empty_output) {
+            TM_SIMD_OR(any)
+            for (int i = 0; i < n; ++i) any |= include[w0 + i];
+        }
     }
-    return any != 0;
+    return empty_output || any != 0;
 }
 
 // Saturating +1 (flip = 0) or -1 (flip = ~0) of the automata flagged in active[i], for words
@@ -183,7 +177,7 @@ TM_DEVICE void tm_type_i(tm_u32 *TM_RESTRICT state, const tm_u32 *TM_RESTRICT x,
 // Type II feedback (Table 2): o = 1 penalises Exclude of every literal that is 0.
 TM_DEVICE void tm_type_ii(tm_u32 *TM_RESTRICT state, const tm_u32 *TM_RESTRICT x)
 {
-    const tm_u32 *include = state + (STATE_BITS - 1) * WORDS;
+    const tm_u32 *include = INCLUDE_PLANE(state);
     for (int w0 = 0; w0 < WORDS; w0 += CHUNK_WORDS) {
         const int n = TM_MIN(CHUNK_WORDS, WORDS - w0);
         tm_u32 up[CHUNK_WORDS];
@@ -203,7 +197,7 @@ TM_KERNEL void tm_init_state(tm_u32 *ta_state)
     {
         const long long g = i / WORDS;
         const int w = (int)(i % WORDS);
-        tm_u32 *state = tm_clause_state(ta_state, g);
+        tm_u32 *state = CLAUSE_STATE(ta_state, g);
         for (int b = 0; b < STATE_BITS; ++b) state[b * WORDS + w] = (b < STATE_BITS - 1) ? 0xFFFFFFFFu : 0u;
     }
 }
@@ -214,12 +208,12 @@ TM_KERNEL void tm_refresh_outputs(const tm_u32 *ta_state, const tm_u32 *X, int n
     const int out_words = (n_examples + 31) / 32;
     TM_PARALLEL_FOR(g, CLAUSES_TOTAL)
     {
-        const tm_u32 *include = ta_state + (g * STATE_BITS + STATE_BITS - 1) * WORDS;
+        const tm_u32 *include = INCLUDE_PLANE(CLAUSE_STATE(ta_state, g));
         for (int ow = 0; ow < out_words; ++ow) {
             tm_u32 bits = 0;
             for (int b = 0; b < 32; ++b) {
                 const long long e = (long long)ow * 32 + b;
-                if (e < n_examples && tm_clause_output_train(include, X + e * WORDS)) bits |= 1u << b;
+                if (e < n_examples && tm_clause_output(include, X + e * WORDS, 1)) bits |= 1u << b;
             }
             clause_output[g * out_words + ow] = bits;
         }
@@ -254,15 +248,15 @@ TM_KERNEL void tm_train_batch(tm_u32 *ta_state, const tm_u32 *X, const int *y, i
     {
         const long long c = g / CLAUSES;
         const int polarity = tm_polarity(g % CLAUSES);
-        tm_u32 *state = tm_clause_state(ta_state, g);
-        const tm_u32 *include = state + (STATE_BITS - 1) * WORDS;
+        tm_u32 *state = CLAUSE_STATE(ta_state, g);
+        const tm_u32 *include = INCLUDE_PLANE(state);
         tm_u32 *stored = clause_output + g * out_words;
         for (int e = start; e < end; ++e) {
             const tm_u32 *x = X + (long long)e * WORDS;
             int *tally = class_sum + c * n_examples + e;
 
             // Refresh (Algorithm 1, lines 12-17, done first as in the paper's kernel).
-            const int o = tm_clause_output_train(include, x);
+            const int o = tm_clause_output(include, x, 1);
             const tm_u32 bit = 1u << (e & 31);
             const int previous = (stored[e >> 5] & bit) != 0;
             if (o != previous) {
@@ -271,8 +265,7 @@ TM_KERNEL void tm_train_batch(tm_u32 *ta_state, const tm_u32 *X, const int *y, i
             }
 
             // Feedback (Algorithm 1, lines 4-11).
-            int v = TM_LOAD_RELAXED(tally);
-            v = v > THRESHOLD ? THRESHOLD : (v < -THRESHOLD ? -THRESHOLD : v);
+            const int v = tm_clip(TM_LOAD_RELAXED(tally));
             const int target = y[c * n_examples + e];
             const int direction = v <= target ? 1 : -1;
             const tm_u64 key = tm_key(seed, epoch, (tm_u64)e);
@@ -304,9 +297,9 @@ TM_KERNEL void tm_class_sums(const tm_u32 *ta_state, const tm_u32 *X, int n_exam
         const tm_u32 *x = X + e * WORDS;
         int sum = 0;
         for (int j = 0; j < CLAUSES; ++j) {
-            const tm_u32 *include = ta_state + ((c * CLAUSES + j) * STATE_BITS + STATE_BITS - 1) * WORDS;
-            sum += tm_polarity(j) * tm_clause_output_infer(include, x);
+            const tm_u32 *include = INCLUDE_PLANE(CLAUSE_STATE(ta_state, c * CLAUSES + j));
+            sum += tm_polarity(j) * tm_clause_output(include, x, 0);
         }
-        class_sum[i] = sum > THRESHOLD ? THRESHOLD : (sum < -THRESHOLD ? -THRESHOLD : sum);
+        class_sum[i] = tm_clip(sum);
     }
 }
