@@ -171,24 +171,10 @@ def code_digests() -> dict:
 
 
 def cpu_info() -> dict:
-    model = None
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    try:
-        usable = len(os.sched_getaffinity(0))
-    except AttributeError:
-        usable = os.cpu_count()
-    simd = []
-    try:
-        flags = next(line for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("flags"))
-        simd = sorted(f for f in flags.split(":", 1)[1].split() if f.startswith(("avx", "sse4", "bmi2", "popcnt")))
-    except (OSError, StopIteration):
-        pass
+    from asynctm.backends.cpu import cpu_model, cpuinfo_field, default_threads
+
+    flags = (cpuinfo_field("flags") or "").split()
+    simd = sorted(f for f in flags if f.startswith(("avx", "sse4", "bmi2", "popcnt")))
     caches = {}
     for idx in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
         try:
@@ -196,8 +182,8 @@ def cpu_info() -> dict:
             caches[f"L{level}{'' if kind == 'Unified' else kind[0].lower()}"] = (idx / "size").read_text().strip()
         except OSError:
             continue
-    return {"model": model or platform.processor() or platform.machine(), "logical_cores": os.cpu_count(),
-            "usable_cores": usable, "machine": platform.machine(), "simd_flags": simd, "caches_per_cpu0": caches}
+    return {"model": cpu_model(), "logical_cores": os.cpu_count(), "usable_cores": default_threads(),
+            "machine": platform.machine(), "simd_flags": simd, "caches_per_cpu0": caches}
 
 
 def versions() -> dict:

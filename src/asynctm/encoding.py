@@ -38,6 +38,8 @@ def check_binary_matrix(X, name: str = "X"):
             raise ValueError(f"{name} must be binary (0/1); found the value {bad!r}. Binarize the features first "
                              "(e.g. thresholds or a bag of words).")
         X.data = np.ones_like(X.data, dtype=np.uint8)
+        if X.shape[0] == 0 or X.shape[1] == 0:
+            raise ValueError(f"{name} is empty (shape {X.shape})")
         return X
     try:
         arr = np.asarray(X)

@@ -71,8 +71,6 @@ class _TsetlinMachine(BaseEstimator):
     # -- data --------------------------------------------------------------------------------------
     def _check_X(self, X, fitting: bool):
         X = check_binary_matrix(X)
-        if X.shape[0] == 0 or X.shape[1] == 0:
-            raise ValueError(f"X is empty (shape {X.shape})")
         if not fitting:
             self._check_fitted()
             if X.shape[1] != self.n_features_in_:
@@ -110,14 +108,23 @@ class _TsetlinMachine(BaseEstimator):
                 self._ta_state = None
         return self._backend
 
-    def close(self) -> None:
-        """Release the backend's memory (GPU memory included). The learned state is kept on the host."""
+    def _planes(self) -> np.ndarray:
+        """The bit-sliced TA state, from the backend or (after load/close) from the host copy."""
+        be = getattr(self, "_backend", None)
+        return be.get_ta_state() if be is not None else self._ta_state
+
+    def _release(self) -> None:
         be = getattr(self, "_backend", None)
         if be is not None:
-            self._ta_state = be.get_ta_state()
             be.close()
-            self._backend = None
-            self._train_ref = None
+        self._backend = None
+        self._train_ref = None
+
+    def close(self) -> None:
+        """Release the backend's memory (GPU memory included). The learned state is kept on the host."""
+        if getattr(self, "_backend", None) is not None:
+            self._ta_state = self._planes()
+            self._release()
 
     def __del__(self):
         try:
@@ -130,9 +137,8 @@ class _TsetlinMachine(BaseEstimator):
     def __getstate__(self):
         # Pickling (e.g. sklearn.clone or joblib) keeps parameters and the learned state, never a GPU object.
         state = self.__dict__.copy()
-        be = state.pop("_backend", None)
-        if be is not None:
-            state["_ta_state"] = be.get_ta_state()
+        if state.get("_backend") is not None:
+            state["_ta_state"] = self._planes()
         state["_backend"] = None
         state["_train_ref"] = None
         return state
@@ -149,32 +155,30 @@ class _TsetlinMachine(BaseEstimator):
             raise ValueError(f"epochs must be an integer >= 0, got {epochs!r}")
         continuing = bool(incremental) and (getattr(self, "_backend", None) is not None
                                             or getattr(self, "_ta_state", None) is not None)
-        X_checked = self._check_X(X, fitting=not continuing)
-        n = X_checked.shape[0]
-        y_arr = np.asarray(y)
-        if y_arr.ndim != 1 or y_arr.shape[0] != n:
-            raise ValueError(f"y must be 1-D with one target per row of X ({n}), got shape {y_arr.shape}")
-        if not continuing:
-            self.close()
-            self._backend = None
-            self._ta_state = None
-            self.n_features_in_ = X_checked.shape[1]
-            self.n_literals_ = 2 * self.n_features_in_ if self.append_negated else self.n_features_in_
-            y_target = self._targets(y_arr, n, fitting_first=True)
-            self.seed_ = int(self.seed) if self.seed is not None else int(
-                np.random.SeedSequence().generate_state(1, np.uint64)[0])
-            self.epochs_trained_ = 0
-            be = self._ensure_backend()
-            be.init_state()
-            self._train_ref = None
-        else:
-            y_target = self._targets(y_arr, n, fitting_first=False)
-            be = self._ensure_backend()
-        ref = getattr(self, "_train_ref", None)
+        ref = getattr(self, "_train_ref", None) if continuing else None
         if ref is None or ref[0] is not X or ref[1] is not y:
-            # New training data: encode once, then recompute stored outputs and tallies from the clauses.
+            # New training data: check and encode it once, then compute stored outputs and tallies from the
+            # clauses. (The same X and y objects again: nothing to redo, the tallies continue.)
+            X_checked = self._check_X(X, fitting=not continuing)
+            n = X_checked.shape[0]
+            y_arr = np.asarray(y)
+            if y_arr.ndim != 1 or y_arr.shape[0] != n:
+                raise ValueError(f"y must be 1-D with one target per row of X ({n}), got shape {y_arr.shape}")
+            if not continuing:
+                self._release()
+                self._ta_state = None
+                self.n_features_in_ = X_checked.shape[1]
+                self.n_literals_ = 2 * self.n_features_in_ if self.append_negated else self.n_features_in_
+            y_target = self._targets(y_arr, n, fitting_first=not continuing)
+            be = self._ensure_backend()
+            if not continuing:
+                self.seed_ = int(self.seed) if self.seed is not None else int(
+                    np.random.SeedSequence().generate_state(1, np.uint64)[0])
+                self.epochs_trained_ = 0
+                be.init_state()
             be.set_training_data(self._encode(X_checked), y_target)
             self._train_ref = (X, y)
+        be = self._backend
         for _ in range(epochs):
             be.train_epoch(self.epochs_trained_, self.seed_, self.batch_size)
             self.epochs_trained_ += 1
@@ -190,8 +194,7 @@ class _TsetlinMachine(BaseEstimator):
         """Automaton states, ``(n_outputs, n_clauses, n_literals)``; literals are the features, then (with
         ``append_negated``) their negations."""
         self._check_fitted()
-        planes = self._backend.get_ta_state() if getattr(self, "_backend", None) is not None else self._ta_state
-        states = planes_to_states(planes, self.n_literals_)
+        states = planes_to_states(self._planes(), self.n_literals_)
         return states.reshape(self._n_outputs, self.n_clauses, self.n_literals_)
 
     @property
@@ -204,12 +207,11 @@ class _TsetlinMachine(BaseEstimator):
         """Save parameters and learned state to a plain ``.npz`` (no pickle), written atomically."""
         self._check_fitted()
         path = Path(path)
-        planes = self._backend.get_ta_state() if getattr(self, "_backend", None) is not None else self._ta_state
         arrays = {
             "format": np.array(SAVE_FORMAT),
             "kind": np.array(type(self).__name__),
             "params": np.array(json.dumps(self.get_params(), sort_keys=True)),
-            "ta_state": planes,
+            "ta_state": self._planes(),
             "n_features_in": np.array(self.n_features_in_),
             "epochs_trained": np.array(self.epochs_trained_),
             "seed": np.array(str(self.seed_)),

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..encoding import unpack_literals
 from . import BackendUnavailableError, KernelConfig, check_training_arrays, kernel_source, source_hash
 
 DEFAULT_FLAGS = "-O3 -march=native -fopenmp -fPIC -shared -std=c++17 -x c++"
@@ -30,18 +31,26 @@ def cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "asynctm"
 
 
-def _cpu_signature() -> str:
-    # -march=native builds are only valid on the same kind of CPU: key the cache on it.
-    sig = platform.machine()
+def cpuinfo_field(name: str) -> str | None:
+    """The first value of ``name`` in ``/proc/cpuinfo`` (e.g. ``"model name"``, ``"flags"``), if any."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith(("model name", "flags", "Features")):
-                sig += line
-                if line.startswith(("flags", "Features")):
-                    break
+            key, _, value = line.partition(":")
+            if key.strip() == name:
+                return value.strip()
     except OSError:
         pass
-    return sig
+    return None
+
+
+def cpu_model() -> str:
+    """The CPU's model name, else what ``platform`` knows."""
+    return cpuinfo_field("model name") or platform.processor() or platform.machine()
+
+
+def _cpu_signature() -> str:
+    # -march=native builds are only valid on the same kind of CPU: key the cache on it.
+    return "\0".join([platform.machine(), cpu_model(), cpuinfo_field("flags") or cpuinfo_field("Features") or ""])
 
 
 def compiler_command() -> list[str]:
@@ -96,17 +105,6 @@ def _load(path: Path) -> ctypes.CDLL:
             fn.restype = None
         _libraries[path] = lib
     return _libraries[path]
-
-
-def cpu_model() -> str:
-    """The CPU's model name (``/proc/cpuinfo``), else what ``platform`` knows."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def default_threads() -> int:
@@ -198,8 +196,7 @@ class CpuBackend:
         bits = np.empty((self.cfg.n_clauses_total, (n + 31) // 32), dtype=np.uint32)
         self._threads()
         self.lib.tm_refresh_outputs(_ptr(self.ta_state), _ptr(X_words), n, _ptr(bits))
-        as_bytes = bits.astype("<u4").view(np.uint8)
-        return np.unpackbits(as_bytes, axis=1, bitorder="little")[:, :n]
+        return unpack_literals(bits, n)
 
     def close(self) -> None:
         self.X = self.y = self.class_sum = self.clause_output = None

@@ -11,6 +11,7 @@ import os
 
 import numpy as np
 
+from ..encoding import unpack_literals
 from . import BackendUnavailableError, KernelConfig, check_training_arrays, kernel_source
 
 BLOCK = 128
@@ -207,7 +208,7 @@ class CudaBackend:
         finally:
             X_gpu.free()
             bits_gpu.free()
-        return np.unpackbits(bits.astype("<u4").view(np.uint8), axis=1, bitorder="little")[:, :n]
+        return unpack_literals(bits, n)
 
     def close(self) -> None:
         self._free("X", "y", "class_sum", "clause_output", "ta_state")
