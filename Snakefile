@@ -8,14 +8,26 @@ min_version("9.0")
 configfile: "config/config.yaml"
 
 
+# `--config gpu=true` arrives as a string; accept it as the boolean it means.
+if isinstance(config.get("gpu"), str) and config["gpu"].lower() in ("true", "false"):
+    config["gpu"] = config["gpu"].lower() == "true"
+
 validate(config, "config/schema.yaml")
 
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
+include: "workflow/rules/experiments.smk"
+
+
+# The processed datasets only: `snakemake --cores all data`.
+rule data:
+    input:
+        processed_datasets(),
 
 
 rule all:
     default_target: True
     input:
         processed_datasets(),
+        record_paths(),

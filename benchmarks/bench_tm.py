@@ -25,15 +25,15 @@ import argparse
 import csv
 import hashlib
 import os
-import platform
 import statistics
-import subprocess
 import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
+
+from asynctm.provenance import code_digests, cpu_info, git_info, gpu_info, gpu_present, sha256_file, versions
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = REPO / "benchmarks" / "results"
@@ -68,14 +68,6 @@ APPLE_N_TRAIN = 1784
 
 def default_mirror() -> Path:
     return Path(os.environ.get("ASYNCTM_DATA_MIRROR", REPO.parent / "shared" / "datasets"))
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def array_digest(**arrays) -> str:
@@ -136,95 +128,6 @@ def subsample(data: dict, max_train: int | None, max_test: int | None, seed: int
 
 
 # --- provenance ---------------------------------------------------------------------------------------------
-
-def git_info() -> dict:
-    def git(*args):
-        # --no-optional-locks: read-only, never refreshes the index.
-        r = subprocess.run(["git", "--no-optional-locks", *args], cwd=REPO, capture_output=True, text=True)
-        return r.stdout.strip() if r.returncode == 0 else None
-
-    status = git("status", "--porcelain", "--untracked-files=no")
-    return {"commit": git("rev-parse", "HEAD"),
-            "tracked_files_modified": None if status is None else len([s for s in status.splitlines() if s])}
-
-
-def code_digests() -> dict:
-    """sha256 of the kernel sources and the Python backends as run: the work tree may differ from the commit."""
-    files = []
-    try:
-        from asynctm.backends import kernel_dir
-
-        files += sorted(p for p in kernel_dir().iterdir() if p.suffix in (".cu", ".cuh", ".h"))
-    except Exception:  # noqa: BLE001
-        pass
-    pkg = REPO / "src" / "asynctm"
-    files += sorted((pkg / "backends").glob("*.py")) + [pkg / "estimators.py", pkg / "encoding.py"]
-    out = {}
-    for p in files:
-        if p.is_file():
-            try:
-                key = p.relative_to(REPO).as_posix()
-            except ValueError:
-                key = p.as_posix()
-            out[key] = sha256_file(p)
-    return out
-
-
-def cpu_info() -> dict:
-    from asynctm.backends.cpu import cpu_model, cpuinfo_field, default_threads
-
-    flags = (cpuinfo_field("flags") or "").split()
-    simd = sorted(f for f in flags if f.startswith(("avx", "sse4", "bmi2", "popcnt")))
-    caches = {}
-    for idx in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
-        try:
-            level, kind = (idx / "level").read_text().strip(), (idx / "type").read_text().strip()
-            caches[f"L{level}{'' if kind == 'Unified' else kind[0].lower()}"] = (idx / "size").read_text().strip()
-        except OSError:
-            continue
-    return {"model": cpu_model(), "logical_cores": os.cpu_count(), "usable_cores": default_threads(),
-            "machine": platform.machine(), "simd_flags": simd, "caches_per_cpu0": caches}
-
-
-def versions() -> dict:
-    import importlib.metadata as md
-
-    import asynctm
-
-    out = {"python": platform.python_version(), "asynctm": asynctm.__version__}
-    for dist in ("numpy", "scipy", "nltk", "pyTsetlinMachine", "pycuda", "pyTsetlinMachineCUDA"):
-        try:
-            out[dist] = md.version(dist)
-        except md.PackageNotFoundError:
-            out[dist] = None
-    try:
-        from asynctm.backends.cpu import compiler_command
-
-        cmd = compiler_command()
-        first = subprocess.run([cmd[0], "--version"], capture_output=True, text=True).stdout.splitlines()
-        out["cpu_compiler"] = first[0] if first else cmd[0]
-        out["cpu_compile_flags"] = " ".join(cmd[1:])
-    except Exception as exc:  # noqa: BLE001
-        out["cpu_compiler"] = f"unavailable: {exc}"
-    return out
-
-
-def gpu_present() -> bool:
-    try:
-        from asynctm.backends import cuda_available
-
-        return cuda_available()
-    except Exception:  # noqa: BLE001
-        return False
-
-
-def gpu_info() -> dict | None:
-    if not gpu_present():
-        return None
-    from asynctm.backends.cuda import device_description
-
-    return {"description": device_description()}
-
 
 # --- the runs ------------------------------------------------------------------------------------------------
 

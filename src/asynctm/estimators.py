@@ -11,6 +11,7 @@ import json
 import logging
 import math
 import numbers
+import time
 from pathlib import Path
 
 import numpy as np
@@ -170,13 +171,22 @@ class _TsetlinMachine(BaseEstimator):
                 self.n_features_in_ = X_checked.shape[1]
                 self.n_literals_ = 2 * self.n_features_in_ if self.append_negated else self.n_features_in_
             y_target = self._targets(y_arr, n, fitting_first=not continuing)
+            t0 = time.perf_counter()
             be = self._ensure_backend()
+            t1 = time.perf_counter()
             if not continuing:
                 self.seed_ = int(self.seed) if self.seed is not None else int(
                     np.random.SeedSequence().generate_state(1, np.uint64)[0])
                 self.epochs_trained_ = 0
                 be.init_state()
-            be.set_training_data(self._encode(X_checked), y_target)
+            words = self._encode(X_checked)
+            t2 = time.perf_counter()
+            be.set_training_data(words, y_target)
+            t3 = time.perf_counter()
+            # Wall-clock seconds of the last data set-up (see results/README.md): building or loading the
+            # kernels (0 when already built), packing X into literal words, uploading them and computing the
+            # stored clause outputs and tallies (synchronised on a GPU).
+            self.setup_timings_ = {"compile_s": t1 - t0, "encode_s": t2 - t1, "upload_s": t3 - t2}
             self._train_ref = (X, y)
         be = self._backend
         for _ in range(epochs):

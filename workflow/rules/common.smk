@@ -30,12 +30,54 @@ def datasets_cli(*args, log):
     """Run `python -m asynctm.datasets ARGS` (this interpreter) as its own process, so jobs run in
     parallel; its stdout and stderr, tracebacks included, go to the job's log."""
     with open(log, "w") as f:
-        done = subprocess.run([sys.executable, "-m", "asynctm.datasets", *map(str, args)], stdout=f, stderr=f)
+        package_cli("asynctm.datasets", *args, log=log, stdout=f, stderr=f)
+
+
+def package_cli(module, *args, log, stdout=None, stderr=None):
+    """Run `python -m MODULE ARGS` with this interpreter as its own process; a failure names the log."""
+    done = subprocess.run([sys.executable, "-m", module, *map(str, args)], stdout=stdout, stderr=stderr)
     if done.returncode != 0:
-        raise WorkflowError(f"asynctm.datasets {args[0]} {args[1]} failed; see {log}")
+        raise WorkflowError(f"{module} {args[0]} {args[1]} failed; see {log}")
 
 
 def mirror_args():
     """The fetch CLI's mirror option; the pipeline reaches a mirror only through config."""
     return [] if config["data_mirror"] is None else ["--mirror", config["data_mirror"]]
 
+
+
+# -- experiments (workflow/rules/experiments.smk; record layout: results/README.md) -----------------------
+from asynctm.backends import cuda_available
+from asynctm.experiments import plan as PLAN
+
+HOST_GPU = cuda_available()
+SMOKE = PLAN.is_smoke(config)
+RESULTS = PLAN.results_root(config)
+# Tables and figures: artifacts/ at paper scale (committed), <results>/smoke/artifacts at smoke scale.
+ARTIFACTS = f"{RESULTS}/artifacts" if SMOKE else "artifacts"
+EXPERIMENTS = list(config["experiments"])
+NOVELTY = [n for n in EXPERIMENTS if PLAN.experiment(config, n)["task"] == "novelty"]
+RUNS = PLAN.requested_runs(config, HOST_GPU)
+
+# gpu: true requests tm_gpu runs even where this host has no GPU (e.g. a cluster's login node): each
+# such job fails with a clear error if the machine it runs on has none.
+_inactive = sorted(set(EXPERIMENTS) - set(PLAN.active_experiments(config)))
+if _inactive:
+    print(f"Note: experiments not requested because config datasets leaves out their data: {', '.join(_inactive)}",
+          file=sys.stderr)
+
+
+def record_paths(experiments=None, impls=None, kinds=None):
+    """The records this configuration requests (optionally only some experiments, impls or kinds)."""
+    return [
+        PLAN.record_path(config, r)
+        for r in RUNS
+        if (experiments is None or r["experiment"] in experiments)
+        and (impls is None or r["impl"] in impls)
+        and (kinds is None or r["kind"] in kinds)
+    ]
+
+
+def processed_meta(experiment):
+    exp = PLAN.experiment(config, experiment)
+    return f"{DATA}/processed/{exp['dataset']}/{exp['protocol']}/meta.json"

@@ -4,6 +4,8 @@
 
 - ``fit_epoch(X, y)``: one more training epoch (the first call starts from a fresh model),
 - ``predict(X)``: class labels (classification) or real-valued targets (regression),
+- ``class_sums(X)``: classification only, the clipped class sums ``(n, C)`` int32 in ``[-T, T]``, columns in
+  sorted-label order (the novelty experiments' first stage),
 - ``metadata()``: library, version, device, ``indexed``, hyperparameters in both vocabularies, and how
   the peer is driven.
 
@@ -82,6 +84,7 @@ import ctypes
 import ctypes.util
 import importlib.metadata
 import numbers
+import time
 
 import numpy as np
 import scipy.sparse as sp
@@ -161,6 +164,14 @@ class Peer:
     def name(self) -> str:
         return self.peer
 
+    def prepare(self, X, y) -> dict:
+        """One-time set-up on the training data before the first epoch, timed apart from the epochs:
+        ``{"encode_s": ...}`` (here: checking and converting X to the dense 0/1 array the library takes;
+        the library's own per-call encoding stays inside every epoch, as its users pay it)."""
+        t0 = time.perf_counter()
+        self._cache = (X, y, *self._convert(X, y))
+        return {"encode_s": time.perf_counter() - t0}
+
     def fit_epoch(self, X, y) -> None:
         """Train one more epoch on ``(X, y)`` (a fresh model on the first call)."""
         if self._cache is None or self._cache[0] is not X or self._cache[1] is not y:
@@ -190,6 +201,24 @@ class Peer:
     def close(self) -> None:
         self._cache = None
 
+    def class_sums(self, X) -> np.ndarray:
+        """The clipped class sums ``(n, C)`` int32 in ``[-T, T]``; column ``c`` is the ``c``-th class in sorted
+        label order, so ``argmax`` over columns is ``predict`` (up to ties). Classification only."""
+        if self.task != "classification":
+            raise ValueError(f"{self.name}: class sums are a classification notion; this peer does {self.task} "
+                             "(its single clause sum is what predict rescales)")
+        if self.epochs_trained == 0:
+            raise RuntimeError(f"{self.name}: call fit_epoch first")
+        n = X.shape[0]
+        out = np.asarray(self._class_sums(X))
+        n_classes = self._n_classes()
+        if out.shape != (n, n_classes):
+            raise RuntimeError(f"{self.name}: class sums of shape {out.shape}, expected {(n, n_classes)}")
+        return np.clip(out, -self.T, self.T).astype(np.int32)
+
+    def _n_classes(self) -> int:
+        return len(self.classes_)
+
     # -- to implement ---------------------------------------------------------------------------------
     def version(self) -> str | None:
         raise NotImplementedError
@@ -202,6 +231,9 @@ class Peer:
 
     def _predict(self, X) -> np.ndarray:
         raise NotImplementedError
+
+    def _class_sums(self, X) -> np.ndarray:
+        raise NotImplementedError(f"{self.name}: class sums are not available")
 
     # -- shared helpers -------------------------------------------------------------------------------
     def _convert(self, X, y):
@@ -236,13 +268,27 @@ class AsyncTMPeer(Peer):
                          boost_true_positive=self.boost_true_positive, append_negated=self.append_negated,
                          batch_size=self.batch_size, backend=backend, n_threads=n_threads, seed=self.seed)
 
+    def prepare(self, X, y) -> dict:
+        """Build (or load) the kernels, encode and upload the data, compute the tallies: no training.
+        ``{"compile_s", "encode_s", "upload_s"}`` (see the estimator's ``setup_timings_``)."""
+        self.model.fit(X, y, epochs=0)
+        self._prepared = True
+        return dict(self.model.setup_timings_)
+
     def fit_epoch(self, X, y) -> None:
         # The estimator validates and encodes X itself, once per new X object; no conversion here.
-        self.model.fit(X, y, epochs=1, incremental=self.epochs_trained > 0)
+        continuing = self.epochs_trained > 0 or getattr(self, "_prepared", False)
+        self.model.fit(X, y, epochs=1, incremental=continuing)
         self.epochs_trained += 1
 
     def predict(self, X) -> np.ndarray:
         return self.model.predict(X)
+
+    def _class_sums(self, X) -> np.ndarray:
+        return self.model.decision_function(X)  # already clipped to [-T, T], columns = sorted classes_
+
+    def _n_classes(self) -> int:
+        return len(self.model.classes_)
 
     def version(self) -> str | None:
         import asynctm
@@ -335,6 +381,32 @@ class PyTMPeer(Peer):
     def _predict(self, X) -> np.ndarray:
         return self.model.predict(_dense01(X))
 
+    def _class_sums(self, X) -> np.ndarray:
+        # Clause outputs from transform(X, inverted=False), shape (n, C * n_clauses), class-major. In the C code
+        # clause j of a class votes +1 when j is even and -1 when odd, times its weight (1: weighted clauses
+        # off). A clause that includes no literal outputs 0 at inference (mc_tm_predict, itm_predict), and also
+        # in mc_tm_transform, but 1 in itm_transform (indexed machines): such clauses are zeroed here from the
+        # include bits of get_state(). Checked against predict() and against outputs recomputed from the
+        # include bits (tests/test_svm_novelty.py).
+        m = self.model
+        X = _dense01(X)
+        C, nc = int(m.number_of_classes), int(m.number_of_clauses)
+        chunks, bits, n_lit = int(m.number_of_ta_chunks), int(m.number_of_state_bits), int(m.number_of_features)
+        coef = np.empty((C, nc), dtype=np.int64)
+        sign = np.where(np.arange(nc) % 2 == 0, 1, -1)
+        for c, (weights, ta_state) in enumerate(m.get_state()):
+            include = ta_state.reshape(nc, chunks, bits)[:, :, bits - 1].copy()  # the action bit plane
+            if n_lit % 32:
+                include[:, -1] &= np.uint32((1 << (n_lit % 32)) - 1)
+            coef[c] = sign * weights.astype(np.int64) * include.any(axis=1)
+        n = X.shape[0]
+        sums = np.empty((n, C), dtype=np.int64)
+        step = max(1, (1 << 24) // (C * nc))  # rows per transform call: at most 64 MB of clause outputs
+        for start in range(0, n, step):
+            out = m.transform(X[start:start + step], inverted=False).reshape(-1, C, nc)
+            sums[start:start + step] = np.einsum("bcj,cj->bc", out.astype(np.int64), coef)
+        return sums
+
 
 class PyTMCudaPeer(Peer):
     """PyTsetlinMachineCUDA (the paper's GPU code). Untested where it was written: no GPU there."""
@@ -385,6 +457,24 @@ class PyTMCudaPeer(Peer):
 
     def _predict(self, X) -> np.ndarray:
         return self.model.predict(_dense01(X))
+
+    def _class_sums(self, X) -> np.ndarray:
+        # The authors' PyTsetlinMachineCUDA (their ICML repository) has score(X): the clipped class sums,
+        # shape (C, n). The cair/PyTsetlinMachineCUDA tm.py we read has no such method (predict only).
+        # Untested here (no GPU where this was written).
+        score = getattr(self.model, "score", None)
+        if score is None:
+            raise NotImplementedError(
+                f"{self.name}: this PyTsetlinMachineCUDA ({self.version()}) has no score() method, so its class sums "
+                "cannot be read; the authors' version (their ICML repository) has one")
+        X = _dense01(X)
+        out = np.asarray(score(X))
+        C, n = self._n_classes(), X.shape[0]
+        if out.shape == (C, n):
+            return out.T
+        if out.shape == (n, C):
+            return out
+        raise RuntimeError(f"{self.name}: score() returned shape {out.shape}; expected {(C, n)}")
 
 
 def make_peer(name: str, task: str, n_clauses: int, T: int, s: float, *, state_bits: int = 8,

@@ -1,0 +1,70 @@
+"""Command line of the experiment runs (called by workflow/rules/experiments.smk).
+
+    python -m asynctm.experiments tm  --settings JSON --data-dir data --out REC.json [--log L] [--threads N]
+    python -m asynctm.experiments svm --settings JSON --data-dir data --out REC.json [--log L] [--threads N]
+    python -m asynctm.experiments mlp --settings JSON --scores SCORES.npz --out REC.json [--log L]
+    python -m asynctm.experiments plan [--config config/config.yaml] [--gpu]   # list the requested records
+
+``--settings`` is the JSON made by :mod:`asynctm.experiments.plan` (the rules pass it). Errors are printed
+as one line naming the problem (the traceback goes to the log); the exit status is 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import traceback
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m asynctm.experiments", description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    for name in ("tm", "svm", "mlp"):
+        p = sub.add_parser(name)
+        p.add_argument("--settings", required=True, help="the run's settings as JSON")
+        p.add_argument("--out", required=True, help="the record to write (atomically, last)")
+        p.add_argument("--log", help="the progress log")
+        if name == "mlp":
+            p.add_argument("--scores", required=True, help="the TM run's seed<k>.scores.npz")
+        else:
+            p.add_argument("--data-dir", required=True, help="the folder holding processed/<dataset>/<protocol>/")
+            p.add_argument("--threads", type=int, default=None, help="CPU threads (tm_cpu, svm)")
+    p = sub.add_parser("plan")
+    p.add_argument("--config", default="config/config.yaml")
+    p.add_argument("--gpu", action="store_true", help="plan as if this host had a GPU")
+    args = ap.parse_args(argv)
+
+    if args.cmd == "plan":
+        import yaml
+
+        from .plan import record_path, requested_runs
+
+        config = yaml.safe_load(open(args.config))
+        for run in requested_runs(config, host_gpu=args.gpu):
+            print(record_path(config, run))
+        return 0
+
+    from . import run
+
+    try:
+        settings = json.loads(args.settings)
+        if args.cmd == "tm":
+            run.run_tm(settings, args.data_dir, args.out, args.log, threads=args.threads)
+        elif args.cmd == "svm":
+            run.run_svm(settings, args.data_dir, args.out, args.log, threads=args.threads)
+        else:
+            run.run_mlp(settings, args.scores, args.out, args.log)
+    except Exception as exc:  # noqa: BLE001 - one clear line for the user, the traceback for the log
+        if args.log:
+            with open(args.log, "a") as fh:
+                traceback.print_exc(file=fh)
+        else:
+            traceback.print_exc()
+        print(f"asynctm.experiments {args.cmd} failed ({args.out}): {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

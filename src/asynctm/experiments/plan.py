@@ -1,0 +1,205 @@
+"""Which runs the configuration asks for, and the settings of each (config/config.yaml, results/README.md).
+
+Used by the Snakemake rules (to list targets and to pass each job its settings) and by the runner, so
+that the record path, the parameters it encodes and the hyperparameters actually trained agree.
+"""
+
+from __future__ import annotations
+
+import re
+
+TM_IMPLS = ("tm_gpu", "tm_cpu", "pytm_indexed", "pytm_nonindexed")
+IMPLS = (*TM_IMPLS, "svm", "mlp_novelty")
+TM_SETTINGS = ("epochs", "state_bits", "boost_true_positive", "batch_size", "append_negated")
+
+_TM_PARAMS = re.compile(r"^n(?P<clauses>\d+)_T(?P<T>\d+)_s(?P<s>\d+(?:\.\d+)?(?:e[+-]?\d+)?)_e(?P<epochs>\d+)$")
+_SVM_PARAMS = re.compile(r"^(?P<kernel>[a-z]+)_C(?P<C>\d+(?:\.\d+)?(?:e[+-]?\d+)?)$")
+
+NOT_RUN = {
+    "no_index": "not run: pyTsetlinMachine's regression machine has no index",
+    "no_gpu": "not run: no GPU on this host",
+}
+
+
+class PlanError(ValueError):
+    """A record path or configuration that names an impossible run."""
+
+
+def tm_params_name(clauses: int, T: int, s: float, epochs: int) -> str:
+    return f"n{int(clauses)}_T{int(T)}_s{float(s):g}_e{int(epochs)}"
+
+
+def parse_tm_params(name: str) -> dict:
+    m = _TM_PARAMS.match(name)
+    if not m:
+        raise PlanError(f"TM parameters {name!r} do not read n<clauses>_T<T>_s<s>_e<epochs> (e.g. n300_T50_s5_e100)")
+    return {"clauses": int(m["clauses"]), "T": int(m["T"]), "s": float(m["s"]), "epochs": int(m["epochs"])}
+
+
+def svm_params_name(params: dict) -> str:
+    return f"{params['kernel']}_C{float(params['C']):g}"
+
+
+def impl_skip_reason(task: str, impl: str) -> str | None:
+    """Why an implementation cannot run a task at all (None: it can)."""
+    if impl == "pytm_indexed" and task == "regression":
+        return NOT_RUN["no_index"]
+    if impl == "mlp_novelty" and task != "novelty":
+        raise PlanError("mlp_novelty runs on novelty experiments only")
+    return None
+
+
+def experiment(config: dict, name: str) -> dict:
+    """The experiment's settings: the shared ``tm`` settings overridden by the experiment's own."""
+    if name not in config["experiments"]:
+        raise PlanError(f"unknown experiment {name!r}; config/config.yaml defines: "
+                        f"{', '.join(sorted(config['experiments']))}")
+    exp = {**config["tm"], **config["experiments"][name]}
+    exp.setdefault("f1", "macro")
+    exp.setdefault("svm", False)
+    exp["name"] = name
+    return exp
+
+
+def _even(task: str, clauses: int) -> int:
+    # Classification teams are half positive, half negative: an even number per class.
+    return max(2, clauses - clauses % 2) if task != "regression" else clauses
+
+
+def _check_clauses(exp: dict, clauses: int) -> None:
+    if exp["task"] != "regression" and clauses % 2:
+        raise PlanError(f"experiment {exp['name']}: {clauses} clauses per class is odd; classification needs an "
+                        "even number (half positive, half negative)")
+
+
+def is_smoke(config: dict) -> bool:
+    return config.get("scale", "paper") == "smoke"
+
+
+def results_root(config: dict) -> str:
+    return f"{config['results_dir']}/smoke" if is_smoke(config) else config["results_dir"]
+
+
+def main_params(config: dict, name: str) -> str:
+    """The params directory of an experiment's main setting at the configured scale."""
+    exp = experiment(config, name)
+    clauses, epochs = exp["clauses"], exp["epochs"]
+    if is_smoke(config):
+        clauses = _even(exp["task"], min(clauses, config["smoke"]["max_clauses"]))
+        epochs = config["smoke"]["epochs"]
+    _check_clauses(exp, clauses)
+    return tm_params_name(clauses, exp["T"], exp["s"], epochs)
+
+
+def sweep_points(config: dict, name: str) -> dict:
+    """``{"impls", "seeds", "params": [...]}`` of an experiment's clause sweep at the configured scale."""
+    sweep = config["sweeps"][name]
+    exp = experiment(config, name)
+    if is_smoke(config):
+        clauses = [_even(exp["task"], c) for c in config["smoke"]["sweep_clauses"]]
+        epochs, seeds = config["smoke"]["epochs"], config["smoke"]["seeds"]
+    else:
+        clauses, epochs, seeds = sweep["clauses"], sweep["epochs"], sweep["seeds"]
+    for c in clauses:
+        _check_clauses(exp, c)
+    return {"impls": list(sweep["impls"]), "seeds": list(seeds),
+            "params": [tm_params_name(c, exp["T"], exp["s"], epochs) for c in dict.fromkeys(clauses)]}
+
+
+def seeds(config: dict) -> list[int]:
+    return list(config["smoke"]["seeds"] if is_smoke(config) else config["seeds"])
+
+
+def tm_run_settings(config: dict, name: str, impl: str, params: str, seed: int) -> dict:
+    """Everything the runner needs for one TM run (the record repeats it)."""
+    if impl not in TM_IMPLS:
+        raise PlanError(f"{impl!r} is not a TM implementation ({', '.join(TM_IMPLS)})")
+    exp = experiment(config, name)
+    reason = impl_skip_reason(exp["task"], impl)
+    if reason:
+        raise PlanError(f"{name}/{impl}: {reason}")
+    p = parse_tm_params(params)
+    _check_clauses(exp, p["clauses"])
+    hyper = {"n_clauses": p["clauses"], "T": p["T"], "s": p["s"], "epochs": p["epochs"],
+             **{k: exp[k] for k in TM_SETTINGS if k != "epochs"}}
+    return {"kind": "tm", "experiment": name, "impl": impl, "params": params, "seed": int(seed),
+            "scale": config.get("scale", "paper"), "task": exp["task"], "dataset": exp["dataset"],
+            "protocol": exp["protocol"], "f1": exp["f1"], "hyperparameters": hyper, **_limits(config)}
+
+
+def svm_run_settings(config: dict, name: str, params: str, seed: int) -> dict:
+    exp = experiment(config, name)
+    svm = dict(config["svm"]["regression" if exp["task"] == "regression" else "classification"])
+    if params != svm_params_name(svm):
+        raise PlanError(f"{name}/svm/{params}: the config's SVM settings give {svm_params_name(svm)!r}")
+    return {"kind": "svm", "experiment": name, "impl": "svm", "params": params, "seed": int(seed),
+            "scale": config.get("scale", "paper"), "task": exp["task"], "dataset": exp["dataset"],
+            "protocol": exp["protocol"], "f1": exp["f1"], "hyperparameters": svm, **_limits(config)}
+
+
+def mlp_run_settings(config: dict, name: str, params: str, seed: int) -> dict:
+    exp = experiment(config, name)
+    if exp["task"] != "novelty":
+        raise PlanError(f"{name}: mlp_novelty runs on novelty experiments only (task is {exp['task']})")
+    tm_impl, _, tm_params = params.partition(".")
+    if tm_impl not in TM_IMPLS:
+        raise PlanError(f"{name}/mlp_novelty/{params}: params must read <tm impl>.<tm params>, "
+                        f"e.g. tm_cpu.{main_params(config, name)}")
+    parse_tm_params(tm_params)
+    return {"kind": "mlp_novelty", "experiment": name, "impl": "mlp_novelty", "params": params, "seed": int(seed),
+            "scale": config.get("scale", "paper"), "task": exp["task"], "dataset": exp["dataset"],
+            "protocol": exp["protocol"], "tm_impl": tm_impl, "tm_params": tm_params,
+            "hyperparameters": dict(config["mlp_novelty"])}
+
+
+def _limits(config: dict) -> dict:
+    if is_smoke(config):
+        return {"max_train": config["smoke"]["max_train"], "max_test": config["smoke"]["max_test"]}
+    return {"max_train": None, "max_test": None}
+
+
+def gpu_requested(config: dict, host_gpu: bool) -> bool:
+    return host_gpu if config.get("gpu", "auto") == "auto" else bool(config["gpu"])
+
+
+def active_experiments(config: dict) -> list[str]:
+    """The experiments whose dataset is among config ``datasets`` (the others cannot run)."""
+    return [n for n in config["experiments"] if experiment(config, n)["dataset"] in config["datasets"]]
+
+
+def requested_runs(config: dict, host_gpu: bool) -> list[dict]:
+    """Every run the default target asks for: ``{experiment, impl, params, seed, kind}``, sorted, unique."""
+    use_gpu = gpu_requested(config, host_gpu)
+    runs = {}
+
+    def add(name, impl, params, seed, kind):
+        runs[(name, impl, params, seed)] = {"experiment": name, "impl": impl, "params": params, "seed": seed,
+                                            "kind": kind}
+
+    def tm_impls(name, impls):
+        task = experiment(config, name)["task"]
+        return [i for i in impls if impl_skip_reason(task, i) is None and (use_gpu or i != "tm_gpu")]
+
+    active = active_experiments(config)
+    for name in active:
+        exp = experiment(config, name)
+        main = main_params(config, name)
+        for seed in seeds(config):
+            for impl in tm_impls(name, config["impls"]):
+                add(name, impl, main, seed, "tm")
+                if exp["task"] == "novelty":
+                    add(name, "mlp_novelty", f"{impl}.{main}", seed, "mlp_novelty")
+            if exp["svm"]:
+                svm = config["svm"]["regression" if exp["task"] == "regression" else "classification"]
+                add(name, "svm", svm_params_name(svm), seed, "svm")
+    for name in [n for n in config.get("sweeps", {}) if n in active]:
+        pts = sweep_points(config, name)
+        for params in pts["params"]:
+            for seed in pts["seeds"]:
+                for impl in tm_impls(name, pts["impls"]):
+                    add(name, impl, params, seed, "tm")
+    return [runs[k] for k in sorted(runs)]
+
+
+def record_path(config: dict, run: dict) -> str:
+    return f"{results_root(config)}/{run['experiment']}/{run['impl']}/{run['params']}/seed{run['seed']}.json"

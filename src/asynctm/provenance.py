@@ -1,0 +1,124 @@
+"""Where a number came from: git commit, package versions, CPU, GPU. Used by run records and benchmarks."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata as md
+import os
+import platform
+import subprocess
+from pathlib import Path
+
+# The checkout holding this package (an editable install); git calls run there.
+REPO = Path(__file__).resolve().parents[2]
+
+_DISTS = ("numpy", "scipy", "pandas", "scikit-learn", "nltk", "snakemake", "pyTsetlinMachine", "thundersvm",
+          "thundersvm-cpu", "pycuda", "pyTsetlinMachineCUDA")
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def git_info() -> dict:
+    """``{"commit", "tracked_files_modified"}`` of the checkout (None where git or the repo is missing)."""
+    def git(*args):
+        # --no-optional-locks: read-only, never refreshes the index.
+        try:
+            r = subprocess.run(["git", "--no-optional-locks", *args], cwd=REPO, capture_output=True, text=True)
+        except OSError:
+            return None
+        return r.stdout.strip() if r.returncode == 0 else None
+
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"commit": git("rev-parse", "HEAD"),
+            "tracked_files_modified": None if status is None else len([s for s in status.splitlines() if s])}
+
+
+def code_digests() -> dict:
+    """sha256 of the kernel sources and the Python backends as run: the work tree may differ from the commit."""
+    from .backends import kernel_dir
+
+    pkg = Path(__file__).resolve().parent
+    files = sorted(p for p in kernel_dir().iterdir() if p.suffix in (".cu", ".cuh", ".h"))
+    files += sorted((pkg / "backends").glob("*.py")) + [pkg / "estimators.py", pkg / "encoding.py"]
+    out = {}
+    for p in files:
+        try:
+            key = p.relative_to(REPO).as_posix()
+        except ValueError:
+            key = p.as_posix()
+        out[key] = sha256_file(p)
+    return out
+
+
+def cpu_info() -> dict:
+    from .backends.cpu import cpu_model, cpuinfo_field, default_threads
+
+    flags = (cpuinfo_field("flags") or "").split()
+    simd = sorted(f for f in flags if f.startswith(("avx", "sse4", "bmi2", "popcnt")))
+    caches = {}
+    for idx in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+        try:
+            level, kind = (idx / "level").read_text().strip(), (idx / "type").read_text().strip()
+            caches[f"L{level}{'' if kind == 'Unified' else kind[0].lower()}"] = (idx / "size").read_text().strip()
+        except OSError:
+            continue
+    return {"model": cpu_model(), "logical_cores": os.cpu_count(), "usable_cores": default_threads(),
+            "machine": platform.machine(), "simd_flags": simd, "caches_per_cpu0": caches}
+
+
+def versions() -> dict:
+    """Python, asynctm and the installed versions of the libraries that can touch a result (None: absent)."""
+    import asynctm
+
+    out = {"python": platform.python_version(), "asynctm": asynctm.__version__}
+    for dist in _DISTS:
+        try:
+            out[dist] = md.version(dist)
+        except md.PackageNotFoundError:
+            out[dist] = None
+    try:
+        from .backends.cpu import compiler_command
+
+        cmd = compiler_command()
+        first = subprocess.run([cmd[0], "--version"], capture_output=True, text=True).stdout.splitlines()
+        out["cpu_compiler"] = first[0] if first else cmd[0]
+        out["cpu_compile_flags"] = " ".join(cmd[1:])
+    except Exception as exc:  # noqa: BLE001 - a missing compiler is recorded, not fatal here
+        out["cpu_compiler"] = f"unavailable: {exc}"
+    return out
+
+
+def gpu_present() -> bool:
+    try:
+        from .backends import cuda_available
+
+        return cuda_available()
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def gpu_info() -> dict | None:
+    """``{"name", "driver", "cuda"}`` of the GPU our CUDA backend would use, or None without one."""
+    if not gpu_present():
+        return None
+    from .backends.cuda import device_description
+
+    info = {"description": device_description()}
+    try:
+        import pycuda.driver as drv
+
+        from .backends.cuda import context
+
+        context()
+        dev = drv.Context.get_device()
+        info.update(name=dev.name(), driver=drv.get_driver_version(), cuda=".".join(map(str, drv.get_version())),
+                    compute_capability=".".join(map(str, dev.compute_capability())))
+    except Exception as exc:  # noqa: BLE001
+        info["error"] = f"could not query the device: {exc}"
+    return info

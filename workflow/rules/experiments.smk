@@ -1,0 +1,156 @@
+# Experiments: one record per run, results/<experiment>/<impl>/<params>/seed<k>.json (results/README.md).
+# What runs and with which settings comes from asynctm.experiments.plan (config/config.yaml); each job
+# calls `python -m asynctm.experiments`, which writes the record last and atomically. The processed data
+# are ancient() inputs: a committed record is not redone because a fresh clone rebuilt the data.
+import json
+
+_EXP = "|".join(EXPERIMENTS)
+_NONNOVEL = "|".join(n for n in EXPERIMENTS if n not in NOVELTY) or "^$"
+_NOVEL = "|".join(NOVELTY) or "^$"
+_TM_IMPL = "|".join(PLAN.TM_IMPLS)
+_RUN = f"{RESULTS}/{{experiment}}/{{impl}}/{{params}}/seed{{seed}}"
+
+
+def _tm_threads(wildcards):
+    if wildcards.impl == "tm_cpu":
+        return config["cpu_threads"] or workflow.cores
+    return 1
+
+
+def _tm_settings(wildcards):
+    return json.dumps(
+        PLAN.tm_run_settings(config, wildcards.experiment, wildcards.impl, wildcards.params, int(wildcards.seed)),
+        sort_keys=True,
+    )
+
+
+def _run_tm(input, output, params, threads, log):
+    package_cli(
+        "asynctm.experiments", "tm", "--settings", params.settings, "--data-dir", DATA, "--out", output.record,
+        "--log", log[0], "--threads", threads, log=log[0],
+    )
+
+
+# Our TM (tm_gpu, tm_cpu) and pyTsetlinMachine (pytm_indexed, pytm_nonindexed), classification and
+# regression experiments. GPU jobs hold the `gpu` resource so that timing runs never share a GPU.
+rule run_tm:
+    input:
+        meta=lambda wc: ancient(processed_meta(wc.experiment)),
+    output:
+        record=f"{_RUN}.json",
+    log:
+        f"{_RUN}.log",
+    wildcard_constraints:
+        experiment=_NONNOVEL,
+        impl=_TM_IMPL,
+        seed=r"\d+",
+    params:
+        settings=_tm_settings,
+    threads: _tm_threads
+    resources:
+        gpu=lambda wc: int(wc.impl == "tm_gpu"),
+    run:
+        _run_tm(input, output, params, threads, log)
+
+
+# Novelty experiments: as run_tm, plus the class sums of the known-class test and the novel documents.
+rule run_tm_novelty:
+    input:
+        meta=lambda wc: ancient(processed_meta(wc.experiment)),
+    output:
+        record=f"{_RUN}.json",
+        scores=f"{_RUN}.scores.npz",
+    log:
+        f"{_RUN}.log",
+    wildcard_constraints:
+        experiment=_NOVEL,
+        impl=_TM_IMPL,
+        seed=r"\d+",
+    params:
+        settings=_tm_settings,
+    threads: _tm_threads
+    resources:
+        gpu=lambda wc: int(wc.impl == "tm_gpu"),
+    run:
+        _run_tm(input, output, params, threads, log)
+
+
+# The SVM baseline of Table 4 (ThunderSVM GPU, else ThunderSVM CPU, else scikit-learn: the record says which).
+rule run_svm:
+    input:
+        meta=lambda wc: ancient(processed_meta(wc.experiment)),
+    output:
+        record=f"{RESULTS}/{{experiment}}/svm/{{params}}/seed{{seed}}.json",
+    log:
+        f"{RESULTS}/{{experiment}}/svm/{{params}}/seed{{seed}}.log",
+    wildcard_constraints:
+        experiment=_EXP,
+        seed=r"\d+",
+    params:
+        settings=lambda wc: json.dumps(
+            PLAN.svm_run_settings(config, wc.experiment, wc.params, int(wc.seed)), sort_keys=True
+        ),
+    threads: workflow.cores
+    run:
+        package_cli(
+            "asynctm.experiments", "svm", "--settings", params.settings, "--data-dir", DATA, "--out",
+            output.record, "--log", log[0], "--threads", threads, log=log[0],
+        )
+
+
+# Novelty detection, second stage: an MLP on the class sums of one TM run (params = <tm impl>.<tm params>).
+rule run_mlp_novelty:
+    input:
+        scores=f"{RESULTS}/{{experiment}}/{{tm_impl}}/{{tm_params}}/seed{{seed}}.scores.npz",
+    output:
+        record=f"{RESULTS}/{{experiment}}/mlp_novelty/{{tm_impl}}.{{tm_params}}/seed{{seed}}.json",
+    log:
+        f"{RESULTS}/{{experiment}}/mlp_novelty/{{tm_impl}}.{{tm_params}}/seed{{seed}}.log",
+    wildcard_constraints:
+        experiment=_NOVEL,
+        tm_impl=_TM_IMPL,
+        seed=r"\d+",
+    params:
+        settings=lambda wc: json.dumps(
+            PLAN.mlp_run_settings(config, wc.experiment, f"{wc.tm_impl}.{wc.tm_params}", int(wc.seed)),
+            sort_keys=True,
+        ),
+    run:
+        package_cli(
+            "asynctm.experiments", "mlp", "--settings", params.settings, "--scores", input.scores, "--out",
+            output.record, "--log", log[0], log=log[0],
+        )
+
+
+# Every requested run; and one target per experiment (its main setting, all impls and seeds, svm, mlp)
+# and per sweep: e.g. `snakemake --cores all exp_wsd_apple` or `snakemake --cores all sweep_semeval`.
+rule experiments:
+    input:
+        record_paths(),
+
+
+for _name in EXPERIMENTS:
+
+    rule:
+        name:
+            f"exp_{_name}"
+        input:
+            [
+                PLAN.record_path(config, r)
+                for r in RUNS
+                if r["experiment"] == _name
+                and (r["kind"] != "tm" or r["params"] == PLAN.main_params(config, _name))
+            ],
+
+
+for _name in config["sweeps"]:
+
+    rule:
+        name:
+            f"sweep_{_name}"
+        input:
+            [
+                PLAN.record_path(config, r)
+                for r in RUNS
+                if r["experiment"] == _name and r["kind"] == "tm" and r["params"] in PLAN.sweep_points(config, _name)["params"]
+            ],
