@@ -18,6 +18,8 @@ validate(config, "config/schema.yaml")
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/experiments.smk"
+include: "workflow/rules/tables.smk"
+include: "workflow/rules/figures.smk"
 
 
 # The processed datasets only: `snakemake --cores all data`.
@@ -31,3 +33,5 @@ rule all:
     input:
         processed_datasets(),
         record_paths(),
+        rules.tables.input,
+        rules.figures.input,

@@ -19,7 +19,7 @@ import yaml
 from asynctm.datasets import DATASETS, load_processed
 from asynctm.datasets.fetch import read_manifest
 
-WORKFLOW_FILES = ("Snakefile", "config", "workflow", "profiles")
+WORKFLOW_FILES = ("Snakefile", "config", "workflow", "profiles", "paper_tables")
 
 
 def snakemake(workdir: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
@@ -101,10 +101,11 @@ EXPECTED_COUNTS = {
 
 
 @pytest.mark.slow
-def test_data_rules_end_to_end_on_the_mirror(workdir, mirror):
-    """The whole default data pipeline, all eight datasets, as `snakemake --cores all` runs it."""
+def test_data_rules_and_the_smoke_dag_end_to_end_on_the_mirror(workdir, mirror):
+    """The whole data pipeline, all eight datasets, then the whole smoke-scale DAG on them (every
+    experiment, sweep and implementation this host can run), as `snakemake --cores all` runs it."""
     set_config(workdir, data_mirror=str(mirror))
-    r = snakemake(workdir)
+    r = snakemake(workdir, "data")
     assert r.returncode == 0, r.stderr + r.stdout
     processed = workdir / "data" / "processed"
     built = {(p.parent.parent.name, p.parent.name) for p in processed.glob("*/*/meta.json")}
@@ -120,12 +121,36 @@ def test_data_rules_end_to_end_on_the_mirror(workdir, mirror):
     assert ds.X_train.shape == (13_904, 1_389)
     assert "raw digest" in (workdir / "logs" / "data" / "fetch_bike_sharing.log").read_text()
     # Nothing left to do, and a rerun from scratch is byte-identical.
-    again = snakemake(workdir, "-n")
+    again = snakemake(workdir, "-n", "data")
     assert "Nothing to be done" in again.stdout + again.stderr
     meta = (processed / "wsd_apple" / "paper" / "meta.json").read_bytes()
-    r = snakemake(workdir, "--forcerun", "prepare", "data/processed/wsd_apple/paper/meta.json")
+    # (The target goes first: --forcerun takes every argument after it.)
+    r = snakemake(workdir, "data/processed/wsd_apple/paper/meta.json", "--forcerun", "prepare")
     assert r.returncode == 0, r.stderr
     assert (processed / "wsd_apple" / "paper" / "meta.json").read_bytes() == meta
+    check_smoke_dag(workdir)
+
+
+def check_smoke_dag(workdir: Path) -> None:
+    r = snakemake(workdir, "--config", "scale=smoke", timeout=900)
+    assert r.returncode == 0, r.stderr[-5000:] + r.stdout[-3000:]
+    smoke = workdir / "results" / "smoke"
+    records = sorted(smoke.glob("*/*/*/seed*.json"))
+    impls = {p.parent.parent.name for p in records}
+    assert {p.parent.parent.parent.name for p in records} == set(DATASETS)  # one experiment per dataset
+    assert impls >= {"tm_cpu", "pytm_indexed", "pytm_nonindexed", "svm", "mlp_novelty"}
+    for p in records:
+        rec = json.loads(p.read_text())
+        assert rec["status"] == "complete" and rec["scale"] == "smoke", p
+        assert (p.with_suffix(".log")).is_file(), p
+    tables = workdir / "results" / "smoke" / "artifacts" / "tables"
+    figures = workdir / "results" / "smoke" / "artifacts" / "figures"
+    assert {p.name for p in tables.glob("*.csv")} == {"table3_performance.csv", "table4_svm_time.csv",
+                                                      "table5_regression.csv"}
+    assert len(list(figures.glob("*.png"))) == len(list(figures.glob("*.pdf"))) == 8
+    # Reruns are free: nothing left to do.
+    again = snakemake(workdir, "-n", "--config", "scale=smoke")
+    assert "Nothing to be done" in again.stdout + again.stderr, again.stdout[-3000:]
 
 
 def test_a_bad_mirror_file_fails_the_fetch_job_cleanly(workdir, tmp_path):
@@ -139,6 +164,14 @@ def test_a_bad_mirror_file_fails_the_fetch_job_cleanly(workdir, tmp_path):
     assert "checksum mismatch for hour.csv" in log and "expected sha256 e03de4ee" in log
     raw = workdir / "data" / "raw" / "bike_sharing"
     assert not raw.exists() or not any(raw.iterdir())
+
+
+def test_slurm_profile_dry_run(workdir):
+    pytest.importorskip("snakemake_executor_plugin_slurm")
+    r = subprocess.run([sys.executable, "-m", "snakemake", "--profile", "profiles/slurm", "-n", "--config",
+                        "scale=smoke"], cwd=workdir, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "run_tm" in r.stdout + r.stderr
 
 
 def test_profiles_are_valid_yaml(repo_root):

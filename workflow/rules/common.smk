@@ -1,4 +1,5 @@
 # Shared helpers for the .smk files: config lookups and the bridge to the package's data CLI.
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -81,3 +82,23 @@ def record_paths(experiments=None, impls=None, kinds=None):
 def processed_meta(experiment):
     exp = PLAN.experiment(config, experiment)
     return f"{DATA}/processed/{exp['dataset']}/{exp['protocol']}/meta.json"
+
+
+def tm_threads(wildcards):
+    if wildcards.impl == "tm_cpu":
+        return config["cpu_threads"] or workflow.cores
+    return 1
+
+
+def tm_settings(wildcards):
+    return json.dumps(
+        PLAN.tm_run_settings(config, wildcards.experiment, wildcards.impl, wildcards.params, int(wildcards.seed)),
+        sort_keys=True,
+    )
+
+
+def run_tm_job(input, output, params, threads, log):
+    package_cli(
+        "asynctm.experiments", "tm", "--settings", params.settings, "--data-dir", DATA, "--out", output.record,
+        "--log", log[0], "--threads", threads, log=log[0],
+    )

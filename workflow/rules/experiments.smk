@@ -2,33 +2,11 @@
 # What runs and with which settings comes from asynctm.experiments.plan (config/config.yaml); each job
 # calls `python -m asynctm.experiments`, which writes the record last and atomically. The processed data
 # are ancient() inputs: a committed record is not redone because a fresh clone rebuilt the data.
-import json
-
 _EXP = "|".join(EXPERIMENTS)
 _NONNOVEL = "|".join(n for n in EXPERIMENTS if n not in NOVELTY) or "^$"
 _NOVEL = "|".join(NOVELTY) or "^$"
 _TM_IMPL = "|".join(PLAN.TM_IMPLS)
 _RUN = f"{RESULTS}/{{experiment}}/{{impl}}/{{params}}/seed{{seed}}"
-
-
-def _tm_threads(wildcards):
-    if wildcards.impl == "tm_cpu":
-        return config["cpu_threads"] or workflow.cores
-    return 1
-
-
-def _tm_settings(wildcards):
-    return json.dumps(
-        PLAN.tm_run_settings(config, wildcards.experiment, wildcards.impl, wildcards.params, int(wildcards.seed)),
-        sort_keys=True,
-    )
-
-
-def _run_tm(input, output, params, threads, log):
-    package_cli(
-        "asynctm.experiments", "tm", "--settings", params.settings, "--data-dir", DATA, "--out", output.record,
-        "--log", log[0], "--threads", threads, log=log[0],
-    )
 
 
 # Our TM (tm_gpu, tm_cpu) and pyTsetlinMachine (pytm_indexed, pytm_nonindexed), classification and
@@ -45,12 +23,12 @@ rule run_tm:
         impl=_TM_IMPL,
         seed=r"\d+",
     params:
-        settings=_tm_settings,
-    threads: _tm_threads
+        settings=tm_settings,
+    threads: tm_threads
     resources:
         gpu=lambda wc: int(wc.impl == "tm_gpu"),
     run:
-        _run_tm(input, output, params, threads, log)
+        run_tm_job(input, output, params, threads, log)
 
 
 # Novelty experiments: as run_tm, plus the class sums of the known-class test and the novel documents.
@@ -67,12 +45,12 @@ rule run_tm_novelty:
         impl=_TM_IMPL,
         seed=r"\d+",
     params:
-        settings=_tm_settings,
-    threads: _tm_threads
+        settings=tm_settings,
+    threads: tm_threads
     resources:
         gpu=lambda wc: int(wc.impl == "tm_gpu"),
     run:
-        _run_tm(input, output, params, threads, log)
+        run_tm_job(input, output, params, threads, log)
 
 
 # The SVM baseline of Table 4 (ThunderSVM GPU, else ThunderSVM CPU, else scikit-learn: the record says which).

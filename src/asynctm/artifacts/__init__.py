@@ -1,0 +1,59 @@
+"""The paper's artifacts (Tables 3-5, the figures of Section 4, the README's results block) built from the
+run records of results/README.md, next to the paper's published numbers (paper_tables/reference/).
+
+    python -m asynctm.artifacts ARTIFACT --results DIR --config FILE --out DIR [--host-gpu yes|no]
+
+``build`` is the same from Python. The names, their inputs and their output files are in ``catalog``
+(which imports neither pandas nor matplotlib, for the Snakemake rules); the tables in ``tables``, the
+figures in ``figures``; records are read by ``records.load_records``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .catalog import ARTIFACTS, FIGURES, SUMMARIES, TABLES, output_paths
+
+__all__ = ["ARTIFACTS", "FIGURES", "SUMMARIES", "TABLES", "build", "load_config", "output_paths"]
+
+
+def load_config(path) -> dict:
+    import yaml
+
+    with open(path) as f:
+        config = yaml.safe_load(f)
+    if not isinstance(config, dict) or "experiments" not in config:
+        raise ValueError(f"{path}: not a pipeline config (no 'experiments:' section)")
+    return config
+
+
+def build(name: str, results_dir, config: dict, out_dir, host_gpu: bool, reference_path=None) -> list[str]:
+    """Build one artifact from the records under ``results_dir``; returns the files written (sorted)."""
+    from . import catalog, figures, tables
+    from .records import load_records
+    from .reference import DEFAULT_REFERENCE, load_reference
+
+    catalog.check_name(name)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = output_paths(name, out)
+    records = load_records(results_dir, experiments=catalog.experiments(name, config))
+    if name in FIGURES:
+        figure = figures.FIGURE_FUNCTIONS[name](records, config, host_gpu)
+        figures.save(figure, Path(paths["png"]), Path(paths["pdf"]))
+        _write(paths["caption"], figure.caption)
+        return sorted(paths.values())
+    reference = load_reference(reference_path or DEFAULT_REFERENCE)
+    if name in SUMMARIES:
+        _write(paths["md"], tables.results_summary(records, config, reference, host_gpu))
+        return sorted(paths.values())
+    table = getattr(tables, name)(records, config, reference, host_gpu)
+    _write(paths["csv"], table.frame.to_csv(index=False, float_format="%.10g", lineterminator="\n"))
+    _write(paths["md"], table.markdown)
+    _write(paths["tex"], table.latex)
+    _write(paths["caption"], table.caption)
+    return sorted(paths.values())
+
+
+def _write(path, text: str) -> None:
+    Path(path).write_text(text, encoding="utf-8", newline="\n")

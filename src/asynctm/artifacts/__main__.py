@@ -1,0 +1,62 @@
+"""Command line: build one of the paper's artifacts from the run records.
+
+    python -m asynctm.artifacts ARTIFACT --results DIR --config FILE --out DIR [--host-gpu yes|no|auto]
+        [--reference CSV]
+    python -m asynctm.artifacts list
+
+ARTIFACT: table3_performance, table4_svm_time, table5_regression, results_summary, or a figure
+(fig_bbc_time_vs_clauses, ...; `list` prints them all). --config: the pipeline config (the Snakemake rules
+pass the effective one they wrote); --host-gpu: whether this host has a GPU, which only words the gap of a
+missing tm_gpu run (auto: ask PyCUDA). Prints the files written; exit status 1 with an `error:` line when a
+record is malformed or an input is missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import ARTIFACTS, build, load_config
+from .records import RecordError
+
+
+def _host_gpu(value: str) -> bool:
+    if value == "auto":
+        try:
+            from asynctm.backends import cuda_available
+
+            return cuda_available()
+        except Exception:  # noqa: BLE001 - no usable PyCUDA or driver means no GPU
+            return False
+    return value == "yes"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m asynctm.artifacts", description=__doc__.split("\n")[0])
+    parser.add_argument("artifact", choices=[*ARTIFACTS, "list"], metavar="ARTIFACT",
+                        help="what to build (`list`: print the names)")
+    parser.add_argument("--results", help="the records root (results/ or results/smoke/)")
+    parser.add_argument("--config", help="the pipeline config YAML")
+    parser.add_argument("--out", help="the folder to write into")
+    parser.add_argument("--host-gpu", choices=["yes", "no", "auto"], default="auto")
+    parser.add_argument("--reference", default=None, help="the paper's numbers (default: "
+                        "paper_tables/reference/paper_numbers.csv of this checkout)")
+    args = parser.parse_args(argv)
+    if args.artifact == "list":
+        print("\n".join(ARTIFACTS))
+        return 0
+    missing = [f"--{name}" for name in ("results", "config", "out") if getattr(args, name) is None]
+    if missing:
+        parser.error(f"{args.artifact} needs {', '.join(missing)}")
+    try:
+        written = build(args.artifact, args.results, load_config(args.config), args.out, _host_gpu(args.host_gpu),
+                        args.reference)
+    except (RecordError, OSError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print("\n".join(written))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

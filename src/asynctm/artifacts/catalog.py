@@ -1,0 +1,93 @@
+"""The artifacts by name: the experiments and records each one reads, and the files it writes.
+
+Pure Python (no pandas, no matplotlib), so the Snakemake rules can import it to declare inputs and outputs
+without slowing the DAG down; the CLI and the tests use the same lists.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from . import settings
+
+# Datasets in the order of the paper's tables.
+TABLE3_DATASETS = ("bbc_sport", "newsgroups20", "semeval", "imdb", "wsd_java", "wsd_apple")
+TABLE4_DATASETS = TABLE3_DATASETS + ("bike_sharing", "blogfeedback")
+TABLE5_DATASETS = ("bike_sharing", "blogfeedback")
+
+# name -> (experiments it reads, the records it uses there): "tm" = the TM runs at the main setting, "tm_ours"
+# = only tm_gpu and tm_cpu of those, "mlp" = the novelty MLP on those, "svm" = the SVM baseline, "sweep" =
+# the clause sweep's TM runs. Seeds: the config's (sweeps: the sweep's).
+TABLES = {
+    "table3_performance": (TABLE3_DATASETS, ("tm", "mlp")),
+    "table4_svm_time": (TABLE4_DATASETS, ("svm", "tm_ours")),
+    "table5_regression": (TABLE5_DATASETS, ("tm",)),
+}
+SUMMARIES = {"results_summary": (TABLE4_DATASETS, ("tm", "mlp", "svm"))}
+FIGURES = {
+    "fig_bbc_time_vs_clauses": (("bbc_sport",), ("sweep",)),
+    "fig_semeval_time_per_epoch": (("semeval",), ("tm",)),
+    "fig_semeval_time_vs_clauses": (("semeval",), ("sweep",)),
+    "fig_bike_mae_vs_clauses": (("bike_sharing",), ("sweep",)),
+    "fig_bike_time_vs_clauses": (("bike_sharing",), ("sweep",)),
+    "fig_bike_mae_over_epochs": (("bike_sharing",), ("tm",)),
+    "fig_bike_time_per_epoch": (("bike_sharing",), ("tm",)),
+    "fig_imdb_time_vs_clauses": (("imdb",), ("sweep",)),
+}
+ARTIFACTS = {**TABLES, **SUMMARIES, **FIGURES}
+
+SUFFIXES = {
+    **{name: {"csv": ".csv", "md": ".md", "tex": ".tex", "caption": ".caption.txt"} for name in TABLES},
+    **{name: {"md": ".md"} for name in SUMMARIES},
+    **{name: {"png": ".png", "pdf": ".pdf", "caption": ".caption.txt"} for name in FIGURES},
+}
+
+
+def check_name(name: str) -> None:
+    if name not in ARTIFACTS:
+        raise ValueError(f"unknown artifact {name!r}; known: {', '.join(ARTIFACTS)}")
+
+
+def output_paths(name: str, out_dir) -> dict[str, str]:
+    """The files an artifact writes into ``out_dir``, by role (csv, md, tex, png, pdf, caption)."""
+    check_name(name)
+    return {role: (Path(out_dir) / f"{name}{suffix}").as_posix() for role, suffix in SUFFIXES[name].items()}
+
+
+def experiments(name: str, config: dict) -> list[str]:
+    """The configured experiments an artifact reads."""
+    check_name(name)
+    return [e for e in ARTIFACTS[name][0] if e in config.get("experiments", {})]
+
+
+def _uses(role: str, config: dict, experiment: str, impl: str, params: str, seed: int) -> bool:
+    if role == "sweep":
+        sweep = settings.sweep(config, experiment)
+        return sweep is not None and impl in sweep.impls and params in sweep.params and seed in sweep.seeds
+    if seed not in settings.seeds(config):
+        return False
+    main = settings.main_params(config, experiment)
+    if role == "tm":
+        return impl in settings.TM_IMPLS and params == main
+    if role == "tm_ours":
+        return impl in ("tm_gpu", "tm_cpu") and params == main
+    if role == "mlp":
+        return impl == "mlp_novelty" and params in {f"{tm}.{main}" for tm in settings.TM_IMPLS}
+    if role == "svm":
+        return impl == "svm" and params == settings.svm_params(config, experiment)
+    raise ValueError(f"unknown record role {role!r}")
+
+
+def reads(name: str, config: dict, record_path) -> bool:
+    """Whether ``.../<experiment>/<impl>/<params>/seed<k>.json`` is a record this artifact uses."""
+    parts = Path(record_path).parts
+    if len(parts) < 4 or not parts[-1].startswith("seed") or not parts[-1].endswith(".json"):
+        return False
+    experiment, impl, params = parts[-4:-1]
+    try:
+        seed = int(parts[-1][len("seed"):-len(".json")])
+    except ValueError:
+        return False
+    if experiment not in experiments(name, config):
+        return False
+    return any(_uses(role, config, experiment, impl, params, seed) for role in ARTIFACTS[name][1])

@@ -1,0 +1,314 @@
+"""The paper's figures from the run records: time and MAE against the number of clauses (clause sweeps)
+and over the epochs (main setting), one line per implementation.
+
+Each figure function takes the records, the config dict and whether this host has a GPU and returns a
+``Figure`` (a matplotlib figure and its caption). ``save`` writes PNG and PDF byte-stably: a fixed style
+(independent of the user's matplotlibrc), no timestamps or software names in the files' metadata.
+An implementation without records is left out of the plot and named in the caption with the reason.
+"""
+
+from __future__ import annotations
+
+import math
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import matplotlib
+import matplotlib.figure
+import matplotlib.style
+import numpy as np
+import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLocator
+
+from . import render, settings
+from .records import epochs_frame, select
+
+COLUMN_WIDTH_IN = 3.3
+STYLE = {
+    "figure.figsize": (COLUMN_WIDTH_IN, 2.3),
+    "figure.dpi": 100,
+    "savefig.dpi": 300,
+    "font.family": "DejaVu Sans",
+    "font.size": 8,
+    "axes.titlesize": 8,
+    "axes.labelsize": 8,
+    "legend.fontsize": 6.5,
+    "xtick.labelsize": 7,
+    "ytick.labelsize": 7,
+    "lines.linewidth": 1.2,
+    "lines.markersize": 3.5,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "grid.linewidth": 0.5,
+    "legend.frameon": False,
+    "svg.hashsalt": "asynctm",
+    "pdf.compression": 6,
+    "pdf.fonttype": 42,
+    "ps.fonttype": 42,
+    "path.simplify": False,
+}
+PDF_METADATA = {"CreationDate": None, "Creator": None, "Producer": None}
+PNG_METADATA = {"Software": None}
+
+IMPL_STYLE = {  # label, colour, marker
+    "tm_gpu": ("ours, GPU", "#2ca02c", "o"),
+    "tm_cpu": ("ours, CPU", "#1f77b4", "s"),
+    "pytm_indexed": ("pyTM indexed", "#d62728", "^"),
+    "pytm_nonindexed": ("pyTM non-indexed", "#ff7f0e", "v"),
+}
+
+
+@dataclass
+class Figure:
+    name: str
+    figure: matplotlib.figure.Figure
+    caption: str
+
+
+@dataclass
+class Series:
+    """One implementation's line: x, mean, sample std (NaN with one seed), the records behind it."""
+
+    impl: str
+    x: list = field(default_factory=list)
+    mean: list = field(default_factory=list)
+    std: list = field(default_factory=list)
+    records: int = 0
+
+
+def _mean_std(values) -> tuple[float, float]:
+    v = np.asarray([x for x in values if render.finite(x)], dtype=np.float64)
+    if v.size == 0:
+        return math.nan, math.nan
+    return float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else math.nan
+
+
+@contextmanager
+def _style():
+    """Matplotlib's defaults plus STYLE, whatever the user's matplotlibrc says (artists read rcParams
+    when created and when saved, so figures are built and saved inside this)."""
+    with matplotlib.style.context("default"), matplotlib.rc_context(STYLE):
+        yield
+
+
+def _new_figure():
+    """A figure on an Agg canvas of its own (no pyplot: no global figure state, no GUI backend)."""
+    fig = matplotlib.figure.Figure(layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig, fig.add_subplot()
+
+
+def _spans_decades(values) -> bool:
+    v = [x for x in values if render.finite(x) and x > 0]
+    return bool(v) and max(v) / min(v) > 10
+
+
+def _clause_label(c: int) -> str:
+    return f"{c // 1000}k" if c >= 1000 and c % 1000 == 0 else str(c)
+
+
+def _draw(ax, series: list[Series], xlabel: str, ylabel: str, log_x2: bool, markers: bool,
+          from_zero: bool) -> None:
+    """Lines (markers and error bars for sweeps, bands for epochs); log y where the values span more than a
+    decade, else from zero when ``from_zero`` (times); log2 x with a tick per clause count for sweeps."""
+    for s in series:
+        label, colour, marker = IMPL_STYLE[s.impl]
+        x, mean, std = np.asarray(s.x, float), np.asarray(s.mean, float), np.asarray(s.std, float)
+        ax.plot(x, mean, color=colour, marker=marker if markers else None, label=label)
+        if np.isfinite(std).any():  # several seeds: ± one sample standard deviation
+            spread = np.nan_to_num(std)
+            if markers:
+                ax.errorbar(x, mean, yerr=spread, fmt="none", ecolor=colour, capsize=2, lw=0.8)
+            else:
+                ax.fill_between(x, mean - spread, mean + spread, color=colour, alpha=0.2, lw=0)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if _spans_decades([v for s in series for v in s.mean]):
+        ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    elif from_zero and series:
+        ax.set_ylim(bottom=0)
+    if log_x2:
+        ax.set_xscale("log", base=2)
+        ticks = sorted({int(v) for s in series for v in s.x})
+        ax.xaxis.set_major_locator(FixedLocator(ticks))
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.set_xticklabels([_clause_label(t) for t in ticks], rotation=45 if len(ticks) > 6 else 0)
+    else:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    if series:
+        ax.legend(loc="best")
+    else:
+        ax.text(0.5, 0.5, "no records", ha="center", va="center", transform=ax.transAxes)
+
+
+def _gaps(config, experiment, impls, have: set[str], host_gpu: bool) -> list[str]:
+    """'impl (reason)' for each implementation the figure asks for (``impls``) that has no line; for
+    regression also the paper's indexed machine, which cannot run."""
+    regression = experiment in config["experiments"] and settings.task(config, experiment) == "regression"
+    wanted = set(impls) | ({"pytm_indexed"} if regression else set())
+    return [f"{impl} ({settings.gap_reason(config, experiment, impl, host_gpu, requested=list(impls))})"
+            for impl in settings.TM_IMPLS if impl in wanted and impl not in have]
+
+
+def _concat(frames: list[pd.DataFrame], records: pd.DataFrame) -> pd.DataFrame:
+    frames = [f for f in frames if not f.empty]
+    return pd.concat(frames).sort_values("path") if frames else records[:0]
+
+
+def _caption(title: str, paper_caption: str, what: str, series: list[Series], not_run: list[str],
+             missing: list[str], used: pd.DataFrame, config: dict) -> str:
+    counts = ", ".join(f"{s.impl} {s.records}" for s in series) or "none"
+    lines = [title, f"Counterpart of the paper's figure \"{paper_caption.rstrip('.')}\".", what,
+             f"Records used: {len(used)} complete run records at {config.get('scale', 'paper')} scale "
+             f"({counts})."]
+    if not_run:
+        lines.append("Not run: " + "; ".join(not_run) + ".")
+    if missing:
+        lines.append("Missing points: " + "; ".join(missing) + ".")
+    lines.append(render.hardware(used))
+    return "\n".join(lines) + "\n"
+
+
+def _versus_clauses(records, config, host_gpu, name, experiment, column, ylabel, title, paper_caption, what,
+                    from_zero=True):
+    """A clause-sweep figure: ``column`` (one value per record) against clauses, one line per sweep impl."""
+    sweep = settings.sweep(config, experiment)
+    if sweep is None:
+        sweep = settings.Sweep(experiment, (), (), (), 0, ())
+    series, used, missing = [], [], []
+    for impl in sweep.impls:
+        s, absent = Series(impl), []
+        for clauses, params in zip(sweep.clauses, sweep.params):
+            recs = select(records, experiment, impl, params, sweep.seeds)
+            mean, std = _mean_std(recs[column].tolist() if column in recs else [])
+            if not render.finite(mean):
+                absent.append(f"{impl} at {clauses} clauses (no record)")
+                continue
+            s.x.append(clauses)
+            s.mean.append(mean)
+            s.std.append(std)
+            s.records += len(recs)
+            used.append(recs)
+        if s.x:  # an implementation with no point at all is a gap, named in the caption
+            series.append(s)
+            missing += absent
+    with _style():
+        fig, ax = _new_figure()
+        _draw(ax, series, "clauses (log₂ scale)", ylabel, log_x2=True, markers=True, from_zero=from_zero)
+    not_run = _gaps(config, experiment, sweep.impls, {s.impl for s in series}, host_gpu)
+    if sweep.clauses:
+        setting = (f"Sweep: clauses {', '.join(map(str, sweep.clauses))}; {sweep.epochs} epochs per run; seeds "
+                   f"{', '.join(map(str, sweep.seeds))}; error bars: ± sample standard deviation over seeds "
+                   "where a point has several.")
+    else:
+        setting = f"The config has no clause sweep for {experiment}."
+    return Figure(name, fig, _caption(title, paper_caption, f"{what} {setting}", series, not_run, missing,
+                                      _concat(used, records), config))
+
+
+def _over_epochs(records, config, host_gpu, name, experiment, column, ylabel, title, paper_caption, what,
+                 from_zero=True):
+    """A main-setting figure: the per-epoch ``column`` against the epoch, one line per implementation."""
+    configured = experiment in config["experiments"]
+    main = settings.main_params(config, experiment) if configured else ""
+    impls = settings.impls(config, experiment) if configured else []
+    series, used = [], []
+    for impl in impls:
+        recs = select(records, experiment, impl, main, settings.seeds(config))
+        epochs = epochs_frame(recs)
+        if recs.empty or column not in epochs:
+            continue
+        s = Series(impl, records=len(recs))
+        for epoch, group in epochs.groupby("epoch", sort=True):
+            mean, std = _mean_std(group[column].tolist())
+            s.x.append(int(epoch))
+            s.mean.append(mean)
+            s.std.append(std)
+        series.append(s)
+        used.append(recs)
+    with _style():
+        fig, ax = _new_figure()
+        _draw(ax, series, "epoch", ylabel, log_x2=False, markers=False, from_zero=from_zero)
+    used = _concat(used, records)
+    not_run = _gaps(config, experiment, impls, {s.impl for s in series}, host_gpu)
+    setting = (f"The config has no experiment {experiment}." if not configured else
+               f"Main setting {main}; seeds {', '.join(map(str, settings.seeds(config)))}; band: ± sample "
+               "standard deviation over seeds where there are several.")
+    return Figure(name, fig, _caption(title, paper_caption, f"{what} {setting}", series, not_run, [], used,
+                                      config))
+
+
+TIME_WHAT = "Execution time: training time per epoch (timing.train_s_mean of each run; mean over seeds)."
+
+
+def fig_bbc_time_vs_clauses(records, config, host_gpu) -> Figure:
+    return _versus_clauses(records, config, host_gpu, "fig_bbc_time_vs_clauses", "bbc_sport", "train_s_mean",
+                           "training time per epoch (s)", "Execution time vs. number of clauses, BBC Sport.",
+                           "Execution time vs. #clauses on BBC Sports.", TIME_WHAT)
+
+
+def fig_semeval_time_vs_clauses(records, config, host_gpu) -> Figure:
+    return _versus_clauses(records, config, host_gpu, "fig_semeval_time_vs_clauses", "semeval", "train_s_mean",
+                           "training time per epoch (s)", "Execution time vs. number of clauses, SemEval.",
+                           "Execution time vs. #clauses on SEMEVAL.", TIME_WHAT)
+
+
+def fig_bike_time_vs_clauses(records, config, host_gpu) -> Figure:
+    return _versus_clauses(records, config, host_gpu, "fig_bike_time_vs_clauses", "bike_sharing", "train_s_mean",
+                           "training time per epoch (s)", "Execution time vs. number of clauses, Bike Sharing.",
+                           "Execution time vs. #clauses on Bike Sharing.", TIME_WHAT)
+
+
+def fig_imdb_time_vs_clauses(records, config, host_gpu) -> Figure:
+    return _versus_clauses(records, config, host_gpu, "fig_imdb_time_vs_clauses", "imdb", "train_s_mean",
+                           "training time per epoch (s)", "Execution time vs. number of clauses, IMDb.",
+                           "Execution time vs. #clauses on IMDb.",
+                           "The paper's IMDb figure is commented out of its source; its Sec. 4.5 cites it as Fig. 7 "
+                           "(up to 15,000 clauses). " + TIME_WHAT)
+
+
+def fig_bike_mae_vs_clauses(records, config, host_gpu) -> Figure:
+    return _versus_clauses(records, config, host_gpu, "fig_bike_mae_vs_clauses", "bike_sharing", "mae",
+                           "test MAE (bikes)", "Test MAE vs. number of clauses, Bike Sharing.",
+                           "MAE vs. #clauses on Bike Sharing.",
+                           "MAE: test mean absolute error after the last epoch (final.mae; mean over seeds).",
+                           from_zero=False)
+
+
+def fig_semeval_time_per_epoch(records, config, host_gpu) -> Figure:
+    return _over_epochs(records, config, host_gpu, "fig_semeval_time_per_epoch", "semeval", "train_s",
+                        "training time (s)", "Training time of each epoch, SemEval.",
+                        "Per Epoch Execution time over epochs on SEMEVAL.",
+                        "Execution time: training time of each epoch (epochs[].train_s).")
+
+
+def fig_bike_time_per_epoch(records, config, host_gpu) -> Figure:
+    return _over_epochs(records, config, host_gpu, "fig_bike_time_per_epoch", "bike_sharing", "train_s",
+                        "training time (s)", "Training time of each epoch, Bike Sharing.",
+                        "Per Epoch Execution time over epochs on Bike Sharing.",
+                        "Execution time: training time of each epoch (epochs[].train_s).")
+
+
+def fig_bike_mae_over_epochs(records, config, host_gpu) -> Figure:
+    return _over_epochs(records, config, host_gpu, "fig_bike_mae_over_epochs", "bike_sharing", "mae",
+                        "test MAE (bikes)", "Test MAE after each epoch, Bike Sharing.",
+                        "MAE over epochs on Bike Sharing.",
+                        "MAE: test mean absolute error after each epoch (epochs[].mae).", from_zero=False)
+
+
+FIGURE_FUNCTIONS = {f.__name__: f for f in (
+    fig_bbc_time_vs_clauses, fig_semeval_time_per_epoch, fig_semeval_time_vs_clauses, fig_bike_mae_vs_clauses,
+    fig_bike_time_vs_clauses, fig_bike_mae_over_epochs, fig_bike_time_per_epoch, fig_imdb_time_vs_clauses)}
+
+
+def save(figure: Figure, png: Path, pdf: Path) -> None:
+    """PNG and PDF without timestamps or software names: the same figure gives the same bytes."""
+    with _style():
+        figure.figure.savefig(png, format="png", metadata=PNG_METADATA)
+        figure.figure.savefig(pdf, format="pdf", metadata=PDF_METADATA)
+
+
+__all__ = ["Figure", "FIGURE_FUNCTIONS", "save", *FIGURE_FUNCTIONS]

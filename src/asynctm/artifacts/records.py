@@ -1,0 +1,183 @@
+"""Run records (results/README.md) -> one pandas DataFrame row each.
+
+``load_records`` reads ``<results>/<experiment>/<impl>/<params>/seed<k>.json``, skips records whose
+``status`` is not ``"complete"``, and checks the shape of the rest: a malformed record is a
+``RecordError`` that names the file and what is wrong with it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import pandas as pd
+
+KINDS = ("tm", "svm", "mlp_novelty")
+SEED_FILE = re.compile(r"^seed(\d+)\.json$")
+
+# The columns of the frame, in order (metrics: every key of `final` becomes a column of its own).
+BASE_COLUMNS = [
+    "path", "experiment", "impl", "params", "seed", "kind", "task", "scale",
+    "train_s_mean", "train_s_total", "fit_s", "epochs",
+    "library", "library_version", "device", "threads",
+    "cpu_model", "logical_cores", "gpu_name", "gpu_driver", "gpu_cuda",
+]
+
+
+class RecordError(ValueError):
+    """A run record that does not follow results/README.md."""
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _require(record: dict, dotted: str, path: Path, check=None, what: str = ""):
+    node = record
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            raise RecordError(f"{path}: malformed run record: missing key '{dotted}' (see results/README.md)")
+        node = node[part]
+    if check is not None and not check(node):
+        raise RecordError(f"{path}: malformed run record: '{dotted}' must be {what}, got {node!r}")
+    return node
+
+
+def _finite_number(value) -> bool:
+    return _number(value) and math.isfinite(value)
+
+
+def _metrics(values: dict, path: Path, where: str) -> dict:
+    out = {}
+    for key, value in values.items():
+        if value is not None and not _number(value):
+            raise RecordError(f"{path}: malformed run record: metric '{where}.{key}' must be a number or null, "
+                              f"got {value!r}")
+        out[key] = float("nan") if value is None else float(value)
+    return out
+
+
+def parse_record(record, path: Path, rel: Path) -> dict | None:
+    """One record's row (None when its status is not complete). ``rel``: its path under the results root,
+    which must agree with the record's own experiment, impl, params and seed."""
+    if not isinstance(record, dict):
+        raise RecordError(f"{path}: malformed run record: not a JSON object")
+    status = _require(record, "status", path)
+    if status != "complete":
+        return None
+    _require(record, "schema", path, lambda v: v == 1, "1")
+    kind = _require(record, "kind", path, lambda v: v in KINDS, f"one of {KINDS}")
+    fields = {key: _require(record, key, path, lambda v: isinstance(v, str) and v != "", "a non-empty string")
+              for key in ("experiment", "impl", "params", "task")}
+    seed = _require(record, "seed", path, lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer")
+    in_record = {**fields, "seed": seed}
+    in_path = {"experiment": rel.parts[0], "impl": rel.parts[1], "params": rel.parts[2],
+               "seed": int(SEED_FILE.match(rel.name).group(1))}
+    for key, value in in_path.items():
+        if in_record[key] != value:
+            raise RecordError(f"{path}: malformed run record: its '{key}' is {in_record[key]!r} but its path "
+                              f"says {value!r}")
+    final = _metrics(_require(record, "final", path, lambda v: isinstance(v, dict), "an object"), path, "final")
+    _require(record, "timing", path, lambda v: isinstance(v, dict), "an object")
+    impl = record.get("implementation") or {}
+    if not isinstance(impl, dict):
+        raise RecordError(f"{path}: malformed run record: 'implementation' must be an object")
+    prov = _require(record, "provenance", path, lambda v: isinstance(v, dict), "an object")
+    _require(record, "provenance.cpu_model", path)
+    gpu = _require(record, "provenance.gpu", path, lambda v: v is None or isinstance(v, dict), "null or an object")
+
+    row = {
+        "path": rel.as_posix(), **fields, "seed": seed, "kind": kind, "scale": record.get("scale"),
+        "train_s_mean": math.nan, "train_s_total": math.nan, "fit_s": math.nan, "epochs": None,
+        "library": impl.get("library"), "library_version": impl.get("version"), "device": impl.get("device"),
+        "threads": prov.get("threads"), "cpu_model": prov.get("cpu_model"),
+        "logical_cores": prov.get("logical_cores"),
+        "gpu_name": (gpu or {}).get("name"), "gpu_driver": (gpu or {}).get("driver"),
+        "gpu_cuda": (gpu or {}).get("cuda"),
+    }
+    if kind == "tm":
+        row["train_s_mean"] = float(_require(record, "timing.train_s_mean", path, _finite_number, "a number"))
+        row["train_s_total"] = float(_require(record, "timing.train_s_total", path, _finite_number, "a number"))
+        epochs = _require(record, "epochs", path, lambda v: isinstance(v, list) and len(v) > 0, "a non-empty list")
+        rows = []
+        for i, epoch in enumerate(epochs):
+            where = f"{path}: malformed run record: epochs[{i}]"
+            if not isinstance(epoch, dict):
+                raise RecordError(f"{where} is not an object")
+            if epoch.get("epoch") != i + 1:
+                raise RecordError(f"{where}.epoch must be {i + 1} (epochs count from 1), got {epoch.get('epoch')!r}")
+            if not _finite_number(epoch.get("train_s")):
+                raise RecordError(f"{where}.train_s must be a number, got {epoch.get('train_s')!r}")
+            rows.append(_metrics(epoch, path, f"epochs[{i}]"))
+        row["epochs"] = rows
+    else:
+        row["fit_s"] = float(_require(record, "timing.fit_s", path, _finite_number, "a number"))
+    if kind in ("tm", "mlp_novelty") and fields["task"] != "regression":
+        for metric in ("accuracy", "f1"):
+            _require(record, f"final.{metric}", path)
+    if fields["task"] == "regression" and kind == "tm":
+        _require(record, "final.mae", path)
+    return {**row, **{key: value for key, value in final.items() if key not in row}}
+
+
+def record_files(results_dir: Path, experiments=None) -> list[Path]:
+    """The record files under a results root (``experiments``: only those first-level folders)."""
+    results_dir = Path(results_dir)
+    if experiments is None:
+        experiments = [p.name for p in results_dir.iterdir() if p.is_dir()] if results_dir.is_dir() else []
+    files = []
+    for name in sorted(experiments):
+        files += [p for p in (results_dir / name).glob("*/*/seed*.json") if SEED_FILE.match(p.name)]
+    return sorted(files)
+
+
+def load_records(results_dir, experiments=None) -> pd.DataFrame:
+    """Every complete record under ``results_dir`` (optionally only those experiments), sorted by
+    experiment, impl, params and seed; TM records keep their per-epoch list in the ``epochs`` column."""
+    results_dir = Path(results_dir)
+    rows = []
+    for path in record_files(results_dir, experiments):
+        try:
+            record = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise RecordError(f"{path}: unreadable run record: {exc}") from exc
+        row = parse_record(record, path, path.relative_to(results_dir))
+        if row is not None:
+            rows.append(row)
+    frame = pd.DataFrame(rows)
+    for column in BASE_COLUMNS:
+        if column not in frame:
+            frame[column] = pd.Series(dtype=object)
+    if frame.empty:
+        return frame[BASE_COLUMNS]
+    frame["seed"] = frame["seed"].astype(int)
+    metric_columns = sorted(c for c in frame.columns if c not in BASE_COLUMNS)
+    frame = frame[BASE_COLUMNS + metric_columns]
+    return frame.sort_values(["experiment", "impl", "params", "seed"], kind="stable").reset_index(drop=True)
+
+
+def select(records: pd.DataFrame, experiment: str, impl: str, params: str, seeds=None) -> pd.DataFrame:
+    """The records of one cell (experiment, impl, params), restricted to ``seeds``, sorted by seed."""
+    if records.empty:
+        return records
+    mask = (records["experiment"] == experiment) & (records["impl"] == impl) & (records["params"] == params)
+    if seeds is not None:
+        mask &= records["seed"].isin(list(seeds))
+    return records[mask].sort_values("seed", kind="stable")
+
+
+def epochs_frame(records: pd.DataFrame) -> pd.DataFrame:
+    """The TM records' per-epoch entries, one row per (record, epoch): identification columns, ``epoch``,
+    ``train_s`` and the per-epoch metrics."""
+    rows = []
+    for rec in records.itertuples(index=False):
+        for entry in rec.epochs or []:
+            rows.append({"experiment": rec.experiment, "impl": rec.impl, "params": rec.params,
+                         "seed": rec.seed, **entry})
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        return pd.DataFrame(columns=["experiment", "impl", "params", "seed", "epoch", "train_s"])
+    frame["epoch"] = frame["epoch"].astype(int)
+    return frame.sort_values(["experiment", "impl", "params", "seed", "epoch"], kind="stable").reset_index(drop=True)

@@ -1,0 +1,39 @@
+# The paper's figures (Section 4) from the run records, built by `python -m asynctm.artifacts` (one process
+# per job): {ARTIFACTS}/figures/<name>.{png,pdf} at column width and <name>.caption.txt naming the
+# hardware, the records used and the implementations not run; `snakemake figures` builds all.
+#
+# Include after tables.smk (it defines ARTIFACTS_CONFIG and ARTIFACTS_LOGS).
+from pathlib import Path
+
+from asynctm.artifacts import catalog
+from asynctm.artifacts.rules import record_input, run_cli
+
+FIGURES_DIR = f"{ARTIFACTS}/figures"
+
+
+for _name in catalog.FIGURES:
+
+    rule:
+        name:
+            _name
+        input:
+            records=record_input(_name, config, record_paths),
+            config=ARTIFACTS_CONFIG,
+        output:
+            png=report(f"{FIGURES_DIR}/{_name}.png", category="Figures", caption=f"../report/{_name}.rst"),
+            pdf=f"{FIGURES_DIR}/{_name}.pdf",
+            caption=f"{FIGURES_DIR}/{_name}.caption.txt",
+        params:
+            artifact=_name,
+            host_gpu=HOST_GPU,
+        log:
+            f"{ARTIFACTS_LOGS}/{_name}.log",
+        run:
+            run_cli(params.artifact, results=RESULTS, config_file=input.config, out_dir=Path(output.png).parent,
+                    host_gpu=params.host_gpu, log=log[0])
+
+
+# Every figure (PNG, PDF, caption).
+rule figures:
+    input:
+        [path for name in catalog.FIGURES for path in catalog.output_paths(name, FIGURES_DIR).values()],

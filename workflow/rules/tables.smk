@@ -1,0 +1,89 @@
+# Tables 3-5 of the paper and the README's results block, ours next to the paper's published numbers
+# (paper_tables/reference/), built by `python -m asynctm.artifacts` (one process per job) from the run
+# records. Outputs: {ARTIFACTS}/tables/<name>.{csv,md,tex,caption.txt}; `snakemake tables` builds all.
+#
+# Uses from common.smk / experiments.smk: RESULTS (records root of this scale), ARTIFACTS (output root),
+# record_paths(experiments=...) (the records this config requests) and HOST_GPU. The CLI also reads
+# records of the same cells that are on disk but not requested here (e.g. tm_gpu records made on a GPU
+# host, when this one has none); a missing run shows as a gap that says why.
+import json
+from pathlib import Path
+
+import yaml
+
+from asynctm.artifacts import catalog
+from asynctm.artifacts.rules import record_input, run_cli
+
+TABLES_DIR = f"{ARTIFACTS}/tables"
+PAPER_NUMBERS = "paper_tables/reference/paper_numbers.csv"
+# The config the artifacts are built from as Snakemake sees it (--config overrides included), cut to the
+# keys they read, so that e.g. another data_mirror does not rebuild them.
+ARTIFACTS_CONFIG = f"{ARTIFACTS}/artifacts_config.yaml"
+ARTIFACTS_CONFIG_KEYS = ("scale", "results_dir", "gpu", "datasets", "seeds", "impls", "tm", "experiments", "sweeps",
+                         "svm", "smoke")
+ARTIFACTS_LOGS = f"logs/artifacts/{config['scale']}"
+
+
+rule artifacts_config:
+    output:
+        ARTIFACTS_CONFIG,
+    params:
+        text=yaml.safe_dump(
+            json.loads(json.dumps({key: config[key] for key in ARTIFACTS_CONFIG_KEYS if key in config})),
+            sort_keys=True,
+        ),
+    log:
+        f"{ARTIFACTS_LOGS}/artifacts_config.log",
+    run:
+        Path(output[0]).write_text(params.text)
+        Path(log[0]).write_text(f"wrote {output[0]}\n")
+
+
+for _name in catalog.TABLES:
+
+    rule:
+        name:
+            _name
+        input:
+            records=record_input(_name, config, record_paths),
+            config=ARTIFACTS_CONFIG,
+            reference=PAPER_NUMBERS,
+        output:
+            csv=report(f"{TABLES_DIR}/{_name}.csv", category="Tables", caption=f"../report/{_name}.rst"),
+            md=f"{TABLES_DIR}/{_name}.md",
+            tex=f"{TABLES_DIR}/{_name}.tex",
+            caption=f"{TABLES_DIR}/{_name}.caption.txt",
+        params:
+            artifact=_name,
+            host_gpu=HOST_GPU,  # words the gap of a missing tm_gpu run; a param, so a change rebuilds
+        log:
+            f"{ARTIFACTS_LOGS}/{_name}.log",
+        run:
+            run_cli(params.artifact, results=RESULTS, config_file=input.config, reference=input.reference,
+                    out_dir=Path(output.csv).parent, host_gpu=params.host_gpu, log=log[0])
+
+
+rule results_summary:
+    input:
+        records=record_input("results_summary", config, record_paths),
+        config=ARTIFACTS_CONFIG,
+        reference=PAPER_NUMBERS,
+    output:
+        md=f"{TABLES_DIR}/results_summary.md",
+    params:
+        host_gpu=HOST_GPU,
+    log:
+        f"{ARTIFACTS_LOGS}/results_summary.log",
+    run:
+        run_cli("results_summary", results=RESULTS, config_file=input.config, reference=input.reference,
+                out_dir=Path(output.md).parent, host_gpu=params.host_gpu, log=log[0])
+
+
+# Every table (CSV, Markdown, LaTeX, caption) and the results block.
+rule tables:
+    input:
+        [
+            path
+            for name in [*catalog.TABLES, *catalog.SUMMARIES]
+            for path in catalog.output_paths(name, TABLES_DIR).values()
+        ],
