@@ -9,8 +9,9 @@ configfile: "config/config.yaml"
 
 
 # `--config gpu=true` arrives as a string; accept it as the boolean it means.
-if isinstance(config.get("gpu"), str) and config["gpu"].lower() in ("true", "false"):
-    config["gpu"] = config["gpu"].lower() == "true"
+for _key in ("gpu", "run_missing"):
+    if isinstance(config.get(_key), str) and config[_key].lower() in ("true", "false"):
+        config[_key] = config[_key].lower() == "true"
 
 validate(config, "config/schema.yaml")
 

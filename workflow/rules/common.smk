@@ -69,14 +69,16 @@ if _inactive:
 
 
 def record_paths(experiments=None, impls=None, kinds=None):
-    """The records this configuration requests (optionally only some experiments, impls or kinds)."""
-    return [
+    """The records this configuration requests (optionally only some experiments, impls or kinds);
+    with config run_missing: false, only those already on disk (nothing is trained)."""
+    paths = [
         PLAN.record_path(config, r)
         for r in RUNS
         if (experiments is None or r["experiment"] in experiments)
         and (impls is None or r["impl"] in impls)
         and (kinds is None or r["kind"] in kinds)
     ]
+    return paths if config["run_missing"] else [p for p in paths if Path(p).is_file()]
 
 
 def processed_meta(experiment):
