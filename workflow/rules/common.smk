@@ -86,6 +86,15 @@ def processed_meta(experiment):
     return f"{DATA}/processed/{exp['dataset']}/{exp['protocol']}/meta.json"
 
 
+def run_data_input(wildcards):
+    """A run's input: its processed dataset, but only while its record is missing. A finished record
+    (e.g. committed, on a fresh clone) then never waits for, nor is redone because of, the data being
+    rebuilt. (--forcerun on such a record needs the data prepared first; the run says so if not.)"""
+    impl = getattr(wildcards, "impl", "svm")
+    record = f"{RESULTS}/{wildcards.experiment}/{impl}/{wildcards.params}/seed{wildcards.seed}.json"
+    return [] if Path(record).is_file() else [processed_meta(wildcards.experiment)]
+
+
 def tm_threads(wildcards):
     if wildcards.impl == "tm_cpu":
         return config["cpu_threads"] or workflow.cores

@@ -1,7 +1,8 @@
 # Experiments: one record per run, results/<experiment>/<impl>/<params>/seed<k>.json (results/README.md).
 # What runs and with which settings comes from asynctm.experiments.plan (config/config.yaml); each job
-# calls `python -m asynctm.experiments`, which writes the record last and atomically. The processed data
-# are ancient() inputs: a committed record is not redone because a fresh clone rebuilt the data.
+# calls `python -m asynctm.experiments`, which writes the record last and atomically. A run's processed
+# dataset is its input only while its record is missing (run_data_input): a committed record is not redone
+# because a fresh clone rebuilt the data.
 _EXP = "|".join(EXPERIMENTS)
 _NONNOVEL = "|".join(n for n in EXPERIMENTS if n not in NOVELTY) or "^$"
 _NOVEL = "|".join(NOVELTY) or "^$"
@@ -13,7 +14,7 @@ _RUN = f"{RESULTS}/{{experiment}}/{{impl}}/{{params}}/seed{{seed}}"
 # regression experiments. GPU jobs hold the `gpu` resource so that timing runs never share a GPU.
 rule run_tm:
     input:
-        meta=lambda wc: ancient(processed_meta(wc.experiment)),
+        meta=run_data_input,
     output:
         record=f"{_RUN}.json",
     log:
@@ -34,7 +35,7 @@ rule run_tm:
 # Novelty experiments: as run_tm, plus the class sums of the known-class test and the novel documents.
 rule run_tm_novelty:
     input:
-        meta=lambda wc: ancient(processed_meta(wc.experiment)),
+        meta=run_data_input,
     output:
         record=f"{_RUN}.json",
         scores=f"{_RUN}.scores.npz",
@@ -56,7 +57,7 @@ rule run_tm_novelty:
 # The SVM baseline of Table 4 (ThunderSVM GPU, else ThunderSVM CPU, else scikit-learn: the record says which).
 rule run_svm:
     input:
-        meta=lambda wc: ancient(processed_meta(wc.experiment)),
+        meta=run_data_input,
     output:
         record=f"{RESULTS}/{{experiment}}/svm/{{params}}/seed{{seed}}.json",
     log:
