@@ -33,7 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
-from asynctm.provenance import code_digests, cpu_info, git_info, gpu_info, gpu_present, sha256_file, versions
+from asynctm.datasets.base import sha256_file
+from asynctm.provenance import code_digests, cpu_info, git_info, gpu_info, gpu_present, versions
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = REPO / "benchmarks" / "results"

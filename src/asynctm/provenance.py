@@ -2,26 +2,19 @@
 
 from __future__ import annotations
 
-import hashlib
 import importlib.metadata as md
 import os
 import platform
 import subprocess
 from pathlib import Path
 
+from .datasets.base import sha256_file
+
 # The checkout holding this package (an editable install); git calls run there.
 REPO = Path(__file__).resolve().parents[2]
 
 _DISTS = ("numpy", "scipy", "pandas", "scikit-learn", "nltk", "snakemake", "pyTsetlinMachine", "thundersvm",
           "thundersvm-cpu", "pycuda", "pyTsetlinMachineCUDA")
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def git_info() -> dict:

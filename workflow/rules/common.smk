@@ -27,18 +27,19 @@ def processed_datasets():
     ]
 
 
-def datasets_cli(*args, log):
-    """Run `python -m asynctm.datasets ARGS` (this interpreter) as its own process, so jobs run in
-    parallel; its stdout and stderr, tracebacks included, go to the job's log."""
+def logged_cli(module, *args, log):
+    """Run `python -m MODULE ARGS` (this interpreter) as its own process, so jobs run in parallel; its
+    stdout and stderr, tracebacks included, go to the job's log."""
+    Path(log).parent.mkdir(parents=True, exist_ok=True)
     with open(log, "w") as f:
-        package_cli("asynctm.datasets", *args, log=log, stdout=f, stderr=f)
+        package_cli(module, *args, log=log, stdout=f, stderr=f)
 
 
 def package_cli(module, *args, log, stdout=None, stderr=None):
     """Run `python -m MODULE ARGS` with this interpreter as its own process; a failure names the log."""
     done = subprocess.run([sys.executable, "-m", module, *map(str, args)], stdout=stdout, stderr=stderr)
     if done.returncode != 0:
-        raise WorkflowError(f"{module} {args[0]} {args[1]} failed; see {log}")
+        raise WorkflowError(f"python -m {module} {args[0]} failed; see {log}")
 
 
 def mirror_args():
@@ -90,9 +91,9 @@ def run_data_input(wildcards):
     """A run's input: its processed dataset, but only while its record is missing. A finished record
     (e.g. committed, on a fresh clone) then never waits for, nor is redone because of, the data being
     rebuilt. (--forcerun on such a record needs the data prepared first; the run says so if not.)"""
-    impl = getattr(wildcards, "impl", "svm")
-    record = f"{RESULTS}/{wildcards.experiment}/{impl}/{wildcards.params}/seed{wildcards.seed}.json"
-    return [] if Path(record).is_file() else [processed_meta(wildcards.experiment)]
+    run = {"experiment": wildcards.experiment, "impl": getattr(wildcards, "impl", "svm"),
+           "params": wildcards.params, "seed": wildcards.seed}
+    return [] if Path(PLAN.record_path(config, run)).is_file() else [processed_meta(wildcards.experiment)]
 
 
 def tm_threads(wildcards):

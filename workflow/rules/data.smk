@@ -14,7 +14,8 @@ rule fetch:
     wildcard_constraints:
         dataset="|".join(DATASET_NAMES),
     run:
-        datasets_cli(
+        logged_cli(
+            "asynctm.datasets",
             "fetch", wildcards.dataset, "--raw-dir", Path(output.manifest).parent, *mirror_args(), log=log[0]
         )
 
@@ -32,7 +33,8 @@ rule prepare:
         dataset="|".join(DATASET_NAMES),
         protocol="|".join(PROTOCOL_NAMES),
     run:
-        datasets_cli(
+        logged_cli(
+            "asynctm.datasets",
             "prepare",
             wildcards.dataset,
             "--protocol",

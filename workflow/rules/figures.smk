@@ -6,7 +6,7 @@
 from pathlib import Path
 
 from asynctm.artifacts import catalog
-from asynctm.artifacts.rules import record_input, run_cli
+from asynctm.artifacts.rules import cli_args, record_input
 
 FIGURES_DIR = f"{ARTIFACTS}/figures"
 
@@ -29,8 +29,8 @@ for _name in catalog.FIGURES:
         log:
             f"{ARTIFACTS_LOGS}/{_name}.log",
         run:
-            run_cli(params.artifact, results=RESULTS, config_file=input.config, out_dir=Path(output.png).parent,
-                    host_gpu=params.host_gpu, log=log[0])
+            logged_cli("asynctm.artifacts", *cli_args(params.artifact, results=RESULTS, config_file=input.config,
+                       out_dir=Path(output.png).parent, host_gpu=params.host_gpu), log=log[0])
 
 
 # Every figure (PNG, PDF, caption).

@@ -12,7 +12,7 @@ from pathlib import Path
 import yaml
 
 from asynctm.artifacts import catalog
-from asynctm.artifacts.rules import record_input, run_cli
+from asynctm.artifacts.rules import cli_args, record_input
 
 TABLES_DIR = f"{ARTIFACTS}/tables"
 PAPER_NUMBERS = "paper_tables/reference/paper_numbers.csv"
@@ -59,8 +59,9 @@ for _name in catalog.TABLES:
         log:
             f"{ARTIFACTS_LOGS}/{_name}.log",
         run:
-            run_cli(params.artifact, results=RESULTS, config_file=input.config, reference=input.reference,
-                    out_dir=Path(output.csv).parent, host_gpu=params.host_gpu, log=log[0])
+            logged_cli("asynctm.artifacts", *cli_args(params.artifact, results=RESULTS, config_file=input.config,
+                       reference=input.reference, out_dir=Path(output.csv).parent, host_gpu=params.host_gpu),
+                       log=log[0])
 
 
 rule results_summary:
@@ -75,8 +76,9 @@ rule results_summary:
     log:
         f"{ARTIFACTS_LOGS}/results_summary.log",
     run:
-        run_cli("results_summary", results=RESULTS, config_file=input.config, reference=input.reference,
-                out_dir=Path(output.md).parent, host_gpu=params.host_gpu, log=log[0])
+        logged_cli("asynctm.artifacts", *cli_args("results_summary", results=RESULTS, config_file=input.config,
+                   reference=input.reference, out_dir=Path(output.md).parent, host_gpu=params.host_gpu),
+                   log=log[0])
 
 
 # Every table (CSV, Markdown, LaTeX, caption) and the results block.

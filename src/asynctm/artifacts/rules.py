@@ -1,11 +1,7 @@
 """Glue for the Snakemake rules of workflow/rules/tables.smk and figures.smk (kept here so that those
-files hold rules only): their input functions and the call of the CLI in its own process."""
+files hold rules only): their input functions and the arguments of the CLI."""
 
 from __future__ import annotations
-
-import subprocess
-import sys
-from pathlib import Path
 
 from . import catalog
 
@@ -22,14 +18,11 @@ def record_input(name: str, config: dict, record_paths):
     return records
 
 
-def run_cli(name: str, *, results, config_file, out_dir, host_gpu: bool, log, reference=None) -> None:
-    """``python -m asynctm.artifacts NAME ...`` with this interpreter, output and errors into ``log``."""
-    args = [sys.executable, "-m", "asynctm.artifacts", name, "--results", str(results), "--config",
-            str(config_file), "--out", str(out_dir), "--host-gpu", "yes" if host_gpu else "no"]
+def cli_args(name: str, *, results, config_file, out_dir, host_gpu: bool, reference=None) -> list[str]:
+    """The arguments of ``python -m asynctm.artifacts NAME ...`` (run by the rules through common.smk's
+    ``logged_cli``, which sends its output and errors to the job's log)."""
+    args = [name, "--results", str(results), "--config", str(config_file), "--out", str(out_dir),
+            "--host-gpu", "yes" if host_gpu else "no"]
     if reference is not None:
         args += ["--reference", str(reference)]
-    Path(log).parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "w") as f:
-        done = subprocess.run(args, stdout=f, stderr=subprocess.STDOUT)
-    if done.returncode != 0:
-        raise RuntimeError(f"python -m asynctm.artifacts {name} failed; see {log}")
+    return args

@@ -22,6 +22,7 @@ REASON_NOT_REQUESTED = "not run: not requested by the config"
 REASON_NO_RECORD = "not run: no record"
 
 tm_params = plan.tm_params_name
+svm_params = plan.svm_params  # the params folder of an experiment's SVM records
 
 
 def is_smoke(config: dict) -> bool:
@@ -45,11 +46,6 @@ def impls(config: dict, name: str) -> list[str]:
     """The TM implementations the config runs for an experiment (regression has no indexed machine)."""
     wanted = set(config.get("impls", TM_IMPLS))
     return [i for i in TM_IMPLS if i in wanted and plan.impl_skip_reason(task(config, name), i) is None]
-
-
-def svm_params(config: dict, name: str) -> str:
-    """The params folder of the experiment's SVM record: ``<kernel>_C<C %g>``."""
-    return plan.svm_params_name(config["svm"]["regression" if task(config, name) == "regression" else "classification"])
 
 
 def svm_requested(config: dict, name: str) -> bool:

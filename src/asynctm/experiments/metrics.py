@@ -37,3 +37,10 @@ def regression_metrics(y_true, y_pred) -> dict:
 
 REGRESSION_METRIC_NAMES = {"mae": "test mean absolute error (target units)",
                            "rmse": "test root mean squared error (target units)"}
+
+
+def evaluate(task: str, y_true, y_pred, f1: str = "macro") -> tuple[dict, dict]:
+    """``(metrics, their names)`` of a record for ``task`` (regression, or classification and novelty)."""
+    if task == "regression":
+        return regression_metrics(y_true, y_pred), dict(REGRESSION_METRIC_NAMES)
+    return classification_metrics(y_true, y_pred, f1), classification_metric_names(f1)

@@ -40,6 +40,16 @@ def svm_params_name(params: dict) -> str:
     return f"{params['kernel']}_C{float(params['C']):g}"
 
 
+def svm_settings(config: dict, name: str) -> dict:
+    """The SVM hyperparameters of an experiment (config ``svm``: one set for regression, one for the rest)."""
+    return dict(config["svm"]["regression" if experiment(config, name)["task"] == "regression" else "classification"])
+
+
+def svm_params(config: dict, name: str) -> str:
+    """The params folder of an experiment's SVM records, e.g. ``linear_C1``."""
+    return svm_params_name(svm_settings(config, name))
+
+
 def impl_skip_reason(task: str, impl: str) -> str | None:
     """Why an implementation cannot run a task at all (None: it can)."""
     if impl == "pytm_indexed" and task == "regression":
@@ -129,7 +139,7 @@ def tm_run_settings(config: dict, name: str, impl: str, params: str, seed: int) 
 
 def svm_run_settings(config: dict, name: str, params: str, seed: int) -> dict:
     exp = experiment(config, name)
-    svm = dict(config["svm"]["regression" if exp["task"] == "regression" else "classification"])
+    svm = svm_settings(config, name)
     if params != svm_params_name(svm):
         raise PlanError(f"{name}/svm/{params}: the config's SVM settings give {svm_params_name(svm)!r}")
     return {"kind": "svm", "experiment": name, "impl": "svm", "params": params, "seed": int(seed),
@@ -190,8 +200,7 @@ def requested_runs(config: dict, host_gpu: bool) -> list[dict]:
                 if exp["task"] == "novelty":
                     add(name, "mlp_novelty", f"{impl}.{main}", seed, "mlp_novelty")
             if exp["svm"]:
-                svm = config["svm"]["regression" if exp["task"] == "regression" else "classification"]
-                add(name, "svm", svm_params_name(svm), seed, "svm")
+                add(name, "svm", svm_params(config, name), seed, "svm")
     for name in [n for n in config.get("sweeps", {}) if n in active]:
         pts = sweep_points(config, name)
         for params in pts["params"]:

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..datasets.base import ProcessedDataset, load_processed
 from ..io import write_json_atomic
-from .metrics import REGRESSION_METRIC_NAMES, classification_metric_names, classification_metrics, regression_metrics
+from .metrics import evaluate
 
 SCHEMA = 1
 logger = logging.getLogger("asynctm.experiments")
@@ -139,12 +139,6 @@ def make_tm_peer(settings: dict, threads: int | None):
     return make_peer("pytm", task, h["n_clauses"], h["T"], h["s"], indexed=impl == "pytm_indexed", **common)
 
 
-def _metrics(settings: dict, y_true, y_pred) -> dict:
-    if settings["task"] == "regression":
-        return regression_metrics(y_true, y_pred)
-    return classification_metrics(y_true, y_pred, settings["f1"])
-
-
 def _metric_line(m: dict) -> str:
     if "mae" in m:
         return f"MAE {m['mae']:.3f}"
@@ -175,7 +169,7 @@ def run_tm(settings: dict, data_dir, out, log=None, threads: int | None = None) 
             t0 = time.perf_counter()
             pred = peer.predict(ds.X_test)
             eval_s = time.perf_counter() - t0
-            m = _metrics(settings, ds.y_test, pred)
+            m, names = evaluate(settings["task"], ds.y_test, pred, settings["f1"])
             epochs.append({"epoch": epoch, "train_s": train_s, "eval_s": eval_s, **m})
             say(f"epoch {epoch}/{h['epochs']} {_metric_line(m)} train {train_s:.3f} s eval {eval_s:.3f} s")
         if settings["task"] == "novelty":
@@ -190,8 +184,6 @@ def run_tm(settings: dict, data_dir, out, log=None, threads: int | None = None) 
                   "train_s_total": sum(train), "train_s_mean": statistics.fmean(train),
                   "train_s_median": statistics.median(train), "eval_s_total": sum(e["eval_s"] for e in epochs)}
         final = {k: v for k, v in epochs[-1].items() if k not in ("epoch", "train_s", "eval_s")}
-        names = (REGRESSION_METRIC_NAMES if settings["task"] == "regression"
-                 else classification_metric_names(settings["f1"]))
         record = _record(settings, dataset_summary(ds, settings), hyperparameters=h, implementation=meta,
                          metric_names=names, epochs=epochs, final=final, timing=timing,
                          provenance=provenance(meta.get("threads"), settings["impl"] == "tm_gpu", started))

@@ -85,8 +85,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from .metrics import (F1_KINDS, REGRESSION_METRIC_NAMES, classification_metric_names, classification_metrics,
-                      regression_metrics)
+from .metrics import F1_KINDS, evaluate
 
 TASKS = ("classification", "regression", "novelty")
 LIBRARIES = ("thundersvm-gpu", "thundersvm-cpu", "sklearn")
@@ -466,14 +465,13 @@ def run_svm(task: str, X_train, y_train, X_test, y_test, params: dict, seed: int
         pred = pred.astype(np.float64)
         if not np.all(np.isfinite(pred)):
             raise RuntimeError(f"{lib} returned non-finite predictions")
-        final, names = regression_metrics(y_test, pred), dict(REGRESSION_METRIC_NAMES)
     else:
         idx = np.rint(pred.astype(np.float64))
         if not np.all((idx >= 0) & (idx < len(classes)) & (np.abs(pred - idx) < 1e-6)):
             raise RuntimeError(f"{lib} returned labels outside 0..{len(classes) - 1}: {np.unique(pred)[:10]}")
-        final = classification_metrics(y_test, classes[idx.astype(np.int64)], f1)
-        names = classification_metric_names(f1)
+        pred = classes[idx.astype(np.int64)]
         impl["labels"] = f"mapped to 0..{len(classes) - 1} (sorted classes) for fitting, mapped back after predict"
+    final, names = evaluate(task, y_test, pred, f1)
     try:
         impl["n_support_vectors"] = int(len(model.support_))
     except Exception:  # noqa: BLE001 - informative only
@@ -483,7 +481,3 @@ def run_svm(task: str, X_train, y_train, X_test, y_test, params: dict, seed: int
     return {"implementation": impl, "hyperparameters": hyper, "final": final, "metric_names": names,
             "timing": {"fit_s": fit_s, "predict_s": predict_s}}
 
-
-def params_name(params: dict) -> str:
-    """The ``<params>`` path part of an svm record (results/README.md): ``<kernel>_C<C>``, e.g. ``linear_C1``."""
-    return f"{params['kernel']}_C{params['C']:g}"
