@@ -5,12 +5,14 @@ Compiles ``kernels/tm.cu`` (the apple configuration, exactly as the CPU build ge
 timing driver into an executable, with the CPU build's compiler flags, and times on one core, on real clause
 states (our model after ``--epochs`` apple epochs) and real training examples:
 
-- ``eval``: the training clause output (``tm_clause_output_train``) of every clause on every example
-  (early exit at the first violated word), per evaluation;
+- ``eval``: the training clause output (``tm_clause_output_hinted``) of every clause on every example in
+  turn (the word that ruled the clause out last time first, then early exit at the first violated chunk),
+  per evaluation;
 - ``type_ib``: Type I feedback on a clause that outputs 0 (the 1/s mask over all literals, then decrements);
 - ``type_ia``: Type I on a clause that outputs 1 (increments where the literal is 1, the 1/s mask where 0);
 - ``type_ii``: Type II (increments of excluded automata whose literal is 0);
-- ``key``: the per-visit stream key (``tm_key``: three 64-bit mixes) plus the update draw.
+- ``key``: the stream key (``tm_key``: three 64-bit mixes, now computed once per example and epoch by
+  ``tm_epoch_keys``) plus the update draw, per visit.
 
 Each feedback measurement applies the feedback to every clause over a block of examples and restores the
 states after each pass, so the states stay realistic. Combined with the expected event counts of
@@ -60,6 +62,8 @@ int main(int argc, char **argv) {
     const int reps = std::atoi(argv[5]);
     const size_t per_clause = (size_t)STATE_BITS * WORDS;
     std::vector<tm_u32> state0 = load(argv[1], G * per_clause), X = load(argv[2], n * WORDS);
+    std::vector<tm_u32> pool32 = load(argv[6], (size_t)2 << S_POOL_BITS);
+    const tm_u64 *pool = (const tm_u64 *)pool32.data();  // little-endian u64 words
     std::vector<tm_u32> state(state0);
     volatile tm_u64 sink = 0;
     const tm_u64 seed = 42, epoch = 7;
@@ -72,7 +76,8 @@ int main(int argc, char **argv) {
         t0 = now();
         for (long g = 0; g < G; ++g) {
             const tm_u32 *include = state.data() + g * per_clause + (STATE_BITS - 1) * WORDS;
-            for (long e = 0; e < n; ++e) ones += tm_clause_output_train(include, X.data() + e * WORDS);
+            int hint = 0;
+            for (long e = 0; e < n; ++e) ones += tm_clause_output_hinted(include, X.data() + e * WORDS, &hint);
         }
         double t = now() - t0;
         sink += ones;
@@ -108,8 +113,8 @@ int main(int argc, char **argv) {
                 for (long e = 0; e < block; ++e) {
                     const tm_u32 *x = X.data() + e * WORDS;
                     tm_u64 key = tm_key(seed, epoch, (tm_u64)e);
-                    if (kind == 0) tm_type_i(st, x, 0, key, g);
-                    else if (kind == 1) tm_type_i(st, x, 1, key, g);
+                    if (kind == 0) tm_type_i(st, x, 0, key, g, pool);
+                    else if (kind == 1) tm_type_i(st, x, 1, key, g, pool);
                     else tm_type_ii(st, x);
                 }
             }
@@ -126,7 +131,7 @@ int main(int argc, char **argv) {
 
 def main(argv=None) -> int:
     from asynctm import TMClassifier
-    from asynctm.backends import KernelConfig, kernel_source
+    from asynctm.backends import KernelConfig, kernel_source, s_mask_pool
     from asynctm.backends.cpu import compiler_command
     from asynctm.encoding import pack_literals
 
@@ -155,12 +160,13 @@ def main(argv=None) -> int:
         (tmp / "micro.cu").write_text(kernel_source(cfg) + DRIVER)
         np.ascontiguousarray(planes, dtype="<u4").tofile(tmp / "state.bin")
         np.ascontiguousarray(packed, dtype="<u4").tofile(tmp / "x.bin")
+        np.ascontiguousarray(s_mask_pool(args.seed, cfg.s, cfg.s_pool_bits), dtype="<u8").tofile(tmp / "pool.bin")
         build = [cmd[0], *flags, str(tmp / "micro.cu"), "-o", str(tmp / "micro")]
         proc = subprocess.run(build, capture_output=True, text=True)
         if proc.returncode:
             raise SystemExit(f"compile failed: {shlex.join(build)}\n{proc.stderr[-3000:]}")
         run = [str(tmp / "micro"), str(tmp / "state.bin"), str(tmp / "x.bin"), str(len(X)), str(args.block),
-               str(args.reps)]
+               str(args.reps), str(tmp / "pool.bin")]
         out = subprocess.run(run, capture_output=True, text=True, check=True, env={"OMP_NUM_THREADS": "1"})
     costs = json.loads(out.stdout)
     record = {

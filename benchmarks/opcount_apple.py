@@ -12,10 +12,10 @@ and the last) and computes, for the *next* epoch:
   agrees with the direction of the error); for two classes this rule is the same in both libraries;
 - for pyTM indexed, the length of the clause lists it walks per example (sum over the literals that are 0
   of the number of clauses including that literal);
-- random draws: ours ``~E[draws per 64 lanes]`` 64-bit draws per 64 literals per Type I event (the exact
-  expectation of the bit-sliced comparison, with the kernel's fixed prefix), 3 + 2 per visit for the key and
-  the update/participate draws; pyTM ``~n/s`` pcg32 draws (+ retries) per Type I event plus one per clause
-  and example.
+- random draws: ours one 64-bit draw and one 64-byte load of the 1/s pool per 512 literals per Type I
+  event (at most; chunks where no decrement can act draw nothing), 1-2 per visit for the update/participate
+  draws, 3 per example and epoch for the key; pyTM ``~n/s`` pcg32 draws (+ retries) per Type I event plus
+  one per clause and example.
 
 It also *measures* our per-epoch time split (1 thread): the clause-evaluation kernel alone on the training
 set (``tm_refresh_outputs``, what every visit's refresh does) against a full epoch, and replays the first
@@ -41,28 +41,7 @@ bench = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(bench)
 
 SNAPSHOTS = (0, 1, 2, 5)  # plus the state before the last epoch
-MASK_PREFIX = 10  # TM_MASK_PREFIX in kernels/tm.cu at the time of writing (read below when possible)
-
-
-def mask_prefix() -> int:
-    try:
-        from asynctm.backends import kernel_dir
-
-        for line in (kernel_dir() / "tm.cu").read_text().splitlines():
-            if line.strip().startswith("#define TM_MASK_PREFIX"):
-                return int(line.split()[2])
-    except Exception:  # noqa: BLE001
-        pass
-    return MASK_PREFIX
-
-
-def expected_mask_draws(lanes: int, prefix: int) -> float:
-    """E[64-bit draws] to decide ``lanes`` lanes: each draw decides an undecided lane with probability 1/2
-    (its bit differs from the threshold's), the first ``prefix`` draws are always taken, at most 32."""
-    e = float(prefix)
-    for k in range(prefix, 32):
-        e += 1.0 - (1.0 - 2.0 ** -k) ** lanes  # draw k+1 happens iff some lane is undecided after k draws
-    return e
+MASK_BLOCK_PAIRS = 8  # 64-literal pairs per 1/s mask draw (kernels/README.md, "Random numbers")
 
 
 def literals(X: np.ndarray) -> np.ndarray:
@@ -166,8 +145,7 @@ def main(argv=None) -> int:
     lit = literals(X)
     n, L = lit.shape
     words = -(-L // 32)
-    prefix = mask_prefix()
-    draws_per_pair = expected_mask_draws(64, prefix)
+    pairs = -(-words // 2)
 
     ours = TMClassifier(n_clauses=n_clauses, T=T, s=s, backend="cpu", n_threads=1, seed=args.seed)
     pytm = MultiClassTsetlinMachine(n_clauses, T, s, boost_true_positive_feedback=1, number_of_state_bits=8,
@@ -230,9 +208,8 @@ def main(argv=None) -> int:
                 "includes one-time costs (our kernel compile if not cached, encoding)",
         "dataset": {"source": source, "n_train": int(n), "n_literals": int(L), "words_per_example": int(words)},
         "hyperparameters": {**hp, **bench.COMMON_HYPERPARAMETERS},
-        "mask": {"prefix_draws": prefix, "expected_draws_per_64_lanes": draws_per_pair,
-                 "pairs_per_type_i": -(-words // 2),
-                 "expected_draws_per_type_i": draws_per_pair * -(-words // 2)},
+        "mask": {"pairs_per_type_i": pairs, "pairs_per_draw": MASK_BLOCK_PAIRS,
+                 "max_draws_per_type_i": -(-pairs // MASK_BLOCK_PAIRS)},
         "pytm_draws_per_type_i": {"forgotten_literals": L / s,
                                   "expected_pcg32_draws_with_retries": float(sum(L / (L - i) for i in range(int(L / s)))) + 2},
         "snapshots": rows,

@@ -2,14 +2,14 @@
 //
 // One source for both builds (see tm_portability.cuh). The model's constants arrive as #defines
 // prepended by the host (asynctm.backends): CLASSES, CLAUSES (per class), LITERALS, STATE_BITS,
-// THRESHOLD (T), S_THRESHOLD (floor(2^32/s)), BOOST_TRUE_POSITIVE, REGRESSION.
+// THRESHOLD (T), S_POOL_BITS (log2 of the 1/s pool's size in words), BOOST_TRUE_POSITIVE, REGRESSION.
 // The rules, the memory layout and the random streams are specified in kernels/README.md.
 #include "tm_portability.cuh"
 #include "tm_rng.cuh"
 
 #if !defined(CLASSES) || !defined(CLAUSES) || !defined(LITERALS) || !defined(STATE_BITS) || \
-    !defined(THRESHOLD) || !defined(S_THRESHOLD) || !defined(BOOST_TRUE_POSITIVE) || !defined(REGRESSION)
-#error "tm.cu needs CLASSES, CLAUSES, LITERALS, STATE_BITS, THRESHOLD, S_THRESHOLD, BOOST_TRUE_POSITIVE, REGRESSION"
+    !defined(THRESHOLD) || !defined(S_POOL_BITS) || !defined(BOOST_TRUE_POSITIVE) || !defined(REGRESSION)
+#error "tm.cu needs CLASSES, CLAUSES, LITERALS, STATE_BITS, THRESHOLD, S_POOL_BITS, BOOST_TRUE_POSITIVE, REGRESSION"
 #endif
 
 #define WORDS ((LITERALS + 31) / 32)
@@ -61,114 +61,143 @@ TM_DEVICE int tm_clause_output(const tm_u32 *TM_RESTRICT include, const tm_u32 *
     return empty_output || any != 0;
 }
 
-// Saturating +1 (flip = 0) or -1 (flip = ~0) of the automata flagged in active[i], for words
-// w0 .. w0+n-1: a bit-sliced ripple carry over every plane, branch-free so that a CPU vectorises it
-// across words. A decrement is an increment of the complemented state (~(~s + 1) = s - 1), and its
-// saturation at 0 is the increment's saturation at the maximum, so one body serves both.
-TM_DEVICE void tm_step(tm_u32 *TM_RESTRICT state, int w0, int n, const tm_u32 *TM_RESTRICT active, tm_u32 flip)
+// The training output (empty clause: 1) of a clause visiting examples in turn. `hint` is the word where
+// the clause last found an included literal that is 0: checked first, since the same literal tends to
+// rule the clause out again; the result is that of tm_clause_output, only found sooner.
+TM_DEVICE int tm_clause_output_hinted(const tm_u32 *TM_RESTRICT include, const tm_u32 *TM_RESTRICT x, int *hint)
+{
+    if (include[*hint] & ~x[*hint]) return 0;
+    for (int w0 = 0; w0 < WORDS; w0 += CHUNK_WORDS) {
+        const int n = TM_MIN(CHUNK_WORDS, WORDS - w0);
+        tm_u32 violated = 0;
+        TM_SIMD_OR(violated)
+        for (int i = 0; i < n; ++i) violated |= include[w0 + i] & ~x[w0 + i];
+        if (violated) {
+            int w = w0;
+            while (!(include[w] & ~x[w])) ++w;
+            *hint = w;
+            return 0;
+        }
+    }
+    return 1;
+}
+
+// +1 of the automata flagged in active[i], for words w0 .. w0+n-1: a bit-sliced ripple carry over
+// the planes, branch-free so that a CPU vectorises it across words. With `saturate`, lanes already at
+// the maximum (every plane 1) are left there; callers that only raise excluded automata (below the
+// midpoint, so never at the top) pass 0.
+TM_DEVICE void tm_inc(tm_u32 *TM_RESTRICT state, int w0, int n, const tm_u32 *TM_RESTRICT active, int saturate)
 {
     TM_SIMD
     for (int i = 0; i < n; ++i) {
-        tm_u32 carry = active[i];
+        tm_u32 top = 0xFFFFFFFFu;
+        if (saturate)
+            for (int b = 0; b < STATE_BITS; ++b) top &= state[b * WORDS + w0 + i];
+        tm_u32 carry = active[i] & (saturate ? ~top : 0xFFFFFFFFu);
         for (int b = 0; b < STATE_BITS; ++b) {
-            const tm_u32 p = state[b * WORDS + w0 + i] ^ flip;
-            state[b * WORDS + w0 + i] ^= carry;
+            const tm_u32 p = state[b * WORDS + w0 + i];
+            state[b * WORDS + w0 + i] = p ^ carry;
             carry &= p;
         }
-        // Lanes whose carry ran out of planes were at the end of the range: put them back there.
-        for (int b = 0; b < STATE_BITS; ++b)
-            state[b * WORDS + w0 + i] = ((state[b * WORDS + w0 + i] ^ flip) | carry) ^ flip;
     }
 }
 
-TM_DEVICE void tm_inc(tm_u32 *TM_RESTRICT state, int w0, int n, const tm_u32 *TM_RESTRICT active)
-{
-    tm_step(state, w0, n, active, 0u);
-}
-
+// -1 of the automata flagged in active[i], which must all be above 0 (callers mask with tm_nonzero):
+// a bit-sliced ripple borrow.
 TM_DEVICE void tm_dec(tm_u32 *TM_RESTRICT state, int w0, int n, const tm_u32 *TM_RESTRICT active)
 {
-    tm_step(state, w0, n, active, 0xFFFFFFFFu);
+    TM_SIMD
+    for (int i = 0; i < n; ++i) {
+        tm_u32 borrow = active[i];
+        for (int b = 0; b < STATE_BITS; ++b) {
+            const tm_u32 p = state[b * WORDS + w0 + i];
+            state[b * WORDS + w0 + i] = p ^ borrow;
+            borrow &= ~p;
+        }
+    }
 }
 
-// The 1/s masks of words w0 .. w0+n-1 (w0 even): lane b of word w is 1 iff its 32-bit uniform
-// u < S_THRESHOLD, for the lanes flagged in wanted[], else 0. Words pair up (2p, 2p+1) as the low and
-// high halves of one 64-bit draw per bit. The 64 uniforms of a pair are compared bit-sliced, most
-// significant bit first; a lane is decided at the first bit where it differs from the threshold, so a
-// pair needs about 7 draws instead of 64. The first TM_MASK_PREFIX bits are drawn for every pair
-// unconditionally (branch-free, vectorised across pairs on a CPU); the few pairs still undecided go on
-// one bit at a time. The result equals the lane-by-lane comparison of kernels/README.md exactly.
-#ifndef TM_MASK_PREFIX
-#define TM_MASK_PREFIX 10
+// The lanes of words w0 .. w0+n-1 whose automaton is above 0 (a decrement there is not a no-op);
+// returns their union, so that a chunk with none skips its 1/s draws.
+TM_DEVICE tm_u32 tm_nonzero(const tm_u32 *TM_RESTRICT state, int w0, int n, tm_u32 *TM_RESTRICT nz)
+{
+    tm_u32 any = 0;
+    TM_SIMD_OR(any)
+    for (int i = 0; i < n; ++i) {
+        tm_u32 v = 0;
+        for (int b = 0; b < STATE_BITS; ++b) v |= state[b * WORDS + w0 + i];
+        nz[i] = v & WORD_MASK(w0 + i);
+        any |= nz[i];
+    }
+    return any;
+}
+
+// The 1/s masks of words w0 .. w0+n-1 (w0 a multiple of CHUNK_WORDS), for the lanes flagged in wanted[]
+// (0 elsewhere). Words pair up (2p, 2p+1) as the low and high halves of one 64-lane mask, and pairs
+// group into blocks of 8 (512 literals). Each block takes a block of 8 consecutive words of the 1/s
+// pool (2^S_POOL_BITS words in which exactly round(2^(S_POOL_BITS+6)/s) bits are 1, built by the host
+// from the seed; kernels/README.md), chosen by one draw d: the pool block is d's top S_POOL_BITS-3 bits,
+// and pair p takes word p % 8 of it, rotated left by bits 6(p % 8) .. 6(p % 8)+5 of d. One draw and one
+// contiguous load per 512 literals, instead of a bit-sliced comparison of 64 uniforms per 64 literals.
+#define TM_MASK_BLOCK_PAIRS 8
+#if TM_MASK_BLOCK_PAIRS % TM_CHUNK_PAIRS != 0 || S_POOL_BITS < 3 || S_POOL_BITS > 19
+#error "a chunk of words must lie in one mask block, and the pool needs 3..19 index bits"
 #endif
 
 TM_DEVICE tm_u64 tm_pair(tm_u32 low, tm_u32 high) { return ((tm_u64)high << 32) | low; }
 
-TM_DEVICE void tm_s_masks(tm_u64 key, long long g, int w0, int n, const tm_u32 *TM_RESTRICT wanted,
-                          tm_u32 *TM_RESTRICT mask)
+TM_DEVICE tm_u64 tm_rotl64(tm_u64 v, int r) { return (v << r) | (v >> ((64 - r) & 63)); }
+
+TM_DEVICE void tm_s_masks(const tm_u64 *TM_RESTRICT pool, tm_u64 key, long long g, int w0, int n,
+                          const tm_u32 *TM_RESTRICT wanted, tm_u32 *TM_RESTRICT mask)
 {
-#if S_THRESHOLD >= 4294967296ULL
-    (void)key; (void)g; (void)w0;
-    for (int i = 0; i < n; ++i) mask[i] = wanted[i];  // s = 1
-#else
     const int n_pairs = (n + 1) / 2;
-    tm_u64 undecided[TM_CHUNK_PAIRS], less[TM_CHUNK_PAIRS], ctr_golden[TM_CHUNK_PAIRS];
+    const int p0 = w0 / 2;  // the chunk's first pair; the whole chunk lies in block p0 / 8
+    const tm_u64 d = tm_draw(key, tm_ctr((tm_u64)g, TM_PURPOSE_MASK, (tm_u64)(p0 / TM_MASK_BLOCK_PAIRS)));
+    const tm_u64 *block = pool + (d >> (64 - (S_POOL_BITS - 3))) * TM_MASK_BLOCK_PAIRS;
     for (int j = 0; j < n_pairs; ++j) {
-        undecided[j] = tm_pair(wanted[2 * j], 2 * j + 1 < n ? wanted[2 * j + 1] : 0u);
-        less[j] = 0;
-        // draw(key, ctr + k) = mix64(key ^ (ctr + k) * GOLDEN): step the product instead of multiplying.
-        ctr_golden[j] = tm_ctr((tm_u64)g, TM_PURPOSE_MASK, (tm_u64)(w0 / 2 + j) * 32) * TM_GOLDEN;
+        const int slot = (p0 + j) % TM_MASK_BLOCK_PAIRS;
+        const tm_u64 m = tm_rotl64(block[slot], (int)((d >> (6 * slot)) & 63)) &
+                         tm_pair(wanted[2 * j], 2 * j + 1 < n ? wanted[2 * j + 1] : 0u);
+        mask[2 * j] = (tm_u32)m;
+        if (2 * j + 1 < n) mask[2 * j + 1] = (tm_u32)(m >> 32);
     }
-    TM_UNROLL
-    for (int k = 0; k < TM_MASK_PREFIX; ++k) {
-        const tm_u64 one = 0 - ((S_THRESHOLD >> (31 - k)) & 1);  // all ones where the threshold bit is 1
-        TM_SIMD
-        for (int j = 0; j < n_pairs; ++j) {
-            const tm_u64 r = tm_mix64(key ^ (ctr_golden[j] + (tm_u64)k * TM_GOLDEN));
-            less[j] |= undecided[j] & ~r & one;
-            undecided[j] &= ~(r ^ one);
-        }
-    }
-    for (int j = 0; j < n_pairs; ++j) {
-        tm_u64 cg = ctr_golden[j] + (tm_u64)TM_MASK_PREFIX * TM_GOLDEN;
-        for (int k = TM_MASK_PREFIX; k < 32 && undecided[j]; ++k, cg += TM_GOLDEN) {
-            const tm_u64 r = tm_mix64(key ^ cg);
-            if ((S_THRESHOLD >> (31 - k)) & 1) {
-                less[j] |= undecided[j] & ~r;
-                undecided[j] &= r;
-            } else {
-                undecided[j] &= ~r;
-            }
-        }
-        mask[2 * j] = (tm_u32)less[j];
-        if (2 * j + 1 < n) mask[2 * j + 1] = (tm_u32)(less[j] >> 32);
-    }
-#endif
 }
 
 // Type I feedback (Table 1): o = 1 memorises the literals that are 1 (with probability (s-1)/s, or
 // always when boosting true positives) and forgets those that are 0 with probability 1/s; o = 0
 // forgets every literal with probability 1/s.
-TM_DEVICE void tm_type_i(tm_u32 *TM_RESTRICT state, const tm_u32 *TM_RESTRICT x, int o, tm_u64 key, long long g)
+TM_DEVICE void tm_type_i(tm_u32 *TM_RESTRICT state, const tm_u32 *TM_RESTRICT x, int o, tm_u64 key, long long g,
+                          const tm_u64 *TM_RESTRICT pool)
 {
     for (int w0 = 0; w0 < WORDS; w0 += CHUNK_WORDS) {
         const int n = TM_MIN(CHUNK_WORDS, WORDS - w0);
-        tm_u32 xw[CHUNK_WORDS], wanted[CHUNK_WORDS], m[CHUNK_WORDS], up[CHUNK_WORDS], down[CHUNK_WORDS];
+        tm_u32 xw[CHUNK_WORDS], nz[CHUNK_WORDS], wanted[CHUNK_WORDS], m[CHUNK_WORDS], down[CHUNK_WORDS];
+        tm_nonzero(state, w0, n, nz);
+        // The lanes whose 1/s draw can change something: decrements only where the automaton is above
+        // 0; without boost, o = 1 also needs the draw of the literals that are 1 (increment unless m).
+        tm_u32 any_wanted = 0, any_x = 0;
         for (int i = 0; i < n; ++i) {
-            const tm_u32 valid = WORD_MASK(w0 + i);
-            xw[i] = x[w0 + i] & valid;
-            // With boost and o = 1 only the literals that are 0 need a 1/s draw.
-            wanted[i] = (o && BOOST_TRUE_POSITIVE) ? ~xw[i] & valid : valid;
+            xw[i] = x[w0 + i] & WORD_MASK(w0 + i);
+            wanted[i] = o ? (~xw[i] & nz[i]) | (BOOST_TRUE_POSITIVE ? 0u : xw[i]) : nz[i];
+            any_wanted |= wanted[i];
+            any_x |= xw[i];
         }
-        tm_s_masks(key, g, w0, n, wanted, m);
-        if (o) {
-            for (int i = 0; i < n; ++i) {
-                up[i] = BOOST_TRUE_POSITIVE ? xw[i] : xw[i] & ~m[i];
-                down[i] = ~xw[i] & m[i];
-            }
-            tm_inc(state, w0, n, up);
-            tm_dec(state, w0, n, down);
+        if (any_wanted) {
+            tm_s_masks(pool, key, g, w0, n, wanted, m);
         } else {
+            for (int i = 0; i < n; ++i) m[i] = 0;  // every draw here would be a no-op: skipped
+        }
+        if (o) {
+            if (any_x) {
+                for (int i = 0; i < n; ++i) down[i] = BOOST_TRUE_POSITIVE ? xw[i] : xw[i] & ~m[i];  // up
+                tm_inc(state, w0, n, down, 1);
+            }
+            if (any_wanted) {
+                for (int i = 0; i < n; ++i) down[i] = ~xw[i] & m[i];
+                tm_dec(state, w0, n, down);
+            }
+        } else if (any_wanted) {
             tm_dec(state, w0, n, m);
         }
     }
@@ -186,7 +215,7 @@ TM_DEVICE void tm_type_ii(tm_u32 *TM_RESTRICT state, const tm_u32 *TM_RESTRICT x
             up[i] = ~x[w0 + i] & ~include[w0 + i] & WORD_MASK(w0 + i);
             any |= up[i];
         }
-        if (any) tm_inc(state, w0, n, up);
+        if (any) tm_inc(state, w0, n, up, 0);  // excluded automata are below the top
     }
 }
 
@@ -236,12 +265,19 @@ TM_KERNEL void tm_compute_tallies(const tm_u32 *clause_output, int n_examples, i
     }
 }
 
+// The stream key of every training example for one epoch: keys[e] = key(seed, epoch, e), computed once
+// per epoch instead of on every visit.
+TM_KERNEL void tm_epoch_keys(tm_u64 seed, tm_u64 epoch, int n_examples, tm_u64 *keys)
+{
+    TM_PARALLEL_FOR(e, n_examples) { keys[e] = tm_key(seed, epoch, (tm_u64)e); }
+}
+
 // One batch of Algorithm 1: every clause (one thread each) visits examples [start, end) in order,
 // refreshes the example's tally by the change of its own output, then decides on feedback from the
 // possibly stale tally. The kernel boundary is the barrier between batches.
 TM_KERNEL void tm_train_batch(tm_u32 *ta_state, const tm_u32 *X, const int *y, int *class_sum,
-                              tm_u32 *clause_output, int n_examples, int start, int end, tm_u64 seed,
-                              tm_u64 epoch)
+                              tm_u32 *clause_output, int n_examples, int start, int end, const tm_u64 *keys,
+                              const tm_u64 *s_pool)
 {
     const int out_words = (n_examples + 31) / 32;
     TM_PARALLEL_FOR(g, CLAUSES_TOTAL)
@@ -251,12 +287,13 @@ TM_KERNEL void tm_train_batch(tm_u32 *ta_state, const tm_u32 *X, const int *y, i
         tm_u32 *state = CLAUSE_STATE(ta_state, g);
         const tm_u32 *include = INCLUDE_PLANE(state);
         tm_u32 *stored = clause_output + g * out_words;
+        int hint = 0;
         for (int e = start; e < end; ++e) {
             const tm_u32 *x = X + (long long)e * WORDS;
             int *tally = class_sum + c * n_examples + e;
 
             // Refresh (Algorithm 1, lines 12-17, done first as in the paper's kernel).
-            const int o = tm_clause_output(include, x, 1);
+            const int o = tm_clause_output_hinted(include, x, &hint);
             const tm_u32 bit = 1u << (e & 31);
             const int previous = (stored[e >> 5] & bit) != 0;
             if (o != previous) {
@@ -268,7 +305,7 @@ TM_KERNEL void tm_train_batch(tm_u32 *ta_state, const tm_u32 *X, const int *y, i
             const int v = tm_clip(TM_LOAD_RELAXED(tally));
             const int target = y[c * n_examples + e];
             const int direction = v <= target ? 1 : -1;
-            const tm_u64 key = tm_key(seed, epoch, (tm_u64)e);
+            const tm_u64 key = keys[e];
 #if CLASSES > 1
             if (direction < 0 &&
                 (tm_u64)tm_u32_draw(key, tm_ctr((tm_u64)g, TM_PURPOSE_PARTICIPATE, 0)) * (CLASSES - 1) >=
@@ -280,7 +317,7 @@ TM_KERNEL void tm_train_batch(tm_u32 *ta_state, const tm_u32 *X, const int *y, i
                 (error << 32))
                 continue;  // updated with probability error / 2T
             if (direction * polarity > 0) {
-                tm_type_i(state, x, o, key, g);
+                tm_type_i(state, x, o, key, g, s_pool);
             } else if (o) {
                 tm_type_ii(state, x);
             }

@@ -206,13 +206,19 @@ def test_state_plane_conversions(bits):
     assert_same("states", encoding.planes_to_states(planes, 45), states, ("clause", "literal"))
 
 
-def test_s_threshold_define_is_exact():
-    """The S_THRESHOLD #define is floor(2^32/s) of the exact binary s (a float division could be off by 1)."""
-    if not hasattr(KernelConfig, "defines"):
-        pytest.skip("KernelConfig.defines() is not available")
-    for s in (1.0, 1.5, 2.0, 3.9, 5.0, 7.3, 10.0, 27.0, 1000.0):
-        cfg = KernelConfig(2, 2, 10, 5, s)
-        assert cfg.defines()["S_THRESHOLD"].rstrip("ULul") == str(ref.s_threshold(s)), s
+def test_host_pool_equals_the_reference_pool():
+    """The host's 1/s pool (what the kernels read) equals the reference's, bit for bit, and has exactly
+    round(2^22 / s) ones (s at its exact binary value; a float division could be off by one)."""
+    from asynctm.backends import S_POOL_BITS, s_mask_pool, s_pool_ones
+
+    assert S_POOL_BITS == ref.POOL_BITS
+    assert KernelConfig(2, 2, 10, 5, 3.9).defines()["S_POOL_BITS"] == str(ref.POOL_BITS)
+    for s in (1.0, 1.5, 3.9, 5.0, 27.0, 1000.0):
+        assert s_pool_ones(s) == ref.s_pool_ones(s), s
+    for seed, s in ((0, 5.0), (12345, 3.9), (2**64 - 1, 1.5), (7, 1.0)):
+        host = np.unpackbits(s_mask_pool(seed, s).view(np.uint8), bitorder="little")
+        assert_same(f"pool seed={seed} s={s}", host, ref.s_pool(seed, s), ("lane",))
+        assert int(host.sum()) == ref.s_pool_ones(s)
 
 
 # ---------------------------------------------------------------------------------------------

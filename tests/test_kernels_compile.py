@@ -43,4 +43,4 @@ def test_kernels_compile_for_cpu_without_warnings(tmp_path, name):
 def test_kernel_source_is_self_contained():
     text = kernel_source(CONFIGS["classification"])
     assert '#include "' not in text  # our own headers are inlined, so every cache key covers them
-    assert "#define CLASSES 3" in text and "#define S_THRESHOLD 858993459ULL" in text
+    assert "#define CLASSES 3" in text and "#define S_POOL_BITS 16" in text

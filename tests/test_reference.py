@@ -69,64 +69,97 @@ def test_ctr_rejects_fields_that_would_overlap():
         ref.ctr(1 << 32, 0, 0)
 
 
-def test_literal_uniforms_bit_layout_by_hand():
-    # Bit k (from the MSB) of u_l, literal l in word w, lane b, is bit 32*(w&1)+b of
-    # draw(key, ctr(g, 2, (w>>1)*32 + k)). Words 0 and 1 share draws; word 2 starts the next pair.
-    seed, epoch, e, g, n_literals = 9, 1, 4, 3, 100
+def test_pool_lanes_by_hand():
+    # Pool lane i holds a 1 iff its uniform u_i = u32(key(seed, 2^64-1, 0), ctr(0, 3, i)) is among the
+    # s_pool_ones(s) smallest, ties going to the lower i. A 2^6-word pool (4,096 lanes), all by hand.
+    seed, s, bits = 9, 5.0, 6
+    key = _mix64_by_hand(_mix64_by_hand(_mix64_by_hand(seed) ^ (M64 - 1)) ^ 0)
+    us = [_mix64_by_hand(key ^ (((3 << 30) | i) * 0x9E3779B97F4A7C15 % M64)) >> 32 for i in range(2 ** (bits + 6))]
+    ones = round(2 ** (bits + 6) / s)
+    assert ref.s_pool_ones(s, bits) == ones
+    expected = np.zeros(len(us), np.uint8)
+    expected[[i for _, i in sorted((u, i) for i, u in enumerate(us))[:ones]]] = 1
+    assert np.array_equal(ref.s_pool(seed, s, bits), expected)
+
+
+def test_literal_mask_layout_by_hand():
+    # Literal l = 64 p + b, slot j = p % 8: d = draw(key, ctr(g, 2, p // 8)); lane b is pool lane
+    # 64 * (8 * (d >> 51) + j) + (b - ((d >> 6j) & 63)) % 64 (a 2^16-word pool: 13 block bits).
+    seed, epoch, e, g, n_literals, s = 9, 1, 4, 3, 1100, 3.9
+    pool = ref.s_pool(seed, s)
     key = ref.rng_key(seed, epoch, e)
-    u = ref.literal_uniforms(seed, epoch, e, g, n_literals)
-    for lit in [0, 1, 31, 32, 33, 63, 64, 65, 99]:
-        w, b = divmod(lit, 32)
-        expected = 0
-        for k in range(32):
-            d = _mix64_by_hand(key ^ (((g << 32) | (2 << 30) | ((w >> 1) * 32 + k)) * 0x9E3779B97F4A7C15 % M64))
-            expected |= ((d >> (32 * (w & 1) + b)) & 1) << (31 - k)
-        assert int(u[lit]) == expected, lit
+    m = ref.literal_mask(seed, epoch, e, g, n_literals, pool)
+    for lit in [0, 1, 31, 32, 63, 64, 65, 127, 128, 511, 512, 600, 1023, 1024, 1099]:
+        p, b = divmod(lit, 64)
+        d = _mix64_by_hand(key ^ (((g << 32) | (2 << 30) | (p // 8)) * 0x9E3779B97F4A7C15 % M64))
+        j = p % 8
+        assert m[lit] == pool[64 * (8 * (d >> 51) + j) + (b - ((d >> (6 * j)) & 63)) % 64], lit
 
 
 # ---------------------------------------------------------------------------------------------
-# 1/s mask, participate and update draws: statistics
+# 1/s pool and masks, participate and update draws: statistics
 # ---------------------------------------------------------------------------------------------
 
 
-def test_s_threshold_exact():
-    assert ref.s_threshold(1) == 2**32
-    assert ref.s_threshold(2) == 2**31
-    assert ref.s_threshold(5) == 858993459  # floor(4294967296 / 5)
-    assert ref.s_threshold(27) == 2**32 // 27
+def test_s_pool_ones_exact():
+    n = 2**22
+    assert ref.s_pool_ones(1) == n
+    assert ref.s_pool_ones(2) == n // 2
+    assert ref.s_pool_ones(5) == 838861  # 4194304 / 5 = 838860.8, rounded
+    assert ref.s_pool_ones(27) == round(n / 27)
     # 3.9 is taken at its exact binary value (slightly below 3.9), not rounded through a float division
     from fractions import Fraction
 
-    assert ref.s_threshold(3.9) == int(Fraction(2**32) / Fraction(3.9)) == 1101273665
+    assert ref.s_pool_ones(3.9) == int(Fraction(n) / Fraction(3.9) + Fraction(1, 2)) == 1075463
+    for s in (1.5, 3.9, 5.0, 27.0, 1000.0):  # the stated bound on P(m = 1) - 1/s
+        assert abs(Fraction(ref.s_pool_ones(s), n) - 1 / Fraction(s)) <= Fraction(1, 2 * n)
     with pytest.raises(ValueError):
-        ref.s_threshold(0.5)
+        ref.s_pool_ones(0.5)
+
+
+@pytest.mark.parametrize("s", [1.5, 3.9, 27.0])
+def test_pool_has_exactly_its_ones_and_no_structure(s):
+    pool = ref.s_pool(2021, s).astype(np.float64)
+    assert pool.sum() == ref.s_pool_ones(s)
+    p = pool.mean()
+    words = pool.reshape(-1, 64)
+    # every lane position of a word, and every word-sized block of the pool, carries its share of ones
+    per_lane = words.sum(axis=0).astype(int)
+    assert min(stats.binomtest(int(c), words.shape[0], p).pvalue for c in per_lane) > 1e-4 / 64
+    # lanes of one word at every distance d (what one pair of literal words sees after the rotation):
+    # correlation averaged over the 64 rotations, |r| of order 1/sqrt(2^22) = 5e-4
+    z = (words - p) / np.sqrt(p * (1 - p))
+    for d in range(1, 64):
+        r = np.mean(z * np.roll(z, -d, axis=1))
+        assert abs(r) < 4.5 / np.sqrt(pool.size), (d, r)
 
 
 def test_s_equal_one_gives_all_ones_mask():
+    pool = ref.s_pool(5, 1)
     for e in range(20):
-        m = ref.literal_mask(5, 0, e, e % 7, 77, ref.s_threshold(1))
+        m = ref.literal_mask(5, 0, e, e % 7, 77, pool)
         assert m.dtype == np.uint8 and m.shape == (77,) and m.all()
 
 
 def _mask_matrix(s, n_trials, n_literals, seed=2021):
     """Masks of n_trials visits (various examples, clauses and epochs), (n_trials, n_literals)."""
-    thr = ref.s_threshold(s)
+    pool = ref.s_pool(seed, s)
     rows = [
-        ref.literal_mask(seed, t // 1000, t % 97, (t // 97) % 13, n_literals, thr) for t in range(n_trials)
+        ref.literal_mask(seed, t // 1000, t % 97, (t // 97) % 13, n_literals, pool) for t in range(n_trials)
     ]
     return np.array(rows, dtype=np.float64)
 
 
 @pytest.mark.parametrize("s", [3.9, 5.0, 27.0])
 def test_mask_frequency_is_one_over_s(s):
-    n_trials, n_literals = 3000, 100  # 100 literals: a pair of words plus a half-empty third word
+    n_trials, n_literals = 3000, 100  # 100 literals: a full pair of words plus a half-empty second pair
     masks = _mask_matrix(s, n_trials, n_literals)
-    p = ref.s_threshold(s) / 2**32
-    assert abs(p - 1 / s) < 2**-32
+    p = ref.s_pool_ones(s) / 2**22
+    assert abs(p - 1 / s) <= 2**-23
     # overall frequency: exact binomial test, strict but deterministic (fixed seeds)
     k = int(masks.sum())
     assert stats.binomtest(k, masks.size, p).pvalue > 1e-4, (k / masks.size, p)
-    # every lane separately (lanes use different bits of the draws); Bonferroni over the lanes
+    # every lane separately (lanes use different bits of the pool words); Bonferroni over the lanes
     per_lane = masks.sum(axis=0).astype(int)
     pvals = [stats.binomtest(int(c), n_trials, p).pvalue for c in per_lane]
     assert min(pvals) > 1e-4 / n_literals, (np.argmin(pvals), per_lane.min(), per_lane.max())
@@ -140,7 +173,7 @@ def test_mask_lanes_are_uncorrelated(s):
     off = corr[~np.eye(n_literals, dtype=bool)]
     # 4950 pairs of ~N(0, 1/n) correlations: the largest is about 4.4 sigma; allow 5.5 sigma
     assert np.abs(off).max() < 5.5 / np.sqrt(n_trials), np.abs(off).max()
-    # lanes fed by the same 64-bit draws (lane b of words 0 and 1) get special attention
+    # lanes fed by the same pool word (lane b of words 0 and 1) get special attention
     shared = np.array([corr[b, 32 + b] for b in range(32)])
     assert np.abs(shared).max() < 4.5 / np.sqrt(n_trials)
     assert abs(shared.mean()) < 4 / np.sqrt(n_trials * 32)
@@ -148,24 +181,17 @@ def test_mask_lanes_are_uncorrelated(s):
 
 def test_mask_independent_across_clauses_examples_and_epochs():
     s, n_literals, n = 5.0, 64, 2000
-    thr = ref.s_threshold(s)
-    base = np.array([ref.literal_mask(1, 0, e, 0, n_literals, thr) for e in range(n)], float).ravel()
+    pool = ref.s_pool(1, s)
+    base = np.array([ref.literal_mask(1, 0, e, 0, n_literals, pool) for e in range(n)], float).ravel()
     others = {
-        "next clause": [ref.literal_mask(1, 0, e, 1, n_literals, thr) for e in range(n)],
-        "next example": [ref.literal_mask(1, 0, e + 1, 0, n_literals, thr) for e in range(n)],
-        "next epoch": [ref.literal_mask(1, 1, e, 0, n_literals, thr) for e in range(n)],
-        "next seed": [ref.literal_mask(2, 0, e, 0, n_literals, thr) for e in range(n)],
+        "next clause": [ref.literal_mask(1, 0, e, 1, n_literals, pool) for e in range(n)],
+        "next example": [ref.literal_mask(1, 0, e + 1, 0, n_literals, pool) for e in range(n)],
+        "next epoch": [ref.literal_mask(1, 1, e, 0, n_literals, pool) for e in range(n)],
+        "next seed": [ref.literal_mask(2, 0, e, 0, n_literals, ref.s_pool(2, s)) for e in range(n)],
     }
     for name, rows in others.items():
         r = np.corrcoef(base, np.array(rows, float).ravel())[0, 1]
         assert abs(r) < 4.5 / np.sqrt(base.size), (name, r)
-
-
-def test_literal_uniforms_are_uniform():
-    u = np.concatenate([ref.literal_uniforms(3, 0, e, 2, 96) for e in range(400)]).astype(np.float64)
-    assert u.max() < 2**32
-    counts, _ = np.histogram(u, bins=32, range=(0, 2**32))
-    assert stats.chisquare(counts).pvalue > 1e-4
 
 
 def test_participate_frequency_is_one_over_c_minus_one():
@@ -286,7 +312,7 @@ def test_type_i_frequencies_follow_table_1_with_real_masks(boost):
     moves = {c: np.zeros(3) for c in cells}  # counts of -1, 0, +1
     tm = ReferenceTM(1, 2, n_literals, T=5, s=s, boost_true_positive=boost)
     for t in range(n_trials):
-        mask = ref.literal_mask(77, 0, t, 0, n_literals, tm.s_threshold)
+        mask = ref.literal_mask(77, 0, t, 0, n_literals, ref.s_pool(77, s))
         for o in (0, 1):
             tm.ta_state[0] = start
             tm.type_i_feedback(0, lits, o, mask)
@@ -443,7 +469,7 @@ def test_visit_direction_and_feedback_type():
     tm.init_training(X, ref.targets_for_classification([0], 2, 3))
     kinds = {}
     for seed in range(200):  # with v = 0 the update happens with probability 1/2
-        t = ReferenceTM(2, 2, 4, T=3, s=3.0)
+        t = ReferenceTM(2, 2, 4, T=3, s=3.0, pool_bits=6)  # small pools: one per seed
         t.init_training(X, tm.y_target)
         for g in range(4):
             visit = t.visit(g, 0, 0, seed)
@@ -473,7 +499,7 @@ def test_visit_feedback_frequency_non_target_class():
     updated = 0
     n = 0
     for seed in range(300):
-        tm = ReferenceTM(4, 2, 6, T=5, s=3.0)
+        tm = ReferenceTM(4, 2, 6, T=5, s=3.0, pool_bits=6)
         tm.init_training(X, y_target)
         for g in range(2, 8):  # classes 1..3
             updated += tm.visit(g, 0, 0, seed).updated
@@ -487,7 +513,7 @@ def test_regression_types():
     seen = {}
     for target, expected in [(4, "I"), (0, "II")]:
         for seed in range(100):
-            tm = ReferenceTM(1, 2, 4, T=4, s=3.0, regression=True)
+            tm = ReferenceTM(1, 2, 4, T=4, s=3.0, regression=True, pool_bits=6)
             tm.init_training(X, np.array([[target]]))  # two empty clauses: v = 2
             visit = tm.visit(0, 0, 0, seed)
             if visit.updated:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 
 import numpy as np
 
@@ -29,8 +30,8 @@ __all__ = [
     "draw",
     "ctr",
     "u32",
-    "s_threshold",
-    "literal_uniforms",
+    "s_pool_ones",
+    "s_pool",
     "literal_mask",
     "participates",
     "is_updated",
@@ -123,54 +124,66 @@ def u32(key, counter):
     return d >> 32
 
 
-def s_threshold(s) -> int:
-    """floor(2^32 / s), with s taken at its exact binary value; P(m = 1) = threshold / 2^32 ~ 1/s.
+POOL_BITS = 16  # the 1/s pool holds 2^POOL_BITS words of 64 lanes
+PURPOSE_POOL = 3
+POOL_EPOCH = MASK64  # the pool's stream: key(seed, 2^64 - 1, 0), an epoch no training reaches
 
-    s = 1 gives 2^32, so every 32-bit uniform falls below it (the mask is all ones).
+
+def s_pool_ones(s, pool_bits: int = POOL_BITS) -> int:
+    """round(2^(pool_bits+6) / s), s at its exact binary value: the number of 1 lanes of the pool.
+
+    P(m = 1) for any literal is this over 2^(pool_bits+6), within 2^-(pool_bits+7) of 1/s.
+    s = 1 gives every lane 1.
     """
     s = Fraction(s)
     if s < 1:
         raise ValueError(f"s must be >= 1 (the paper's s in [1, inf)), got {float(s)}")
-    return int(TWO32 / s)  # int() of a positive Fraction is its floor
+    n_lanes = 1 << (pool_bits + 6)
+    return int(Fraction(n_lanes) / s + Fraction(1, 2))  # int() of a positive Fraction is its floor
 
 
-# --------------------------------------------------------------------------------------------
-# The three draws of a visit
-# --------------------------------------------------------------------------------------------
+@lru_cache(maxsize=16)
+def _s_pool(seed: int, ones: int, pool_bits: int) -> np.ndarray:
+    n_lanes = 1 << (pool_bits + 6)
+    key = rng_key(seed, POOL_EPOCH, 0)
+    u = u32(np.uint64(key), ctr(np.uint64(0), np.uint64(PURPOSE_POOL), np.arange(n_lanes, dtype=np.uint64)))
+    order = np.argsort(u, kind="stable")  # ties keep lane order
+    lanes = np.zeros(n_lanes, dtype=np.uint8)
+    lanes[order[:ones]] = 1
+    lanes.setflags(write=False)
+    return lanes
 
 
-def literal_uniforms(seed, epoch, e, g, n_literals) -> np.ndarray:
-    """The 32-bit uniform u_l of every literal for the visit (g, e), as uint64 (n_literals,).
+def s_pool(seed, s, pool_bits: int = POOL_BITS) -> np.ndarray:
+    """The 1/s pool of a model with `seed`, as one uint8 per lane (2^(pool_bits+6),); lane i is bit
+    i % 64 of pool word i // 64. Its s_pool_ones(s) 1 lanes are those with the smallest uniforms
+    u_i = u32(key(seed, 2^64-1, 0), ctr(0, 3, i)), ties broken by the lower i."""
+    return _s_pool(int(seed) & MASK64, s_pool_ones(s, pool_bits), pool_bits)
 
-    Bit k of u_l, counted from the most significant (k = 0..31), is bit 32*(w & 1) + b of
-    draw(key, ctr(g, 2, (w >> 1)*32 + k)), where w = l // 32 is the literal's word and b = l % 32
-    its lane: one 64-bit draw serves two neighbouring 32-literal words.
+
+MASK_BLOCK_PAIRS = 8  # pairs of words (64 literals each) that share one mask draw
+
+
+def literal_mask(seed, epoch, e, g, n_literals, pool) -> np.ndarray:
+    """The 1/s mask of Table 1 for the visit (g, e), uint8 (n_literals,), from the lanes of `pool`.
+
+    Literal l is lane b = l % 64 of pair p = l // 64 (words 2p and 2p+1); pairs form blocks of 8. With
+    d = draw(key, ctr(g, 2, p // 8)) and slot j = p % 8, the pair's 64 lanes are pool word
+    8 * (d >> (64 - (POOL_BITS - 3))) + j rotated left by r = (d >> 6j) & 63, i.e. lane b is pool lane
+    64 * word + (b - r) % 64.
     """
+    pool = np.asarray(pool)
+    pool_bits = int(pool.size).bit_length() - 7
     key = rng_key(seed, epoch, e)
-    n_words = -(-n_literals // 32)
-    n_pairs = -(-n_words // 2)
-    k = np.arange(32, dtype=np.uint64)
-    pair = np.arange(n_pairs, dtype=np.uint64)
-    counters = ctr(np.uint64(g), np.uint64(PURPOSE_MASK), pair[:, None] * np.uint64(32) + k[None, :])
-    draws = draw(np.uint64(key), counters)  # (n_pairs, 32): draws[p, k] is draw number k of pair p
-
-    lit = np.arange(n_literals)
-    w = lit // 32
-    b = lit % 32
-    bitpos = (32 * (w & 1) + b).astype(np.uint64)
-    bits = (draws[w >> 1, :] >> bitpos[:, None]) & np.uint64(1)  # (n_literals, 32), column k
-    weights = np.uint64(1) << (np.uint64(31) - k)  # column k is bit 31-k of u_l
-    return (bits * weights[None, :]).sum(axis=1, dtype=np.uint64)
-
-
-def literal_mask(seed, epoch, e, g, n_literals, threshold) -> np.ndarray:
-    """The 1/s mask of Table 1: m_l = [u_l < threshold] as uint8 (n_literals,).
-
-    `threshold` is `s_threshold(s)`. The kernel decides the lanes most significant bit first and
-    stops early; the full comparison below gives the same result.
-    """
-    u = literal_uniforms(seed, epoch, e, g, n_literals)
-    return (u < np.uint64(threshold)).astype(np.uint8)  # threshold 2^32 (s = 1): always 1
+    mask = np.empty(n_literals, dtype=np.uint8)
+    for p in range(-(-n_literals // 64)):
+        d = draw(key, ctr(g, PURPOSE_MASK, p // MASK_BLOCK_PAIRS))
+        slot = p % MASK_BLOCK_PAIRS
+        word = MASK_BLOCK_PAIRS * (d >> (64 - (pool_bits - 3))) + slot
+        rot = (d >> (6 * slot)) & 63
+        for b in range(min(64, n_literals - 64 * p)):
+            mask[64 * p + b] = pool[64 * word + (b - rot) % 64]
+    return mask
 
 
 def participates(key: int, g: int, n_classes: int) -> bool:
@@ -244,6 +257,7 @@ class ReferenceTM:
         state_bits: int = 8,
         boost_true_positive: bool = True,
         regression: bool = False,
+        pool_bits: int = POOL_BITS,
     ):
         if int(T) != T or T < 1:
             raise ValueError("T must be a positive integer")
@@ -263,7 +277,8 @@ class ReferenceTM:
         self.G = self.n_classes * self.n_clauses
         self.max_state = (1 << self.state_bits) - 1
         self.include_from = 1 << (self.state_bits - 1)  # include iff the most significant bit is 1
-        self.s_threshold = s_threshold(s)
+        self.pool_bits = int(pool_bits)
+        self.s_pool_ones = s_pool_ones(s, self.pool_bits)
         # All automata start just below include: every clause starts empty.
         self.ta_state = np.full((self.G, self.n_literals), self.include_from - 1, dtype=np.int64)
 
@@ -399,7 +414,7 @@ class ReferenceTM:
         if not is_updated(key, g, err, self.T):
             return Visit(o, v, d, participated=True, updated=False, feedback="")
         if d * pol > 0:
-            mask = literal_mask(seed, epoch, e, g, self.n_literals, self.s_threshold)
+            mask = literal_mask(seed, epoch, e, g, self.n_literals, s_pool(seed, self.s, self.pool_bits))
             self.type_i_feedback(g, x, o, mask)
             return Visit(o, v, d, True, True, "I")
         if o == 1:

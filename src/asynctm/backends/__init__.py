@@ -22,9 +22,59 @@ class BackendUnavailableError(RuntimeError):
     """The requested backend cannot run on this machine (no GPU, no PyCUDA, no C compiler, ...)."""
 
 
-def s_threshold(s: float) -> int:
-    """``floor(2^32 / s)``: the 1/s draws compare a 32-bit uniform with it (kernels/README.md)."""
-    return int(Fraction(2**32) / Fraction(s))
+# The 1/s pool (kernels/README.md, "The 1/s pool"): 2^S_POOL_BITS 64-bit words, 2^(S_POOL_BITS+6) lanes.
+S_POOL_BITS = 16
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_PURPOSE_POOL = 3
+_POOL_EPOCH = 2**64 - 1  # key(seed, epoch, 0) with an epoch that training never reaches
+
+
+def s_pool_ones(s: float, pool_bits: int = S_POOL_BITS) -> int:
+    """``round(2^(pool_bits+6) / s)`` with ``s`` at its exact binary value: the pool's number of 1 bits."""
+    s = Fraction(s)
+    if s < 1:
+        raise ValueError(f"s must be >= 1 (the paper's s in [1, inf)), got {float(s)}")
+    return int(Fraction(2 ** (pool_bits + 6)) / s + Fraction(1, 2))
+
+
+def _mix64(z: np.ndarray) -> np.ndarray:
+    z = z.copy()
+    with np.errstate(over="ignore"):
+        z ^= z >> np.uint64(30)
+        z *= np.uint64(0xBF58476D1CE4E5B9)
+        z ^= z >> np.uint64(27)
+        z *= np.uint64(0x94D049BB133111EB)
+        z ^= z >> np.uint64(31)
+    return z
+
+
+_pools: dict[tuple[int, int, int], np.ndarray] = {}
+
+
+def s_mask_pool(seed: int, s: float, pool_bits: int = S_POOL_BITS) -> np.ndarray:
+    """The 1/s pool of a model with ``seed``: uint64 ``(2^pool_bits,)``, lane ``i`` is bit ``i % 64`` of
+    word ``i // 64``. Exactly ``s_pool_ones(s)`` lanes are 1: those with the smallest 32-bit uniforms
+    ``u_i = draw(key(seed, 2^64-1, 0), ctr(0, 3, i)) >> 32``, ties broken by ``i``. Cached per process."""
+    k = s_pool_ones(s, pool_bits)
+    cache_key = (int(seed) % 2**64, k, pool_bits)
+    pool = _pools.get(cache_key)
+    if pool is None:
+        n = 1 << (pool_bits + 6)
+        with np.errstate(over="ignore"):
+            key = _mix64(_mix64(_mix64(np.array([cache_key[0]], np.uint64)) ^ np.uint64(_POOL_EPOCH))
+                         ^ np.uint64(0))
+            ctr = np.uint64(_PURPOSE_POOL << 30) | np.arange(n, dtype=np.uint64)
+            u = _mix64(key ^ (ctr * _GOLDEN)) >> np.uint64(32)
+        order = (u << np.uint64(pool_bits + 6)) | np.arange(n, dtype=np.uint64)  # distinct keys
+        bits = np.zeros(n, dtype=np.uint8)
+        if k:
+            bits[np.argpartition(order, k - 1)[:k]] = 1
+        pool = np.packbits(bits, bitorder="little").view("<u8").astype(np.uint64)
+        pool.setflags(write=False)
+        if len(_pools) >= 8:
+            _pools.pop(next(iter(_pools)))
+        _pools[cache_key] = pool
+    return pool
 
 
 @dataclass(frozen=True)
@@ -39,6 +89,7 @@ class KernelConfig:
     state_bits: int = 8
     boost_true_positive: bool = True
     regression: bool = False
+    s_pool_bits: int = S_POOL_BITS  # the 1/s pool has 2^s_pool_bits words (tests use small pools)
 
     @property
     def n_words(self) -> int:
@@ -55,7 +106,7 @@ class KernelConfig:
             "LITERALS": str(self.n_literals),
             "STATE_BITS": str(self.state_bits),
             "THRESHOLD": str(self.T),
-            "S_THRESHOLD": f"{s_threshold(self.s)}ULL",
+            "S_POOL_BITS": str(self.s_pool_bits),
             "BOOST_TRUE_POSITIVE": str(int(self.boost_true_positive)),
             "REGRESSION": str(int(self.regression)),
         }

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from ..encoding import unpack_literals
-from . import BackendUnavailableError, KernelConfig, check_training_arrays, kernel_source, source_hash
+from . import BackendUnavailableError, KernelConfig, check_training_arrays, kernel_source, s_mask_pool, source_hash
 
 DEFAULT_FLAGS = "-O3 -march=native -fopenmp -fPIC -shared -std=c++17 -x c++"
 
@@ -90,7 +90,8 @@ _SIGNATURES = {
     "tm_init_state": [_P],
     "tm_refresh_outputs": [_P, _P, _I, _P],
     "tm_compute_tallies": [_P, _I, _P],
-    "tm_train_batch": [_P, _P, _P, _P, _P, _I, _I, _I, _U64, _U64],
+    "tm_epoch_keys": [_U64, _U64, _I, _P],
+    "tm_train_batch": [_P, _P, _P, _P, _P, _I, _I, _I, _P, _P],
     "tm_class_sums": [_P, _P, _I, _P],
 }
 _libraries: dict[Path, ctypes.CDLL] = {}
@@ -131,7 +132,7 @@ class CpuBackend:
         self.lib = _load(build_library(cfg))
         self.device = f"CPU ({cpu_model()}), {self.n_threads} thread(s)"
         self.ta_state = np.zeros((cfg.n_clauses_total, cfg.state_bits, cfg.n_words), dtype=np.uint32)
-        self.X = self.y = self.class_sum = self.clause_output = None
+        self.X = self.y = self.class_sum = self.clause_output = self.keys = None
 
     def _threads(self):
         self.lib.tm_set_threads(self.n_threads)
@@ -157,6 +158,7 @@ class CpuBackend:
         n = self.X.shape[0]
         self.clause_output = np.zeros((self.cfg.n_clauses_total, (n + 31) // 32), dtype=np.uint32)
         self.class_sum = np.zeros((self.cfg.n_classes, n), dtype=np.int32)
+        self.keys, self._keys_for = np.zeros(max(n, 1), dtype=np.uint64), None
         self.refresh_tallies()
 
     def refresh_tallies(self) -> None:
@@ -167,9 +169,13 @@ class CpuBackend:
 
     def train_batch(self, start: int, end: int, epoch: int, seed: int) -> None:
         self._threads()
+        pool = s_mask_pool(seed, self.cfg.s, self.cfg.s_pool_bits)
+        if self._keys_for != (seed, epoch):
+            self.lib.tm_epoch_keys(int(seed) % 2**64, int(epoch) % 2**64, self.X.shape[0], _ptr(self.keys))
+            self._keys_for = (seed, epoch)
         self.lib.tm_train_batch(_ptr(self.ta_state), _ptr(self.X), _ptr(self.y), _ptr(self.class_sum),
                                 _ptr(self.clause_output), self.X.shape[0], int(start), int(end),
-                                int(seed) % 2**64, int(epoch))
+                                _ptr(self.keys), _ptr(pool))
 
     def train_epoch(self, epoch: int, seed: int, batch_size: int) -> None:
         n = self.X.shape[0]
@@ -199,4 +205,4 @@ class CpuBackend:
         return unpack_literals(bits, n)
 
     def close(self) -> None:
-        self.X = self.y = self.class_sum = self.clause_output = None
+        self.X = self.y = self.class_sum = self.clause_output = self.keys = None

@@ -12,7 +12,7 @@ import os
 import numpy as np
 
 from ..encoding import unpack_literals
-from . import BackendUnavailableError, KernelConfig, check_training_arrays, kernel_source
+from . import BackendUnavailableError, KernelConfig, check_training_arrays, kernel_source, s_mask_pool
 
 BLOCK = 128
 MAX_GRID = 65535
@@ -107,10 +107,13 @@ class CudaBackend:
         self.device = device_description()
         mod = _module(cfg)
         self.fn = {name: mod.get_function(name) for name in
-                   ("tm_init_state", "tm_refresh_outputs", "tm_compute_tallies", "tm_train_batch", "tm_class_sums")}
+                   ("tm_init_state", "tm_refresh_outputs", "tm_compute_tallies", "tm_epoch_keys", "tm_train_batch",
+                    "tm_class_sums")}
         self.state_shape = (cfg.n_clauses_total, cfg.state_bits, cfg.n_words)
         self.ta_state = self._alloc(int(np.prod(self.state_shape)) * 4)
-        self.X = self.y = self.class_sum = self.clause_output = None
+        self.X = self.y = self.class_sum = self.clause_output = self.keys = None
+        self._keys_for = None
+        self.s_pool, self._s_pool_seed = None, None
         self.n_examples = 0
 
     def _alloc(self, nbytes: int):
@@ -146,8 +149,9 @@ class CudaBackend:
     # -- training ------------------------------------------------------------------------------
     def set_training_data(self, X_words: np.ndarray, y_target: np.ndarray) -> None:
         X_words, y_target = check_training_arrays(self.cfg, X_words, y_target)
-        self._free("X", "y", "class_sum", "clause_output")
+        self._free("X", "y", "class_sum", "clause_output", "keys")
         n = self.n_examples = X_words.shape[0]
+        self.keys, self._keys_for = self._alloc(n * 8), None
         self.X = self.drv.to_device(X_words)
         self.y = self.drv.to_device(y_target)
         self.class_sum = self._alloc(self.cfg.n_classes * n * 4)
@@ -161,10 +165,22 @@ class CudaBackend:
                      self.class_sum)
         self.drv.Context.synchronize()
 
+    def _pool_for(self, seed: int):
+        """The 1/s pool of ``seed`` on the device, uploaded once per seed."""
+        if self._s_pool_seed != seed:
+            self._free("s_pool")
+            self.s_pool = self.drv.to_device(np.ascontiguousarray(s_mask_pool(seed, self.cfg.s, self.cfg.s_pool_bits)))
+            self._s_pool_seed = seed
+        return self.s_pool
+
     def train_batch(self, start: int, end: int, epoch: int, seed: int) -> None:
+        if self._keys_for != (seed, epoch):  # the examples' stream keys, once per epoch
+            self._launch("tm_epoch_keys", self.n_examples, np.uint64(int(seed) % 2**64), np.uint64(int(epoch) % 2**64),
+                         np.int32(self.n_examples), self.keys)
+            self._keys_for = (seed, epoch)
         self._launch("tm_train_batch", self.cfg.n_clauses_total, self.ta_state, self.X, self.y, self.class_sum,
-                     self.clause_output, np.int32(self.n_examples), np.int32(start), np.int32(end),
-                     np.uint64(int(seed) % 2**64), np.uint64(epoch))
+                     self.clause_output, np.int32(self.n_examples), np.int32(start), np.int32(end), self.keys,
+                     self._pool_for(seed))
 
     def train_epoch(self, epoch: int, seed: int, batch_size: int) -> None:
         for start in range(0, self.n_examples, batch_size):
@@ -211,4 +227,5 @@ class CudaBackend:
         return unpack_literals(bits, n)
 
     def close(self) -> None:
-        self._free("X", "y", "class_sum", "clause_output", "ta_state")
+        self._free("X", "y", "class_sum", "clause_output", "keys", "ta_state", "s_pool")
+        self._s_pool_seed = self._keys_for = None

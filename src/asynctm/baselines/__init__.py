@@ -11,6 +11,10 @@ hyperparameters map onto ours). The peers:
 ``pytm_cuda``  PyTsetlinMachineCUDA (the paper's own GPU code); only where a GPU is present
 =============  ========================================================================================
 
+Not built by :func:`make_peer` (it needs the paths of its own environment):
+:class:`~asynctm.baselines.pytm_parallel.PyTMParallelPeer`, pyTsetlinMachineParallel 0.2.1 (OpenMP) in a
+worker process run by a separate virtual environment's python (``benchmarks/setup_pytm_parallel.sh``).
+
 The mapping of hyperparameters and the places where the implementations differ are documented in
 :mod:`asynctm.baselines.pytm`.
 """
@@ -18,5 +22,6 @@ The mapping of hyperparameters and the places where the implementations differ a
 from __future__ import annotations
 
 from .pytm import PEERS, Peer, available_peers, make_peer
+from .pytm_parallel import PyTMParallelPeer
 
-__all__ = ["PEERS", "Peer", "available_peers", "make_peer"]
+__all__ = ["PEERS", "Peer", "PyTMParallelPeer", "available_peers", "make_peer"]

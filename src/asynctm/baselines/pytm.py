@@ -236,8 +236,12 @@ class Peer:
         raise NotImplementedError(f"{self.name}: class sums are not available")
 
     # -- shared helpers -------------------------------------------------------------------------------
+    def _check_X(self, X):
+        """The training input as this peer's library takes it (default: a dense 0/1 uint8 array)."""
+        return _dense01(X)
+
     def _convert(self, X, y):
-        X = _dense01(X)
+        X = self._check_X(X)
         y = np.asarray(y)
         if y.ndim != 1 or y.shape[0] != X.shape[0]:
             raise ValueError(f"y must be 1-D with one target per row of X ({X.shape[0]}), got shape {y.shape}")
@@ -325,7 +329,8 @@ class PyTMPeer(Peer):
 
     def __init__(self, *args, indexed: bool = True, **kwargs):
         super().__init__(*args, **kwargs)
-        from pyTsetlinMachine import tm as pytm  # raises ImportError if absent: callers skip
+        # Raises ImportError if absent: callers skip.
+        from pyTsetlinMachine import tm as pytm
 
         self.indexed = bool(indexed)
         bt = int(self.boost_true_positive)
@@ -487,8 +492,8 @@ def make_peer(name: str, task: str, n_clauses: int, T: int, s: float, *, state_b
     Raises ``ImportError`` when the library is missing and
     :class:`asynctm.backends.BackendUnavailableError` when it needs a GPU that is not there.
     """
-    common = dict(state_bits=state_bits, boost_true_positive=boost_true_positive, append_negated=append_negated,
-                  batch_size=batch_size, seed=seed)
+    common = {"state_bits": state_bits, "boost_true_positive": boost_true_positive,
+              "append_negated": append_negated, "batch_size": batch_size, "seed": seed}
     if name == "asynctm":
         return AsyncTMPeer(task, n_clauses, T, s, backend=backend, n_threads=n_threads, **common)
     if name == "pytm":
