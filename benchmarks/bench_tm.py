@@ -123,7 +123,7 @@ SETTINGS = {
         "quick_epochs": 1,
         "quick_max_train": 200,
         "quick_max_test": 200,
-        "max_train": 2000,  # pyTM indexed ~0.1 s per example and epoch: ~7 min for 1 + 2 epochs
+        "max_train": 1000,  # pyTM indexed ~0.1 s per example and epoch: ~4-5 min for 1 + 2 epochs
         "max_test": 1000,
         "evaluate": "final",
         "goal": {"peer": "pyTM indexed", "min_speedup": 25.0},
@@ -799,7 +799,7 @@ def parse_args(argv=None):
                         "times pooled, metrics averaged over seeds (default: --seed)")
     p.add_argument("--quick", action="store_true", help="few epochs and subsampled data (smoke test)")
     p.add_argument("--max-train", type=int, default=None,
-                   help="subsample the training set to N rows (recorded; 0: all rows; default per setting: imdb 2000)")
+                   help="subsample the training set to N rows (recorded; 0: all rows; default per setting: imdb 1000)")
     p.add_argument("--max-test", type=int, default=None,
                    help="subsample the test set to N rows (recorded; 0: all rows; default per setting: imdb 1000)")
     p.add_argument("--eval", choices=("every", "final"), default=None,

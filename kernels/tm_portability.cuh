@@ -28,10 +28,12 @@ typedef unsigned long long tm_u64;
 // The tally may be changed by other clause threads at any moment; a volatile read is what
 // Algorithm 1 asks for: the current, possibly stale, value.
 #define TM_LOAD_RELAXED(ptr) (*(volatile const int *)(ptr))
+#define TM_TALLY_VIEWS 0
 
 #else  // CPU build
 
 #include <stdlib.h>
+#include <string.h>
 #include <omp.h>
 
 #define TM_DEVICE static inline __attribute__((always_inline))
@@ -52,5 +54,11 @@ extern "C" int tm_get_threads(void) { return tm_cpu_threads; }
 #define TM_CHUNK_PAIRS 8
 #define TM_RESTRICT __restrict__
 #define TM_LOAD_RELAXED(ptr) __atomic_load_n((ptr), __ATOMIC_RELAXED)
+// Training batches (tm_train_batch): one parallel region in which each thread takes its static share of
+// the clauses and reaches the shared tallies through a private view (TM_TALLY_VIEWS).
+#define TM_TALLY_VIEWS 1
+#define TM_PARALLEL_REGION _Pragma("omp parallel num_threads(tm_cpu_threads)")
+#define TM_FOR_NOWAIT(i, n) \
+    _Pragma("omp for schedule(static) nowait") for (long long i = 0; i < (long long)(n); ++i)
 
 #endif
