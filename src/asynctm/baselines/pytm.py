@@ -55,8 +55,9 @@ Where the implementations differ by design (same hyperparameters, different algo
   literals to forget from a rounded normal approximation of Binomial(n, 1/s) (Box-Muller, 2 draws), then
   picks that many distinct literals with ``pcg32() % n`` (retrying repeats): about ``n/s`` pcg32 draws and
   integer divisions per Type I event, not one float per literal. PyTsetlinMachineCUDA draws one
-  ``curand_uniform`` float per literal. Ours draws an exact per-literal Bernoulli(``floor(2^32/s)/2^32``)
-  mask, bit-sliced, from a counter-based generator (``kernels/README.md``).
+  ``curand_uniform`` float per literal. Ours takes each 64 literals' mask from a per-seed pool of bits with exactly
+  ``round(2^22/s)`` ones, chosen and rotated by counter-based draws: P(m = 1) within ``2^-23`` of ``1/s``
+  (``kernels/README.md``, "The 1/s pool").
 - **Regression update probability.** pyTsetlinMachine 0.6.6 gives a clause feedback with probability
   ``((v - y) / T)^2``; ours and PyTsetlinMachineCUDA (the paper's GPU code) with ``|y - v| / 2T``. The
   feedback *types* agree (Type I when ``v < y``, Type II when ``v > y``). So on Bike Sharing the
