@@ -5,7 +5,7 @@ Compiles ``kernels/tm.cu`` (the apple configuration, exactly as the CPU build ge
 timing driver into an executable, with the CPU build's compiler flags, and times on one core, on real clause
 states (our model after ``--epochs`` apple epochs) and real training examples:
 
-- ``eval``: the training clause output (``tm_clause_output_hinted``) of every clause on every example in
+- ``eval``: the training clause output (``tm_clause_output`` with its hint) of every clause on every example in
   turn (the word that ruled the clause out last time first, then early exit at the first violated chunk),
   per evaluation;
 - ``type_ib``: Type I feedback on a clause that outputs 0 (the 1/s mask over all literals, then decrements);
@@ -77,7 +77,7 @@ int main(int argc, char **argv) {
         for (long g = 0; g < G; ++g) {
             const tm_u32 *include = state.data() + g * per_clause + (STATE_BITS - 1) * WORDS;
             int hint = 0;
-            for (long e = 0; e < n; ++e) ones += tm_clause_output_hinted(include, X.data() + e * WORDS, &hint);
+            for (long e = 0; e < n; ++e) ones += tm_clause_output(include, X.data() + e * WORDS, 1, &hint);
         }
         double t = now() - t0;
         sink += ones;

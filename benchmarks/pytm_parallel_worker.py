@@ -53,20 +53,14 @@ class Worker:
         self.task = None
         self.data: dict[str, tuple[np.ndarray, np.ndarray | None]] = {}
 
-    def init(self, task, n_clauses, T, s, state_bits=8, boost_true_positive=True, append_negated=True,
-             seed=None):
+    def init(self, task, arguments, seed=None):
+        """Build the machine from the peer's constructor arguments (asynctm.baselines.pytm.machine_arguments)."""
         from pyTsetlinMachineParallel import tm
 
-        bt = int(bool(boost_true_positive))
         if task == "classification":
-            self.model = tm.MultiClassTsetlinMachine(int(n_clauses), int(T), float(s), boost_true_positive_feedback=bt,
-                                                     number_of_state_bits=int(state_bits),
-                                                     append_negated=bool(append_negated))
+            self.model = tm.MultiClassTsetlinMachine(**arguments)
         elif task == "regression":
-            if not append_negated:
-                raise ValueError("RegressionTsetlinMachine always appends negated literals")
-            self.model = tm.RegressionTsetlinMachine(int(n_clauses), int(T), float(s), boost_true_positive_feedback=bt,
-                                                     number_of_state_bits=int(state_bits))
+            self.model = tm.RegressionTsetlinMachine(**arguments)
         else:
             raise ValueError(f"unknown task {task!r}")
         self.task = task

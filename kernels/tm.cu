@@ -44,42 +44,32 @@ TM_DEVICE int tm_clip(int v) { return v > THRESHOLD ? THRESHOLD : (v < -THRESHOL
 // C_j(X): 0 at the first chunk of words with an included literal that is 0 (chunks vectorise on a
 // CPU); otherwise 1, except for an empty clause, which outputs `empty_output`: 1 in training (the AND
 // over no literals), 0 at inference. Called with a constant, so training does no emptiness bookkeeping.
-TM_DEVICE int tm_clause_output(const tm_u32 *TM_RESTRICT include, const tm_u32 *TM_RESTRICT x, int empty_output)
+// `hint` (training; null at inference) is the word where the clause last found an included literal that
+// is 0: checked first, since the same literal tends to rule the clause out again, and updated.
+TM_DEVICE int tm_clause_output(const tm_u32 *TM_RESTRICT include, const tm_u32 *TM_RESTRICT x, int empty_output,
+                               int *hint)
 {
+    if (hint && (include[*hint] & ~x[*hint])) return 0;
     tm_u32 any = 0;
     for (int w0 = 0; w0 < WORDS; w0 += CHUNK_WORDS) {
         const int n = TM_MIN(CHUNK_WORDS, WORDS - w0);
         tm_u32 violated = 0;
         TM_SIMD_OR(violated)
         for (int i = 0; i < n; ++i) violated |= include[w0 + i] & ~x[w0 + i];
-        if (violated) return 0;
+        if (violated) {
+            if (hint) {
+                int w = w0;
+                while (!(include[w] & ~x[w])) ++w;
+                *hint = w;
+            }
+            return 0;
+        }
         if (!empty_output) {
             TM_SIMD_OR(any)
             for (int i = 0; i < n; ++i) any |= include[w0 + i];
         }
     }
     return empty_output || any != 0;
-}
-
-// The training output (empty clause: 1) of a clause visiting examples in turn. `hint` is the word where
-// the clause last found an included literal that is 0: checked first, since the same literal tends to
-// rule the clause out again; the result is that of tm_clause_output, only found sooner.
-TM_DEVICE int tm_clause_output_hinted(const tm_u32 *TM_RESTRICT include, const tm_u32 *TM_RESTRICT x, int *hint)
-{
-    if (include[*hint] & ~x[*hint]) return 0;
-    for (int w0 = 0; w0 < WORDS; w0 += CHUNK_WORDS) {
-        const int n = TM_MIN(CHUNK_WORDS, WORDS - w0);
-        tm_u32 violated = 0;
-        TM_SIMD_OR(violated)
-        for (int i = 0; i < n; ++i) violated |= include[w0 + i] & ~x[w0 + i];
-        if (violated) {
-            int w = w0;
-            while (!(include[w] & ~x[w])) ++w;
-            *hint = w;
-            return 0;
-        }
-    }
-    return 1;
 }
 
 // +1 of the automata flagged in active[i], for words w0 .. w0+n-1: a bit-sliced ripple carry over
@@ -174,7 +164,7 @@ TM_DEVICE void tm_type_i(tm_u32 *TM_RESTRICT state, const tm_u32 *TM_RESTRICT x,
 {
     for (int w0 = 0; w0 < WORDS; w0 += CHUNK_WORDS) {
         const int n = TM_MIN(CHUNK_WORDS, WORDS - w0);
-        tm_u32 xw[CHUNK_WORDS], nz[CHUNK_WORDS], wanted[CHUNK_WORDS], m[CHUNK_WORDS], down[CHUNK_WORDS];
+        tm_u32 xw[CHUNK_WORDS], nz[CHUNK_WORDS], wanted[CHUNK_WORDS], m[CHUNK_WORDS], step[CHUNK_WORDS];
         tm_nonzero(state, w0, n, nz);
         // The lanes whose 1/s draw can change something: decrements only where the automaton is above
         // 0; without boost, o = 1 also needs the draw of the literals that are 1 (increment unless m).
@@ -192,12 +182,12 @@ TM_DEVICE void tm_type_i(tm_u32 *TM_RESTRICT state, const tm_u32 *TM_RESTRICT x,
         }
         if (o) {
             if (any_x) {
-                for (int i = 0; i < n; ++i) down[i] = BOOST_TRUE_POSITIVE ? xw[i] : xw[i] & ~m[i];  // up
-                tm_inc(state, w0, n, down, 1);
+                for (int i = 0; i < n; ++i) step[i] = BOOST_TRUE_POSITIVE ? xw[i] : xw[i] & ~m[i];  // up
+                tm_inc(state, w0, n, step, 1);
             }
             if (any_wanted) {
-                for (int i = 0; i < n; ++i) down[i] = ~xw[i] & m[i];
-                tm_dec(state, w0, n, down);
+                for (int i = 0; i < n; ++i) step[i] = ~xw[i] & m[i];  // down
+                tm_dec(state, w0, n, step);
             }
         } else if (any_wanted) {
             tm_dec(state, w0, n, m);
@@ -244,7 +234,7 @@ TM_KERNEL void tm_refresh_outputs(const tm_u32 *ta_state, const tm_u32 *X, int n
             tm_u32 bits = 0;
             for (int b = 0; b < 32; ++b) {
                 const long long e = (long long)ow * 32 + b;
-                if (e < n_examples && tm_clause_output(include, X + e * WORDS, 1)) bits |= 1u << b;
+                if (e < n_examples && tm_clause_output(include, X + e * WORDS, 1, 0)) bits |= 1u << b;
             }
             clause_output[g * out_words + ow] = bits;
         }
@@ -309,7 +299,7 @@ TM_DEVICE void tm_train_clause(long long g, tm_u32 *ta_state, const tm_u32 *X, c
         const tm_u32 *x = X + (long long)e * WORDS;
 
         // Refresh (Algorithm 1, lines 12-17, done first as in the paper's kernel).
-        const int o = tm_clause_output_hinted(include, x, &hint);
+        const int o = tm_clause_output(include, x, 1, &hint);
         const tm_u32 bit = 1u << (e & 31);
         const int previous = (stored[e >> 5] & bit) != 0;
         if (o != previous) {
@@ -402,7 +392,7 @@ TM_KERNEL void tm_class_sums(const tm_u32 *ta_state, const tm_u32 *X, int n_exam
         int sum = 0;
         for (int j = 0; j < CLAUSES; ++j) {
             const tm_u32 *include = INCLUDE_PLANE(CLAUSE_STATE(ta_state, c * CLAUSES + j));
-            sum += tm_polarity(j) * tm_clause_output(include, x, 0);
+            sum += tm_polarity(j) * tm_clause_output(include, x, 0, 0);
         }
         class_sum[i] = tm_clip(sum);
     }

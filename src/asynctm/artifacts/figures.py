@@ -244,30 +244,32 @@ def _over_epochs(records, config, host_gpu, name, experiment, column, ylabel, ti
 TIME_WHAT = "Execution time: training time per epoch (timing.train_s_mean of each run; mean over seeds)."
 
 
+def _time_vs_clauses(records, config, host_gpu, name, experiment, dataset, paper_caption, note="") -> Figure:
+    """Training time per epoch against the number of clauses (the paper's execution-time figures)."""
+    return _versus_clauses(records, config, host_gpu, name, experiment, "train_s_mean", "training time per epoch (s)",
+                           f"Execution time vs. number of clauses, {dataset}.", paper_caption, note + TIME_WHAT)
+
+
 def fig_bbc_time_vs_clauses(records, config, host_gpu) -> Figure:
-    return _versus_clauses(records, config, host_gpu, "fig_bbc_time_vs_clauses", "bbc_sport", "train_s_mean",
-                           "training time per epoch (s)", "Execution time vs. number of clauses, BBC Sport.",
-                           "Execution time vs. #clauses on BBC Sports.", TIME_WHAT)
+    return _time_vs_clauses(records, config, host_gpu, "fig_bbc_time_vs_clauses", "bbc_sport", "BBC Sport",
+                            "Execution time vs. #clauses on BBC Sports.")
 
 
 def fig_semeval_time_vs_clauses(records, config, host_gpu) -> Figure:
-    return _versus_clauses(records, config, host_gpu, "fig_semeval_time_vs_clauses", "semeval", "train_s_mean",
-                           "training time per epoch (s)", "Execution time vs. number of clauses, SemEval.",
-                           "Execution time vs. #clauses on SEMEVAL.", TIME_WHAT)
+    return _time_vs_clauses(records, config, host_gpu, "fig_semeval_time_vs_clauses", "semeval", "SemEval",
+                            "Execution time vs. #clauses on SEMEVAL.")
 
 
 def fig_bike_time_vs_clauses(records, config, host_gpu) -> Figure:
-    return _versus_clauses(records, config, host_gpu, "fig_bike_time_vs_clauses", "bike_sharing", "train_s_mean",
-                           "training time per epoch (s)", "Execution time vs. number of clauses, Bike Sharing.",
-                           "Execution time vs. #clauses on Bike Sharing.", TIME_WHAT)
+    return _time_vs_clauses(records, config, host_gpu, "fig_bike_time_vs_clauses", "bike_sharing", "Bike Sharing",
+                            "Execution time vs. #clauses on Bike Sharing.")
 
 
 def fig_imdb_time_vs_clauses(records, config, host_gpu) -> Figure:
-    return _versus_clauses(records, config, host_gpu, "fig_imdb_time_vs_clauses", "imdb", "train_s_mean",
-                           "training time per epoch (s)", "Execution time vs. number of clauses, IMDb.",
-                           "Execution time vs. #clauses on IMDb.",
-                           "The paper's IMDb figure is commented out of its source; its Sec. 4.5 cites it as Fig. 7 "
-                           "(up to 15,000 clauses). " + TIME_WHAT)
+    return _time_vs_clauses(records, config, host_gpu, "fig_imdb_time_vs_clauses", "imdb", "IMDb",
+                            "Execution time vs. #clauses on IMDb.",
+                            "The paper's IMDb figure is commented out of its source; its Sec. 4.5 cites it as Fig. 7 "
+                            "(up to 15,000 clauses). ")
 
 
 def fig_bike_mae_vs_clauses(records, config, host_gpu) -> Figure:

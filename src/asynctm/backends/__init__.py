@@ -11,6 +11,7 @@ import os
 import re
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -48,32 +49,26 @@ def _mix64(z: np.ndarray) -> np.ndarray:
     return z
 
 
-_pools: dict[tuple[int, int, int], np.ndarray] = {}
-
-
 def s_mask_pool(seed: int, s: float, pool_bits: int = S_POOL_BITS) -> np.ndarray:
     """The 1/s pool of a model with ``seed``: uint64 ``(2^pool_bits,)``, lane ``i`` is bit ``i % 64`` of
     word ``i // 64``. Exactly ``s_pool_ones(s)`` lanes are 1: those with the smallest 32-bit uniforms
     ``u_i = draw(key(seed, 2^64-1, 0), ctr(0, 3, i)) >> 32``, ties broken by ``i``. Cached per process."""
-    k = s_pool_ones(s, pool_bits)
-    cache_key = (int(seed) % 2**64, k, pool_bits)
-    pool = _pools.get(cache_key)
-    if pool is None:
-        n = 1 << (pool_bits + 6)
-        with np.errstate(over="ignore"):
-            key = _mix64(_mix64(_mix64(np.array([cache_key[0]], np.uint64)) ^ np.uint64(_POOL_EPOCH))
-                         ^ np.uint64(0))
-            ctr = np.uint64(_PURPOSE_POOL << 30) | np.arange(n, dtype=np.uint64)
-            u = _mix64(key ^ (ctr * _GOLDEN)) >> np.uint64(32)
-        order = (u << np.uint64(pool_bits + 6)) | np.arange(n, dtype=np.uint64)  # distinct keys
-        bits = np.zeros(n, dtype=np.uint8)
-        if k:
-            bits[np.argpartition(order, k - 1)[:k]] = 1
-        pool = np.packbits(bits, bitorder="little").view("<u8").astype(np.uint64)
-        pool.setflags(write=False)
-        if len(_pools) >= 8:
-            _pools.pop(next(iter(_pools)))
-        _pools[cache_key] = pool
+    return _s_mask_pool(int(seed) % 2**64, s_pool_ones(s, pool_bits), pool_bits)
+
+
+@lru_cache(maxsize=8)
+def _s_mask_pool(seed: int, ones: int, pool_bits: int) -> np.ndarray:
+    n = 1 << (pool_bits + 6)
+    with np.errstate(over="ignore"):
+        key = _mix64(_mix64(_mix64(np.array([seed], np.uint64)) ^ np.uint64(_POOL_EPOCH)) ^ np.uint64(0))
+        ctr = np.uint64(_PURPOSE_POOL << 30) | np.arange(n, dtype=np.uint64)
+        u = _mix64(key ^ (ctr * _GOLDEN)) >> np.uint64(32)
+    order = (u << np.uint64(pool_bits + 6)) | np.arange(n, dtype=np.uint64)  # distinct keys
+    bits = np.zeros(n, dtype=np.uint8)
+    if ones:
+        bits[np.argpartition(order, ones - 1)[:ones]] = 1
+    pool = np.packbits(bits, bitorder="little").view("<u8").astype(np.uint64)
+    pool.setflags(write=False)
     return pool
 
 

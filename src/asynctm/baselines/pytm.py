@@ -322,6 +322,23 @@ def _libc():
     return ctypes.CDLL(path) if path else ctypes.CDLL(None)
 
 
+def machine_arguments(peer: Peer) -> dict:
+    """Keyword arguments of pyTsetlinMachine's machines for ``peer``'s settings (pyTsetlinMachineParallel's
+    MultiClassTsetlinMachine and RegressionTsetlinMachine take the same): ``number_of_clauses``, ``T``,
+    ``s``, ``boost_true_positive_feedback``, ``number_of_state_bits``, and for classification
+    ``append_negated``. The regression machines always append negated literals, so ``append_negated=False``
+    is refused there."""
+    args = {"number_of_clauses": peer.n_clauses, "T": peer.T, "s": peer.s,
+            "boost_true_positive_feedback": int(peer.boost_true_positive),
+            "number_of_state_bits": peer.state_bits}
+    if peer.task == "classification":
+        args["append_negated"] = peer.append_negated
+    elif not peer.append_negated:
+        raise ValueError(f"{peer.library}'s RegressionTsetlinMachine always appends negated literals; "
+                         "append_negated=False cannot be matched")
+    return args
+
+
 class PyTMPeer(Peer):
     """pyTsetlinMachine 0.6.6 on one CPU thread, ``indexed=True`` (default) or ``False``."""
 
@@ -333,20 +350,12 @@ class PyTMPeer(Peer):
         # Raises ImportError if absent: callers skip.
         from pyTsetlinMachine import tm as pytm
 
-        self.indexed = bool(indexed)
-        bt = int(self.boost_true_positive)
+        # the regression machine has no index
+        self.indexed = bool(indexed) and self.task == "classification"
         if self.task == "classification":
-            self.model = pytm.MultiClassTsetlinMachine(
-                self.n_clauses, self.T, self.s, boost_true_positive_feedback=bt,
-                number_of_state_bits=self.state_bits, indexed=self.indexed, append_negated=self.append_negated)
+            self.model = pytm.MultiClassTsetlinMachine(**self.library_arguments())
         else:
-            if not self.append_negated:
-                raise ValueError("pyTsetlinMachine's RegressionTsetlinMachine always appends negated literals; "
-                                 "append_negated=False cannot be matched")
-            self.indexed = False  # the regression machine has no index
-            self.model = pytm.RegressionTsetlinMachine(
-                self.n_clauses, self.T, self.s, boost_true_positive_feedback=bt,
-                number_of_state_bits=self.state_bits)
+            self.model = pytm.RegressionTsetlinMachine(**self.library_arguments())
         if self.seed is not None and self.task == "classification":
             # The per-epoch shuffle uses libc rand(); seed it so the example order is reproducible.
             _libc().srand(ctypes.c_uint(int(self.seed) % 2**32))
@@ -361,11 +370,9 @@ class PyTMPeer(Peer):
         return _dist_version(_PYTM_DIST)
 
     def library_arguments(self) -> dict:
-        args = {"number_of_clauses": self.n_clauses, "T": self.T, "s": self.s,
-                "boost_true_positive_feedback": int(self.boost_true_positive),
-                "number_of_state_bits": self.state_bits}
+        args = machine_arguments(self)
         if self.task == "classification":
-            args.update(indexed=self.indexed, append_negated=self.append_negated)
+            args["indexed"] = self.indexed
         return args
 
     def metadata(self) -> dict:

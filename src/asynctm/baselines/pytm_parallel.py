@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from .pytm import Peer
+from .pytm import Peer, machine_arguments
 
 DIST = "pyTsetlinMachineParallel"
 VERSION = "0.2.1"
@@ -99,9 +99,7 @@ class PyTMParallelPeer(Peer):
         self._loaded: dict[str, tuple] = {}  # name -> the objects last sent under it (compared by identity)
         self._n_sent = 0
         try:
-            self.worker_info = self._call(
-                "init", task=self.task, n_clauses=self.n_clauses, T=self.T, s=self.s, state_bits=self.state_bits,
-                boost_true_positive=self.boost_true_positive, append_negated=self.append_negated, seed=self.seed)
+            self.worker_info = self._call("init", task=self.task, arguments=self.library_arguments(), seed=self.seed)
         except Exception:
             self.close()
             raise
@@ -176,12 +174,7 @@ class PyTMParallelPeer(Peer):
         return getattr(self, "worker_info", {}).get("version")
 
     def library_arguments(self) -> dict:
-        args = {"number_of_clauses": self.n_clauses, "T": self.T, "s": self.s,
-                "boost_true_positive_feedback": int(self.boost_true_positive),
-                "number_of_state_bits": self.state_bits}
-        if self.task == "classification":
-            args["append_negated"] = self.append_negated
-        return args
+        return machine_arguments(self)
 
     def metadata(self) -> dict:
         meta = super().metadata()
