@@ -134,33 +134,33 @@ TM_DEVICE tm_u32 tm_nonzero(const tm_u32 *TM_RESTRICT state, int w0, int n, tm_u
 #error "a chunk of words must lie in one mask block, and the pool needs 3..19 index bits"
 #endif
 
-TM_DEVICE tm_u64 tm_rotl64(tm_u64 v, int r) { return (v << r) | (v >> ((64 - r) & 63)); }
-
-TM_DEVICE void tm_s_masks(const tm_u64 *TM_RESTRICT pool, tm_u64 key, long long g, int w0, int n,
+// Word i of the chunk is the low (even i) or high (odd i) half of its pair's rotated pool word. The
+// rotation is done on the 32-bit halves (the pool is read as little-endian 32-bit words, `pool32`): rotating
+// a 64-bit pair left by r gives half h the bits (a << q) | (b >> (32 - q)), q = r % 32, where a is half h
+// and b the other half (swapped when r >= 32). So every word is computed in its own 32-bit lane, with no
+// round trip through 64-bit values.
+TM_DEVICE void tm_s_masks(const tm_u32 *TM_RESTRICT pool32, tm_u64 key, long long g, int w0, int n,
                           const tm_u32 *TM_RESTRICT wanted, tm_u32 *TM_RESTRICT mask)
 {
-    const int n_pairs = (n + 1) / 2;
     const int p0 = w0 / 2;  // the chunk's first pair; the whole chunk lies in block p0 / 8
+    const int slot0 = p0 % TM_MASK_BLOCK_PAIRS;
     const tm_u64 d = tm_draw(key, tm_ctr((tm_u64)g, TM_PURPOSE_MASK, (tm_u64)(p0 / TM_MASK_BLOCK_PAIRS)));
-    const tm_u64 *block = pool + (d >> (64 - (S_POOL_BITS - 3))) * TM_MASK_BLOCK_PAIRS;
-    tm_u64 pairs[TM_CHUNK_PAIRS];
+    // The chunk's pairs in the pool, as 32-bit halves (a pool block always has both halves of a pair).
+    const tm_u32 *half = pool32 + 2 * ((d >> (64 - (S_POOL_BITS - 3))) * TM_MASK_BLOCK_PAIRS + slot0);
     TM_SIMD
-    for (int j = 0; j < n_pairs; ++j) {
-        const int slot = (p0 + j) % TM_MASK_BLOCK_PAIRS;
-        pairs[j] = tm_rotl64(block[slot], (int)((d >> (6 * slot)) & 63));
+    for (int i = 0; i < n; ++i) {
+        const int r = (int)(d >> (6 * (slot0 + (i >> 1)))) & 63;
+        const int q = r & 31;
+        const tm_u32 a = (r & 32) ? half[i ^ 1] : half[i], b = (r & 32) ? half[i] : half[i ^ 1];
+        mask[i] = ((a << q) | ((b >> 1) >> (31 - q))) & wanted[i];
     }
-    // Word i is the low (even i) or high (odd i) half of pair i / 2 (little-endian on both builds).
-    tm_u32 words[2 * TM_CHUNK_PAIRS];
-    memcpy(words, pairs, sizeof(tm_u64) * n_pairs);
-    TM_SIMD
-    for (int i = 0; i < n; ++i) mask[i] = words[i] & wanted[i];
 }
 
 // Type I feedback (Table 1): o = 1 memorises the literals that are 1 (with probability (s-1)/s, or
 // always when boosting true positives) and forgets those that are 0 with probability 1/s; o = 0
 // forgets every literal with probability 1/s.
 TM_DEVICE void tm_type_i(tm_u32 *TM_RESTRICT state, const tm_u32 *TM_RESTRICT x, int o, tm_u64 key, long long g,
-                          const tm_u64 *TM_RESTRICT pool)
+                          const tm_u32 *TM_RESTRICT pool32)
 {
     for (int w0 = 0; w0 < WORDS; w0 += CHUNK_WORDS) {
         const int n = TM_MIN(CHUNK_WORDS, WORDS - w0);
@@ -176,13 +176,15 @@ TM_DEVICE void tm_type_i(tm_u32 *TM_RESTRICT state, const tm_u32 *TM_RESTRICT x,
             any_x |= xw[i];
         }
         if (any_wanted) {
-            tm_s_masks(pool, key, g, w0, n, wanted, m);
-        } else {
+            tm_s_masks(pool32, key, g, w0, n, wanted, m);
+        } else if (!BOOST_TRUE_POSITIVE) {
             for (int i = 0; i < n; ++i) m[i] = 0;  // every draw here would be a no-op: skipped
         }
         if (o) {
-            if (any_x) {
-                for (int i = 0; i < n; ++i) step[i] = BOOST_TRUE_POSITIVE ? xw[i] : xw[i] & ~m[i];  // up
+            if (any_x && BOOST_TRUE_POSITIVE) {
+                tm_inc(state, w0, n, xw, 1);  // up, always
+            } else if (any_x) {
+                for (int i = 0; i < n; ++i) step[i] = xw[i] & ~m[i];  // up unless m
                 tm_inc(state, w0, n, step, 1);
             }
             if (any_wanted) {
@@ -285,7 +287,7 @@ TM_KERNEL void tm_epoch_keys(tm_u64 seed, tm_u64 epoch, int n_examples, tm_u64 *
 // example's tally by the change of its own output, then decides on feedback from the possibly stale tally.
 TM_DEVICE void tm_train_clause(long long g, tm_u32 *ta_state, const tm_u32 *X, const int *y, int *class_sum,
                                tm_u32 *clause_output, int n_examples, int start, int end,
-                               const tm_u64 *keys, const tm_u64 *s_pool, int *view, int *delta)
+                               const tm_u64 *keys, const tm_u32 *s_pool, int *view, int *delta)
 {
     (void)class_sum; (void)view; (void)delta;
     const int out_words = (n_examples + 31) / 32;
@@ -353,7 +355,7 @@ TM_DEVICE void tm_tally_sync(int *class_sum, int n_examples, int start, int batc
 // with one thread every change is seen at once, exactly as before.
 TM_KERNEL void tm_train_batch(tm_u32 *ta_state, const tm_u32 *X, const int *y, int *class_sum,
                               tm_u32 *clause_output, int n_examples, int start, int end, const tm_u64 *keys,
-                              const tm_u64 *s_pool)
+                              const tm_u32 *s_pool)
 {
 #if TM_TALLY_VIEWS
     const int batch = end - start;

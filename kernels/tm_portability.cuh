@@ -32,6 +32,10 @@ typedef unsigned long long tm_u64;
 
 #else  // CPU build
 
+// The 1/s pool's 64-bit words are read as 32-bit halves, low half first (tm_s_masks), as on every GPU.
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the CPU build of tm.cu needs a little-endian CPU"
+#endif
 #include <stdlib.h>
 #include <string.h>
 #include <omp.h>
