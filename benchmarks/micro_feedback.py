@@ -57,13 +57,21 @@ static std::vector<tm_u32> load(const char *path, size_t n) {
     return v;
 }
 
+// The feedback functions are compiled once, with o at run time, as in tm_train_clause: inlined into the
+// timing loop with a constant o, gcc 12 left the 1/s mask loop of the o = 0 copy scalar (3x slower than the
+// kernel's).
+static __attribute__((noinline)) void type_i(tm_u32 *st, const tm_u32 *x, int o, tm_u64 key, long long g,
+                                             const tm_u32 *pool) {
+    tm_type_i(st, x, o, key, g, pool);
+}
+
 int main(int argc, char **argv) {
     const long G = CLAUSES_TOTAL, n = std::atol(argv[3]), block = std::atol(argv[4]);
     const int reps = std::atoi(argv[5]);
     const size_t per_clause = (size_t)STATE_BITS * WORDS;
     std::vector<tm_u32> state0 = load(argv[1], G * per_clause), X = load(argv[2], n * WORDS);
     std::vector<tm_u32> pool32 = load(argv[6], (size_t)2 << S_POOL_BITS);
-    const tm_u64 *pool = (const tm_u64 *)pool32.data();  // little-endian u64 words
+    const tm_u32 *pool = pool32.data();  // the pool's u64 words as little-endian halves, as the kernels read it
     std::vector<tm_u32> state(state0);
     volatile tm_u64 sink = 0;
     const tm_u64 seed = 42, epoch = 7;
@@ -113,8 +121,7 @@ int main(int argc, char **argv) {
                 for (long e = 0; e < block; ++e) {
                     const tm_u32 *x = X.data() + e * WORDS;
                     tm_u64 key = tm_key(seed, epoch, (tm_u64)e);
-                    if (kind == 0) tm_type_i(st, x, 0, key, g, pool);
-                    else if (kind == 1) tm_type_i(st, x, 1, key, g, pool);
+                    if (kind < 2) type_i(st, x, kind, key, g, pool);  // kind 0: Type Ib (o = 0), 1: Ia
                     else tm_type_ii(st, x);
                 }
             }
@@ -129,10 +136,20 @@ int main(int argc, char **argv) {
 """
 
 
+def driver_build(cfg, out: Path) -> tuple[str, list[str]]:
+    """The timing program's source for ``cfg`` (the kernels as the CPU build gets them, then the driver) and
+    the command that compiles it to ``out``: the CPU build's compiler and flags, as an executable."""
+    from asynctm.backends import kernel_source
+    from asynctm.backends.cpu import compiler_command
+
+    cmd = compiler_command()
+    flags = [f for f in cmd[1:] if f not in ("-shared", "-fPIC")]
+    return kernel_source(cfg) + DRIVER, [cmd[0], *flags, str(out.with_suffix(".cu")), "-o", str(out)]
+
+
 def main(argv=None) -> int:
     from asynctm import TMClassifier
-    from asynctm.backends import KernelConfig, kernel_source, s_mask_pool
-    from asynctm.backends.cpu import compiler_command
+    from asynctm.backends import KernelConfig, s_mask_pool
     from asynctm.encoding import pack_literals
 
     p = argparse.ArgumentParser(description="per-operation costs of the kernels, apple configuration")
@@ -149,20 +166,18 @@ def main(argv=None) -> int:
     X, y = data["X_train"], data["y_train"]
     model = TMClassifier(**hp, backend="cpu", n_threads=1, seed=args.seed)
     model.fit(X, y, epochs=args.epochs)
-    planes = model._backend.get_ta_state()  # noqa: SLF001 - (G, STATE_BITS, WORDS) uint32
+    planes = model._backend.get_ta_state()  # (G, STATE_BITS, WORDS) uint32
     packed, n_literals = pack_literals(X, True)
     cfg = KernelConfig(n_classes=2, n_clauses=hp["n_clauses"], n_literals=n_literals, T=hp["T"], s=hp["s"])
 
-    cmd = compiler_command()
-    flags = [f for f in cmd[1:] if f not in ("-shared", "-fPIC")]
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        (tmp / "micro.cu").write_text(kernel_source(cfg) + DRIVER)
+        source, build = driver_build(cfg, tmp / "micro")
+        (tmp / "micro.cu").write_text(source)
         np.ascontiguousarray(planes, dtype="<u4").tofile(tmp / "state.bin")
         np.ascontiguousarray(packed, dtype="<u4").tofile(tmp / "x.bin")
         np.ascontiguousarray(s_mask_pool(args.seed, cfg.s, cfg.s_pool_bits), dtype="<u8").tofile(tmp / "pool.bin")
-        build = [cmd[0], *flags, str(tmp / "micro.cu"), "-o", str(tmp / "micro")]
-        proc = subprocess.run(build, capture_output=True, text=True)
+        proc = subprocess.run(build, check=False, capture_output=True, text=True)
         if proc.returncode:
             raise SystemExit(f"compile failed: {shlex.join(build)}\n{proc.stderr[-3000:]}")
         run = [str(tmp / "micro"), str(tmp / "state.bin"), str(tmp / "x.bin"), str(len(X)), str(args.block),
@@ -177,9 +192,9 @@ def main(argv=None) -> int:
         "load_average_after": list(__import__("os").getloadavg()),
         "seed": args.seed,
         "state_after_epochs": args.epochs,
-        "dataset": {"source": source, "n_train": int(len(X)), "n_literals": int(n_literals)},
+        "dataset": {"source": source, "n_train": len(X), "n_literals": int(n_literals)},
         "hyperparameters": hp,
-        "compile": shlex.join([cmd[0], *flags]),
+        "compile": shlex.join(build[:-3]),
         "code": bench.code_digests(),
         "costs_ns": costs,
     }

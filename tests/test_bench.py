@@ -283,3 +283,22 @@ def test_parallel_peer_when_its_environment_exists(bench):
         peer.close()
     assert peer._proc.poll() is not None and not Path(peer._tmp).exists()
     assert sys.modules.get("pyTsetlinMachineParallel") is None  # never imported here
+
+
+def test_micro_feedback_driver_compiles_against_the_kernels(tmp_path):
+    # The per-operation timer calls the kernels' device functions directly; a change of their interface must
+    # fail here, not in the next person's benchmark run. Compiled (not run) for a small configuration.
+    import subprocess
+
+    from asynctm.backends import KernelConfig
+
+    spec = importlib.util.spec_from_file_location("micro_feedback_under_test",
+                                                  REPO / "benchmarks" / "micro_feedback.py")
+    micro = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(micro)
+    cfg = KernelConfig(n_classes=2, n_clauses=4, n_literals=70, T=5, s=3.0)
+    source, build = micro.driver_build(cfg, tmp_path / "micro")
+    (tmp_path / "micro.cu").write_text(source)
+    proc = subprocess.run(build, check=False, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (tmp_path / "micro").is_file()
