@@ -175,11 +175,9 @@ TM_DEVICE void tm_type_i(tm_u32 *TM_RESTRICT state, const tm_u32 *TM_RESTRICT x,
             any_wanted |= wanted[i];
             any_x |= xw[i];
         }
-        if (any_wanted) {
-            tm_s_masks(pool32, key, g, w0, n, wanted, m);
-        } else if (!BOOST_TRUE_POSITIVE) {
-            for (int i = 0; i < n; ++i) m[i] = 0;  // every draw here would be a no-op: skipped
-        }
+        // m is read only where any_wanted (without boost, wanted covers the literals that are 1, so no
+        // draw wanted also means no increment): a chunk where every draw would be a no-op draws nothing.
+        if (any_wanted) tm_s_masks(pool32, key, g, w0, n, wanted, m);
         if (o) {
             if (any_x && BOOST_TRUE_POSITIVE) {
                 tm_inc(state, w0, n, xw, 1);  // up, always

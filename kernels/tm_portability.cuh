@@ -18,7 +18,6 @@ typedef unsigned long long tm_u64;
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < (long long)(n); \
          i += (long long)blockDim.x * gridDim.x)
 #define TM_ATOMIC_ADD(ptr, v) atomicAdd((ptr), (v))
-#define TM_UNROLL _Pragma("unroll")
 // Loops over a chunk of literal words: one 64-literal pair at a time on a GPU thread (registers are
 // scarce), vectorised chunks on a CPU core.
 #define TM_SIMD
@@ -37,7 +36,6 @@ typedef unsigned long long tm_u64;
 #error "the CPU build of tm.cu needs a little-endian CPU"
 #endif
 #include <stdlib.h>
-#include <string.h>
 #include <omp.h>
 
 #define TM_DEVICE static inline __attribute__((always_inline))
@@ -51,7 +49,6 @@ extern "C" int tm_get_threads(void) { return tm_cpu_threads; }
 #define TM_PARALLEL_FOR(i, n) \
     _Pragma("omp parallel for schedule(static) num_threads(tm_cpu_threads)") for (long long i = 0; i < (long long)(n); ++i)
 #define TM_ATOMIC_ADD(ptr, v) __atomic_fetch_add((ptr), (v), __ATOMIC_RELAXED)
-#define TM_UNROLL _Pragma("GCC unroll 16")
 #define TM_SIMD _Pragma("omp simd")
 #define TM_SIMD_OR(var) _Pragma(TM_STR(omp simd reduction(| : var)))
 #define TM_STR(x) #x

@@ -15,12 +15,17 @@ import scipy.sparse as sp
 REPO = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(scope="module")
-def bench():
-    spec = importlib.util.spec_from_file_location("bench_tm_under_test", REPO / "benchmarks" / "bench_tm.py")
+def _load_script(name: str):
+    """A script of benchmarks/ (not a package) as a module."""
+    spec = importlib.util.spec_from_file_location(f"{name}_under_test", REPO / "benchmarks" / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+@pytest.fixture(scope="module")
+def bench():
+    return _load_script("bench_tm")
 
 
 def _pytm_importable() -> bool:
@@ -292,10 +297,7 @@ def test_micro_feedback_driver_compiles_against_the_kernels(tmp_path):
 
     from asynctm.backends import KernelConfig
 
-    spec = importlib.util.spec_from_file_location("micro_feedback_under_test",
-                                                  REPO / "benchmarks" / "micro_feedback.py")
-    micro = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(micro)
+    micro = _load_script("micro_feedback")
     cfg = KernelConfig(n_classes=2, n_clauses=4, n_literals=70, T=5, s=3.0)
     source, build = micro.driver_build(cfg, tmp_path / "micro")
     (tmp_path / "micro.cu").write_text(source)
