@@ -9,7 +9,7 @@ GPU is present, our CUDA backend and PyTsetlinMachineCUDA. Identical hyperparame
 ``benchmarks/results/<name>.json`` and ``benchmarks/results/<name>.md`` (the Markdown table).
 
     python benchmarks/bench_tm.py                          # apple and bike, default epochs
-    python benchmarks/bench_tm.py --settings all --seeds 0,1,2   # issue 7's table: all four settings
+    python benchmarks/bench_tm.py --settings all --seeds 0,1,2   # all four settings (the speed goals' table)
     python benchmarks/bench_tm.py --settings apple --epochs 20
     python benchmarks/bench_tm.py --quick                  # a smoke run: few epochs, subsampled data
 
@@ -63,7 +63,7 @@ PARALLEL_VENV = HERE / ".venv-pytmparallel"  # git-ignored: built by setup_pytm_
 PARALLEL_SETUP = HERE / "setup_pytm_parallel.sh"
 PARALLEL_WORKER = HERE / "pytm_parallel_worker.py"
 
-# The paper's settings (Section 4) and the speed goals of issue 7 (median epoch of ours on all cores against
+# The paper's settings (Section 4) and the CPU speed goals (median epoch of ours on all cores against
 # the goal's peer on one thread, at equal accuracy: within 1 point, or the MAE within 2 %, or better).
 # WSD "300, 50, 5.0" clauses per class / T / s on 3,000 stems; Bike Sharing "T = 1280, s = 1.5, n = 1280" on
 # the 1,389-bit thermometer encoding; SemEval 40 / 15 / 3.9 and IMDb 7,000 / 80 / 27 (config/config.yaml,
@@ -133,7 +133,7 @@ ALL_SETTINGS = ("apple", "bike", "semeval", "imdb")
 COMMON_HYPERPARAMETERS = {"state_bits": 8, "boost_true_positive": True, "append_negated": True, "batch_size": 100}
 APPLE_N_TRAIN = 1784
 DEFAULT_PEERS = "asynctm,pytm,pytm_parallel,asynctm_cuda,pytm_cuda"
-# Equal accuracy (issue 7): within 1 point, or the MAE within 2 %, after the same epochs, mean over seeds.
+# Equal accuracy (the speed goals' rule): within 1 point, or the MAE within 2 %, after the same epochs, mean over seeds.
 ACCURACY_TOLERANCE_POINTS = 1.0
 MAE_TOLERANCE_RELATIVE = 0.02
 
@@ -534,7 +534,7 @@ def run_setting(name: str, args, seed: int, threads: list[int], peers: set[str],
 # --- comparison -------------------------------------------------------------------------------------------
 
 def metric_ok(task: str, ours: float | None, peer: float | None) -> bool | None:
-    """Equal accuracy in issue 7's sense, or better: accuracy at most 1 point below the peer's, or an MAE at
+    """Equal accuracy in the speed goals' sense, or better: accuracy at most 1 point below the peer's, or an MAE at
     most 2 % above it."""
     if ours is None or peer is None:
         return None
@@ -696,7 +696,7 @@ def markdown(record: dict) -> str:
     lines.append(f"- seeds {record.get('seeds', [record.get('seed')])}; median over all seeds' timed epochs "
                  "(after 1 warm-up epoch each); metrics are means over seeds after the same epochs")
     lines.append("- speed-up = the goal's peer's median s/epoch / this row's; goal and met? apply to our rows "
-                 "(issue 7 reads the all-cores row); met? = speed-up >= goal and equal accuracy "
+                 "(the goal reads the all-cores row); met? = speed-up >= goal and equal accuracy "
                  f"(at most {ACCURACY_TOLERANCE_POINTS:g} point below the peer, or MAE at most "
                  f"{MAE_TOLERANCE_RELATIVE:.0%} above it)")
     lines.append("")

@@ -83,7 +83,7 @@ def test_subset_by_config(workdir):
     assert set(re.findall(r"output: data/\w+/(\w+)/", r.stdout + r.stderr)) == {"wsd_java"}
 
 
-# Counts of every dataset as the default configuration builds it (see the test list).
+# Counts of every dataset as the default configuration builds it (train/test sizes, features).
 EXPECTED_COUNTS = {
     ("bike_sharing", "paper"): ({"train": 13_904, "test": 3_475}, 1_389),
     ("bike_sharing", "clean"): ({"train": 13_904, "test": 3_475}, 291),
