@@ -11,6 +11,7 @@ import json
 import logging
 import math
 import numbers
+import sys
 import time
 from pathlib import Path
 
@@ -148,12 +149,41 @@ class _TsetlinMachine(BaseEstimator):
     def _targets(self, y, n: int, fitting_first: bool) -> np.ndarray:
         raise NotImplementedError
 
-    def fit(self, X, y, epochs: int = 100, incremental: bool = False):
-        """Train for ``epochs`` epochs. ``incremental=True`` continues from the current clauses (and, with
-        the very same ``X`` and ``y`` objects as the previous call, from the current voting tallies)."""
+    def fit(self, X, y, epochs: int = 100, incremental: bool = False, *, callback=None, verbose: int = 0):
+        """Train for ``epochs`` epochs (an integer >= 1). ``incremental=True`` continues from the current
+        clauses (and, with the very same ``X`` and ``y`` objects as the previous call, from the current voting
+        tallies).
+
+        ``callback(estimator, epoch, train_s)``, if given, is called after every epoch (``epoch``: this call's
+        epoch, from 1; ``train_s``: its seconds); returning ``True`` stops training after that epoch.
+        ``verbose`` (scikit-learn's convention): 0 prints nothing, 1 or more prints one line per epoch to
+        stderr: epoch k/N, seconds per epoch and the estimated time left."""
+        if isinstance(epochs, bool) or not isinstance(epochs, numbers.Integral) or epochs < 1:
+            raise ValueError(f"epochs must be an integer >= 1 (the number of training epochs), got {epochs!r}")
+        if callback is not None and not callable(callback):
+            raise TypeError(f"callback must be callable as callback(estimator, epoch, train_s), got {callback!r}")
+        self._prepare_training(X, y, incremental)
+        be = self._backend
+        started = time.perf_counter()
+        for epoch in range(1, epochs + 1):
+            t0 = time.perf_counter()
+            be.train_epoch(self.epochs_trained_, self.seed_, self.batch_size)
+            self.epochs_trained_ += 1
+            train_s = time.perf_counter() - t0
+            if verbose:
+                per_epoch = (time.perf_counter() - started) / epoch
+                print(f"[{type(self).__name__}] epoch {epoch}/{epochs}: {train_s:.3f} s, "
+                      f"{per_epoch:.3f} s/epoch, about {per_epoch * (epochs - epoch):.0f} s left",
+                      file=sys.stderr, flush=True)
+            if callback is not None and callback(self, epoch, train_s) is True:
+                break
+        return self
+
+    def _prepare_training(self, X, y, incremental: bool = False) -> None:
+        """Everything ``fit`` does before its first epoch: check and encode the data, set up the backend and
+        compute the voting tallies (timings in ``setup_timings_``). A following ``fit(X, y, incremental=True)``
+        with the same objects trains from there."""
         self._validate_params()
-        if isinstance(epochs, bool) or not isinstance(epochs, numbers.Integral) or epochs < 0:
-            raise ValueError(f"epochs must be an integer >= 0, got {epochs!r}")
         continuing = bool(incremental) and (getattr(self, "_backend", None) is not None
                                             or getattr(self, "_ta_state", None) is not None)
         ref = getattr(self, "_train_ref", None) if continuing else None
@@ -188,11 +218,6 @@ class _TsetlinMachine(BaseEstimator):
             # stored clause outputs and tallies (synchronised on a GPU).
             self.setup_timings_ = {"compile_s": t1 - t0, "encode_s": t2 - t1, "upload_s": t3 - t2}
             self._train_ref = (X, y)
-        be = self._backend
-        for _ in range(epochs):
-            be.train_epoch(self.epochs_trained_, self.seed_, self.batch_size)
-            self.epochs_trained_ += 1
-        return self
 
     def _class_sums(self, X) -> np.ndarray:
         X = self._check_X(X, fitting=False)

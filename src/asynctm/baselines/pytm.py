@@ -276,7 +276,7 @@ class AsyncTMPeer(Peer):
     def prepare(self, X, y) -> dict:
         """Build (or load) the kernels, encode and upload the data, compute the tallies: no training.
         ``{"compile_s", "encode_s", "upload_s"}`` (see the estimator's ``setup_timings_``)."""
-        self.model.fit(X, y, epochs=0)
+        self.model._prepare_training(X, y)
         self._prepared = True
         return dict(self.model.setup_timings_)
 
