@@ -85,6 +85,7 @@ import ctypes
 import ctypes.util
 import importlib.metadata
 import numbers
+import threading
 import time
 
 import numpy as np
@@ -121,6 +122,32 @@ def available_peers() -> dict[str, str]:
 
         out["pytm_cuda"] = "ok" if cuda_available() else "no CUDA GPU here"
     return out
+
+
+def interruptible(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` run in a daemon thread while this (main) thread waits for it, so that SIGINT and
+    SIGTERM handlers run within a fraction of a second even while pyTsetlinMachine's C code is busy for
+    minutes: Python runs signal handlers only in the main thread, between bytecodes, never inside a C call.
+    pyTsetlinMachine calls its C library through ctypes, which releases the GIL, so the waiting thread stays
+    responsive. On an exception here (KeyboardInterrupt, the runner's SIGTERM handler) the worker is left
+    behind: the process is ending. Off the main thread, ``fn`` is called directly."""
+    if threading.current_thread() is not threading.main_thread():
+        return fn(*args, **kwargs)
+    box = {}
+
+    def work():
+        try:
+            box["value"] = fn(*args, **kwargs)
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            box["error"] = exc
+
+    worker = threading.Thread(target=work, name="pyTsetlinMachine", daemon=True)
+    worker.start()
+    while worker.is_alive():
+        worker.join(0.25)
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
 
 
 def _dense01(X) -> np.ndarray:
@@ -322,6 +349,15 @@ def _libc():
     return ctypes.CDLL(path) if path else ctypes.CDLL(None)
 
 
+def libc_seed(seed: int) -> int:
+    """The value given to libc ``srand`` for our ``seed``: ``seed + 1``. glibc's ``srand(0)`` is ``srand(1)``
+    (it replaces a zero seed by 1), so seeding with ``seed`` itself made seeds 0 and 1 one run."""
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= seed < 2**32 - 1:
+        raise ValueError(f"a pyTsetlinMachine seed must be an integer in [0, 2^32 - 2] (libc srand takes seed + 1), "
+                         f"got {seed!r}")
+    return int(seed) + 1
+
+
 def machine_arguments(peer: Peer) -> dict:
     """Keyword arguments of pyTsetlinMachine's machines for ``peer``'s settings (pyTsetlinMachineParallel's
     MultiClassTsetlinMachine and RegressionTsetlinMachine take the same): ``number_of_clauses``, ``T``,
@@ -356,9 +392,11 @@ class PyTMPeer(Peer):
             self.model = pytm.MultiClassTsetlinMachine(**self.library_arguments())
         else:
             self.model = pytm.RegressionTsetlinMachine(**self.library_arguments())
-        if self.seed is not None and self.task == "classification":
-            # The per-epoch shuffle uses libc rand(); seed it so the example order is reproducible.
-            _libc().srand(ctypes.c_uint(int(self.seed) % 2**32))
+        # The classification machines shuffle the examples every epoch with libc rand(): seed it so the order is
+        # reproducible. The regression machine does not shuffle, so there the seed changes nothing.
+        self.libc_seed = libc_seed(self.seed) if self.seed is not None and self.task == "classification" else None
+        if self.libc_seed is not None:
+            _libc().srand(ctypes.c_uint(self.libc_seed))
 
     @property
     def name(self) -> str:
@@ -381,18 +419,22 @@ class PyTMPeer(Peer):
         meta["class"] = type(self.model).__name__
         meta["random_numbers"] = (
             "pcg32 with a fixed start state per process (not seedable, shared by all instances); "
-            + ("libc rand() for the per-epoch shuffle, seeded with srand(seed)" if self.task == "classification"
-               and self.seed is not None else "no shuffle" if self.task == "regression" else
-               "libc rand() for the per-epoch shuffle, unseeded"))
+            + ("libc rand() for the per-epoch shuffle, seeded with srand(seed + 1) (glibc's srand(0) is srand(1))"
+               if self.libc_seed is not None else
+               "no shuffle, so the seed changes nothing: every seed repeats one run" if self.task == "regression"
+               else "libc rand() for the per-epoch shuffle, unseeded"))
+        # seeded: whether the seed changes the run at all (false: all seeds are one distinct run).
+        meta["seeded"] = self.libc_seed is not None
+        meta["libc_srand_seed"] = self.libc_seed
         meta["driving"] += ("; every call re-encodes X" + (" and rebuilds the clause index" if meta["indexed"]
                                                             else ""))
         return meta
 
     def _fit(self, X, y) -> None:
-        self.model.fit(X, y, epochs=1, incremental=True)
+        interruptible(self.model.fit, X, y, epochs=1, incremental=True)
 
     def _predict(self, X) -> np.ndarray:
-        return self.model.predict(_dense01(X))
+        return interruptible(self.model.predict, _dense01(X))
 
     def _class_sums(self, X) -> np.ndarray:
         # Clause outputs from transform(X, inverted=False), shape (n, C * n_clauses), class-major. In the C code
@@ -416,7 +458,7 @@ class PyTMPeer(Peer):
         sums = np.empty((n, C), dtype=np.int64)
         step = max(1, (1 << 24) // (C * nc))  # rows per transform call: at most 64 MB of clause outputs
         for start in range(0, n, step):
-            out = m.transform(X[start:start + step], inverted=False).reshape(-1, C, nc)
+            out = interruptible(m.transform, X[start:start + step], inverted=False).reshape(-1, C, nc)
             sums[start:start + step] = np.einsum("bcj,cj->bc", out.astype(np.int64), coef)
         return sums
 
