@@ -29,9 +29,11 @@ positive``            (1/0)                                 (1/0)               
 ``append_negated``    ``append_negated``                    always on (no option; ``False`` is    ``append_negated``
                                                             refused here)
 ``batch_size``        none: one example at a time           none                                  ``fit(..., batch_size=)``
-``seed``              libc ``srand(seed)`` (the per-epoch   not used (no shuffle; the pcg32       not settable (a global,
-                      shuffle); the pcg32 stream of the     stream is fixed)                      unseeded curand XORWOW)
-                      feedback draws cannot be seeded
+``seed``              libc ``srand(seed + 1)`` (the per-    not used (no shuffle; the pcg32       not settable (a global,
+                      epoch shuffle; glibc's ``srand(0)``   stream is fixed): every seed is the   unseeded curand XORWOW)
+                      is ``srand(1)``); the pcg32 stream    same run (metadata ``seeded: false``)
+                      of the feedback draws cannot be
+                      seeded
 ===================== ===================================== ===================================== ==========================
 
 Options we leave at their defaults because the paper's machines do not use them: weighted clauses off,
