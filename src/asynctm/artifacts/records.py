@@ -23,7 +23,9 @@ BASE_COLUMNS = [
     "train_s_mean", "train_s_total", "fit_s", "epochs",
     "library", "library_version", "device", "threads",
     "cpu_model", "logical_cores", "gpu_name", "gpu_driver", "gpu_cuda",
+    "seeded", "protocol_scope", "resumed",
 ]
+LAST_EPOCHS = 10  # Tables 3 and 5 report the final epoch and the mean of this many last epochs (last10_<metric>)
 
 
 class RecordError(ValueError):
@@ -57,6 +59,51 @@ def _metrics(values: dict, path: Path, where: str) -> dict:
                               f"got {value!r}")
         out[key] = float("nan") if value is None else float(value)
     return out
+
+
+def last_epochs_means(epochs: list[dict], last: int = LAST_EPOCHS) -> dict:
+    """``{"last10_<metric>": mean}``: each per-epoch metric averaged over the last ``last`` epochs (all of
+    them when there are fewer), NaN where none of those epochs has a value."""
+    window = epochs[-last:]
+    keys = sorted({k for e in window for k in e} - {"epoch", "train_s", "eval_s"})
+    out = {}
+    for key in keys:
+        values = [e[key] for e in window if key in e and math.isfinite(e[key])]
+        out[f"last{last}_{key}"] = math.fsum(values) / len(values) if values else math.nan
+    return out
+
+
+def _seeded(impl: dict):
+    """``implementation.seeded``: False where the library cannot be seeded (its runs repeat one run); None
+    where the record does not say."""
+    value = impl.get("seeded")
+    return value if isinstance(value, bool) else None
+
+
+def reduced_protocol(record: dict) -> str | None:
+    """What reduced protocol a record ran under (None: the full protocol). Reads ``protocol_scope`` (a
+    string, or an object with ``name``/``description``; ``full``/``paper`` mean the full protocol) and
+    ``reduced`` (true, a string or an object)."""
+    label = None
+    for key in ("protocol_scope", "reduced"):
+        value = record.get(key)
+        if isinstance(value, dict):
+            if value.get("reduced") is False or value.get("scope") in ("full", "paper"):
+                continue
+            value = (value.get("description") or value.get("name") or value.get("scope")
+                     or ", ".join(f"{k} {v}" for k, v in sorted(value.items()) if k != "reduced") or True)
+        if value is True:
+            label = label or "reduced protocol"
+        elif isinstance(value, str) and value.strip() and value.strip().lower() not in ("full", "paper", "none"):
+            label = value.strip()
+    return label
+
+
+def _resumed(record: dict) -> int:
+    """How many times the run was resumed from a checkpoint (``resume.count``; 0 when absent)."""
+    resume = record.get("resume")
+    count = resume.get("count") if isinstance(resume, dict) else None
+    return int(count) if isinstance(count, int) and not isinstance(count, bool) else 0
 
 
 def parse_record(record, path: Path, rel: Path) -> dict | None:
@@ -96,6 +143,7 @@ def parse_record(record, path: Path, rel: Path) -> dict | None:
         "logical_cores": prov.get("logical_cores"),
         "gpu_name": (gpu or {}).get("name"), "gpu_driver": (gpu or {}).get("driver"),
         "gpu_cuda": (gpu or {}).get("cuda"),
+        "seeded": _seeded(impl), "protocol_scope": reduced_protocol(record), "resumed": _resumed(record),
     }
     if kind == "tm":
         row["train_s_mean"] = float(_require(record, "timing.train_s_mean", path, _finite_number, "a number"))
@@ -112,6 +160,7 @@ def parse_record(record, path: Path, rel: Path) -> dict | None:
                 raise RecordError(f"{where}.train_s must be a number, got {epoch.get('train_s')!r}")
             rows.append(_metrics(epoch, path, f"epochs[{i}]"))
         row["epochs"] = rows
+        row.update(last_epochs_means(rows))
     else:
         row["fit_s"] = float(_require(record, "timing.fit_s", path, _finite_number, "a number"))
     if kind in ("tm", "mlp_novelty") and fields["task"] != "regression":

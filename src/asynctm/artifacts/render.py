@@ -153,8 +153,23 @@ def hardware(records: pd.DataFrame) -> str:
     records' provenance (what the numbers were measured on)."""
     if records.empty:
         return "Hardware: none (no records)."
-    cpus = sorted({f"{r.cpu_model} ({int(r.logical_cores)} logical cores)" if finite(r.logical_cores)
-                   else str(r.cpu_model) for r in records.itertuples()})
+    machines: dict[str, list] = {}
+    for r in records.itertuples():
+        cpu = f"{r.cpu_model} ({int(r.logical_cores)} logical cores)" if finite(r.logical_cores) else str(r.cpu_model)
+        machines.setdefault(cpu, []).append(r)
+    cpus = sorted(machines)
+    if len(cpus) > 1:
+        # Records of several machines: say which ran where (never one line that reads as one host).
+        def where(cpu):
+            recs = machines[cpu]
+            if len(recs) > 3:
+                return f"{cpu}: {len(recs)} records"
+            return f"{cpu}: {', '.join(f'{r.experiment}/{r.impl}/{r.params}/seed{r.seed}' for r in recs)}"
+
+        cpu_part = (f"records from {len(cpus)} machines (speed-ups and time ratios use one machine's records "
+                    "only): CPU " + "; CPU ".join(where(c) for c in sorted(cpus, key=lambda c: (-len(machines[c]), c))))
+    else:
+        cpu_part = f"CPU {cpus[0]}"
     threads = []
     for impl in sorted(records["impl"].unique(), key=_impl_key):
         counts = sorted({int(t) for t in records.loc[records["impl"] == impl, "threads"] if finite(t)})
@@ -165,7 +180,7 @@ def hardware(records: pd.DataFrame) -> str:
                              if finite(value))
         for r in records.itertuples() if finite(r.gpu_name)
     })
-    parts = [f"CPU {'; '.join(cpus)}"]
+    parts = [cpu_part]
     if threads:
         parts.append(f"threads per run: {', '.join(threads)}")
     parts.append(f"GPU {'; '.join(gpus)}" if gpus else "no GPU")

@@ -3,9 +3,11 @@
 Each table function takes the records (``records.load_records``), the config dict, the paper's numbers
 (``reference.load_reference``) and whether this host has a GPU, and returns a ``Table``: the CSV frame,
 its Markdown and LaTeX renderings and a caption. Ours: mean and sample standard deviation (ddof=1; blank
-with one seed) over the config's seeds at the experiment's main setting. Speed-up: the baseline's mean
-per-epoch training time (``timing.train_s_mean``, averaged over seeds) over the implementation's.
-A run that has no record is a gap that says why, never a number.
+with one seed) over the config's seeds at the experiment's main setting, of the final epoch and of the mean
+of the last 10 epochs (Tables 3 and 5); records whose per-epoch metrics are identical are one distinct run
+and count once. Speed-up: the baseline's mean per-epoch training time (``timing.train_s_mean``, averaged
+over seeds) over the implementation's, from records of one machine only (``same_machine_ratio``).
+A run that has no record is a gap that says why, never a number; a record under a reduced protocol says so.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import pandas as pd
 
 from . import render, settings
 from .catalog import TABLE3_DATASETS, TABLE4_DATASETS, TABLE5_DATASETS
-from .records import select
+from .records import LAST_EPOCHS, select
 from .reference import paper_value
 from .render import Grid, finite, pm, seconds, speedup, text
 
@@ -34,9 +36,12 @@ IMPL_LABELS = {
 SPEEDUP_IMPLS = ("tm_gpu", "tm_cpu")
 PAPER_HARDWARE = ("The paper's hardware: CUDA TM on a Tesla V100, pyTsetlinMachine on one core of an Intel "
                   "Xeon Platinum 8168 at 2.70 GHz (Table 4: both CUDA models on Google Colab).")
-METRIC_SUFFIXES = ("mean", "std", "paper", "paper_std", "diff")
+LAST = f"last{LAST_EPOCHS}"
+# <metric>_mean/_std: the final epoch; <metric>_last10_mean/_std: the mean of the last 10 epochs; _diff: the
+# compared one (<metric>_compared: "last10", or "final" where a run has no epochs, the novelty MLP stage).
+METRIC_SUFFIXES = ("mean", "std", f"{LAST}_mean", f"{LAST}_std", "compared", "paper", "paper_std", "diff")
 TIME_COLUMNS = ["n_runs_time", "train_s_per_epoch_mean", "train_s_per_epoch_std", "speedup", "speedup_over",
-                "speedup_paper", "status", "note"]
+                "speedup_paper", "speedup_machine", "status", "note"]
 
 
 @dataclass
@@ -110,6 +115,104 @@ def _seed_note(n: int, expected: int) -> str:
     return f"{n} of {expected} seeds" if 0 < n < expected else ""
 
 
+# ---- what a set of records may be compared on --------------------------------------------------------
+
+def machine(rec) -> str:
+    """The hardware a record's time was measured on: its CPU model, and its GPU where it ran on one."""
+    cpu = str(rec.cpu_model) if finite(rec.cpu_model) else "unknown CPU"
+    return f"{cpu} + {rec.gpu_name}" if finite(getattr(rec, "gpu_name", None)) else cpu
+
+
+def _threads(frame: pd.DataFrame) -> list[int]:
+    return sorted({int(t) for t in _column(frame, "threads") if finite(t)})
+
+
+def _machines(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The records grouped by ``machine``, in name order."""
+    if frame.empty:
+        return {}
+    keys = [machine(r) for r in frame.itertuples()]
+    return {key: frame[[k == key for k in keys]] for key in sorted(set(keys))}
+
+
+def same_machine_ratio(numerator: pd.DataFrame, denominator: pd.DataFrame, column: str,
+                       num_name: str, den_name: str) -> tuple[float, str, str]:
+    """mean(numerator[column]) / mean(denominator[column]) from records of ONE machine (CPU model, and GPU)
+    only, each implementation on one thread count (the one its protocol gives it): a ratio of times across
+    machines measures the machines. Returns (ratio, the machine, a note: '' or why it is NaN or what was
+    left out). Where several machines hold both, the one with the most records is used."""
+    if numerator.empty or denominator.empty:
+        return math.nan, "", ""
+    for name, frame in ((num_name, numerator), (den_name, denominator)):
+        threads = _threads(frame)
+        if len(threads) > 1:
+            return math.nan, "", (f"ratio not computed: {name} records ran on {' and '.join(map(str, threads))} "
+                                  "threads")
+    num, den = _machines(numerator), _machines(denominator)
+    common = [m for m in num if m in den]
+    if not common:
+        return math.nan, "", (f"ratio not computed: {num_name} ran on {'; '.join(num)}, {den_name} on "
+                              f"{'; '.join(den)} (different machines)")
+    host = max(common, key=lambda m: (len(num[m]) + len(den[m]), [-ord(c) for c in m]))
+    value = _ratio(stat(_column(num[host], column)).mean, stat(_column(den[host], column)).mean)
+    left = [f"{len(frame) - len(groups[host])} of {len(frame)} {name} records"
+            for name, frame, groups in ((num_name, numerator, num), (den_name, denominator, den))
+            if len(groups[host]) < len(frame)]
+    note = f"ratio from the {host} records only (left out: {', '.join(left)} on other machines)" if left else ""
+    return value, host, note
+
+
+def _epoch_signature(epochs) -> tuple:
+    """A TM record's per-epoch metrics (times left out), comparable across records."""
+    if not isinstance(epochs, list):
+        return ()
+    return tuple(tuple(sorted((k, v if finite(v) else None) for k, v in e.items()
+                              if k not in ("epoch", "train_s", "eval_s"))) for e in epochs)
+
+
+def distinct_runs(frame: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """The records that are distinct runs (a record whose per-epoch metrics repeat an earlier seed's exactly is
+    the same run again: pyTsetlinMachine's regression machine cannot be seeded, and glibc's srand(0) is
+    srand(1)), and a note saying what was merged ('' when nothing was)."""
+    if frame.empty or "epochs" not in frame:
+        return frame, ""
+    first: dict[tuple, int] = {}
+    groups: dict[int, list[int]] = {}
+    keep = []
+    for i, rec in enumerate(frame.itertuples()):
+        signature = _epoch_signature(rec.epochs)
+        if not signature:
+            keep.append(True)
+            continue
+        j = first.setdefault(signature, i)
+        keep.append(j == i)
+        groups.setdefault(j, []).append(int(rec.seed))
+    distinct = frame[keep]
+    unseeded = sorted({str(r.library) for r in frame.itertuples() if r.seeded is False})
+    why = f"; {', '.join(unseeded)} cannot be seeded here" if unseeded else ""
+    if len(distinct) == len(frame):
+        return frame, (f"not seeded: runs differ only by chance{why}" if unseeded else "")
+    if len(distinct) == 1:
+        return distinct, f"{len(frame)} records are 1 distinct run (identical per-epoch metrics{why})"
+    same = "; ".join("seeds " + ", ".join(map(str, seeds)) for seeds in groups.values() if len(seeds) > 1)
+    return distinct, (f"{len(frame)} records are {len(distinct)} distinct runs (identical per-epoch metrics: "
+                      f"{same}{why})")
+
+
+def reduced_note(*frames: pd.DataFrame) -> str:
+    """The reduced protocol(s) the records ran under ('' for the full protocol)."""
+    labels = sorted({str(v) for f in frames for v in _column(f, "protocol_scope") if finite(v) and v})
+    return f"reduced protocol: {'; '.join(labels)}" if labels else ""
+
+
+def machines_note(frame: pd.DataFrame, name: str) -> str:
+    """Where an implementation's time records come from more than one machine, say so."""
+    groups = _machines(frame)
+    if len(groups) < 2:
+        return ""
+    return f"{name} times from {len(groups)} machines: " + "; ".join(f"{m} ({len(g)})" for m, g in groups.items())
+
+
 def _main_records(records, config, experiment, impl):
     """(metric records, time records) of an implementation at the experiment's main setting; novelty
     detection takes its metrics from the MLP stage on that TM's class sums."""
@@ -130,7 +233,8 @@ def _metric_rows(records, config, reference, host_gpu, datasets, metrics, baseli
         configured = dataset in config["experiments"]
         per_impl = {impl: _main_records(records, config, dataset, impl) if configured else (records[:0],) * 2
                     for impl in settings.TM_IMPLS}
-        base_time = stat(_column(per_impl[baseline][1], "train_s_mean")).mean
+        base_recs = per_impl[baseline][1]
+        base_time = stat(_column(base_recs, "train_s_mean")).mean
         for impl in settings.TM_IMPLS:
             metric_recs, time_recs = per_impl[impl]
             used += [metric_recs, time_recs]
@@ -139,19 +243,31 @@ def _metric_rows(records, config, reference, host_gpu, datasets, metrics, baseli
             row = {"dataset": dataset, "implementation": impl,
                    "params": settings.main_params(config, dataset) if configured else "",
                    "n_runs": len(metric_recs)}
+            distinct, distinct_note = distinct_runs(metric_recs)
+            if not metric_recs["epochs"].map(bool).any():
+                # novelty: the MLP records have no epochs; whether their TM runs are repeats, from the TM records
+                tm_note = distinct_runs(time_recs)[1]
+                distinct_note = f"TM runs: {tm_note}" if tm_note else ""
+            row["distinct_runs"] = len(distinct)
             for metric in metrics:
-                ours = stat(_column(metric_recs, metric))
+                ours = stat(_column(distinct, metric))
+                last = stat(_column(distinct, f"{LAST}_{metric}"))
+                compared, kind = (last, LAST) if last.n == ours.n and last.n else (ours, "final")
                 paper, paper_std = paper_value(reference, source, dataset, impl, metric)
-                row.update({f"{metric}_mean": ours.mean, f"{metric}_std": ours.std, f"{metric}_paper": paper,
-                            f"{metric}_paper_std": paper_std, f"{metric}_diff": _diff(ours.mean, paper)})
+                row.update({f"{metric}_mean": ours.mean, f"{metric}_std": ours.std,
+                            f"{metric}_{LAST}_mean": last.mean, f"{metric}_{LAST}_std": last.std,
+                            f"{metric}_compared": kind if ours.n else "", f"{metric}_paper": paper,
+                            f"{metric}_paper_std": paper_std, f"{metric}_diff": _diff(compared.mean, paper)})
             time = stat(_column(time_recs, "train_s_mean"))
             is_fast = impl in SPEEDUP_IMPLS
+            ratio, host, ratio_note = (same_machine_ratio(base_recs, time_recs, "train_s_mean", baseline, impl)
+                                       if is_fast else (math.nan, "", ""))
             row.update({"n_runs_time": time.n, "train_s_per_epoch_mean": time.mean,
-                        "train_s_per_epoch_std": time.std,
-                        "speedup": _ratio(base_time, time.mean) if is_fast else math.nan,
+                        "train_s_per_epoch_std": time.std, "speedup": ratio,
                         "speedup_over": baseline if is_fast else "",
-                        "speedup_paper": paper_value(reference, source, dataset, impl, "speedup")[0]})
-            notes = []
+                        "speedup_paper": paper_value(reference, source, dataset, impl, "speedup")[0],
+                        "speedup_machine": host})
+            notes = [reduced_note(metric_recs, time_recs), distinct_note]
             if metric_recs.empty and time_recs.empty:
                 notes.append(reason)
             else:
@@ -161,8 +277,11 @@ def _metric_rows(records, config, reference, host_gpu, datasets, metrics, baseli
                 if time_recs.empty:
                     notes.append(f"time: {reason}")
                 notes.append(_seed_note(len(metric_recs), expected))
+                notes.append(machines_note(time_recs, impl))
             if is_fast and finite(time.mean) and not finite(base_time):
                 notes.append(f"speed-up: {baseline} {settings.gap_reason(config, dataset, baseline, host_gpu)}")
+            if ratio_note:
+                notes.append(ratio_note.replace("ratio", "speed-up", 1))
             if metric_recs.empty and time_recs.empty:
                 row["status"] = "not run"
             elif metric_recs.empty or time_recs.empty or len(metric_recs) < expected:
@@ -174,11 +293,24 @@ def _metric_rows(records, config, reference, host_gpu, datasets, metrics, baseli
     return rows, _concat(used, records[:0])
 
 
+def _runs_cell(row: dict, metric: str, which: str, decimals: int) -> tuple[str, str]:
+    """'mean ± sd' of a metric over the distinct runs; where several records are one run, its value and
+    '(1 distinct run)' instead of a spread of 0."""
+    mean, std = row[f"{metric}_{which}mean"], row[f"{metric}_{which}std"]
+    if row["distinct_runs"] == 1 and row["n_runs"] > 1 and finite(mean):
+        md, tex = render.num(mean, decimals)
+        return f"{md} (1 distinct run)", f"{tex} (1 distinct run)"
+    return pm(mean, std, decimals)
+
+
 def _metric_grid(rows, metrics: dict, headers: dict, speedup_header: str) -> Grid:
-    """The display of Tables 3 and 5 (``metrics``: name -> decimals; ``headers``: name -> (md, tex))."""
+    """The display of Tables 3 and 5 (``metrics``: name -> decimals; ``headers``: name -> (md, tex)): each
+    metric's final epoch, the mean of its last 10 epochs, the paper's value and Δ (last-10 mean − paper)."""
     columns = [("Dataset", "Dataset", "l"), ("Implementation", "Implementation", "l"), ("n", "$n$", "r")]
     for metric in metrics:
-        columns += [(*headers[metric], "r"), ("paper", "paper", "r"), ("Δ", r"$\Delta$", "r")]
+        md, tex = headers[metric]
+        columns += [(f"{md} final", f"{tex} final", "r"), (f"{md} last {LAST_EPOCHS}", f"{tex} last {LAST_EPOCHS}", "r"),
+                    ("paper", "paper", "r"), ("Δ", r"$\Delta$", "r")]
     columns += [("s/epoch", "s/epoch", "r"), (speedup_header, render.tex_escape(speedup_header), "r"),
                 ("paper speed-up", "paper speed-up", "r"), ("note", "note", "l")]
     grid = Grid(columns)
@@ -186,7 +318,7 @@ def _metric_grid(rows, metrics: dict, headers: dict, speedup_header: str) -> Gri
         cells = [text(DATASET_LABELS[row["dataset"]] if start else ""), text(IMPL_LABELS[row["implementation"]]),
                  text(row["n_runs"] or "")]
         for metric, decimals in metrics.items():
-            cells += [pm(row[f"{metric}_mean"], row[f"{metric}_std"], decimals),
+            cells += [_runs_cell(row, metric, "", decimals), _runs_cell(row, metric, f"{LAST}_", decimals),
                       pm(row[f"{metric}_paper"], row[f"{metric}_paper_std"], decimals),
                       render.num(row[f"{metric}_diff"], decimals, signed=True)]
         cells += [seconds(row["train_s_per_epoch_mean"], row["train_s_per_epoch_std"]),
@@ -196,7 +328,7 @@ def _metric_grid(rows, metrics: dict, headers: dict, speedup_header: str) -> Gri
 
 
 def _metric_columns(metrics) -> list[str]:
-    return (["dataset", "implementation", "params", "n_runs"]
+    return (["dataset", "implementation", "params", "n_runs", "distinct_runs"]
             + [f"{m}_{s}" for m in metrics for s in METRIC_SUFFIXES] + TIME_COLUMNS)
 
 
@@ -204,6 +336,53 @@ def _f1_meaning(config: dict, dataset: str) -> str:
     if settings.task(config, dataset) == "novelty":
         return "F1 of the class 'known' (MLP stage)"
     return f"{config['experiments'][dataset].get('f1', 'macro')} F1"
+
+
+def epoch_swing(used: pd.DataFrame, metric: str) -> float:
+    """The mean absolute change of ``metric`` from one epoch to the next over the last 10 epochs of the TM
+    records (NaN without two such epochs): how much a single epoch's value moves."""
+    steps = []
+    for epochs in _column(used, "epochs"):
+        values = [e.get(metric) for e in (epochs or [])[-LAST_EPOCHS:]]
+        steps += [abs(b - a) for a, b in zip(values, values[1:]) if finite(a) and finite(b)]
+    return float(np.mean(steps)) if steps else math.nan
+
+
+def compared_note(rows: list[dict], used: pd.DataFrame, metric: str, unit: str) -> str:
+    """Which of final and last-10 is compared with the paper, and why, with this table's own numbers."""
+    text = (f"Final: the metric after the last epoch; last {LAST_EPOCHS}: its mean over each run's last "
+            f"{LAST_EPOCHS} epochs (all epochs where a run has fewer); each as mean ± sample standard deviation "
+            "(ddof=1) over the seeds at the experiment's main setting (the CSV's params column). "
+            f"Δ = our last-{LAST_EPOCHS} mean − the paper. The paper does not say whether it reports the last "
+            "epoch, the best one or an average; the best epoch would be picked on the test set, and a single "
+            "epoch's value swings from epoch to epoch")
+    swing = epoch_swing(used, metric)
+    sd_final = [r[f"{metric}_std"] for r in rows if finite(r[f"{metric}_std"]) and r[f"{metric}_std"] > 0]
+    sd_last = [r[f"{metric}_{LAST}_std"] for r in rows if finite(r[f"{metric}_std"]) and r[f"{metric}_std"] > 0]
+    paper_sd = [r[f"{metric}_paper_std"] for r in rows if finite(r[f"{metric}_paper_std"]) and r[f"{metric}_paper_std"] > 0]
+    if finite(swing):
+        text += f" (in these records by {swing:.2f} {unit} on average over the last {LAST_EPOCHS} epochs"
+        if sd_final and all(finite(x) for x in sd_last):
+            text += (f"; the spread over seeds averages {np.mean(sd_final):.2f} for the final epoch and "
+                     f"{np.mean(sd_last):.2f} for the last-{LAST_EPOCHS} mean")
+        text += ")"
+    text += ", so the final epoch mostly measures where that swing stopped"
+    if paper_sd:
+        text += (f"; the paper's own spreads (as small as {min(paper_sd):.2f}) fit an average over epochs better "
+                 "than one epoch")
+    return (text + ". Where a run has no epochs (the novelty MLP stage, trained once on the final epoch's class "
+            "sums), Δ uses the final value (the CSV's <metric>_compared column says which).")
+
+
+SPEEDUP_NOTE = (
+    "A speed-up is computed only from records of one machine (same CPU model, and GPU where one is used) with "
+    "each implementation on the one thread count its protocol gives it; where records of several machines "
+    "meet, the note names the machine used and what was left out, or why no speed-up is shown."
+)
+DISTINCT_NOTE = (
+    "Records whose per-epoch metrics are identical are the same run repeated and count once in the mean ± sd; "
+    "a cell of such repeats shows '(1 distinct run)' instead of a spread of 0."
+)
 
 
 def table3_performance(records: pd.DataFrame, config: dict, reference: pd.DataFrame, host_gpu: bool) -> Table:
@@ -218,13 +397,14 @@ def table3_performance(records: pd.DataFrame, config: dict, reference: pd.DataFr
     f1 = "; ".join(f"{DATASET_LABELS[d]}: {_f1_meaning(config, d)}" for d in TABLE3_DATASETS
                    if d in config["experiments"])
     notes = [
-        "Ours: mean ± sample standard deviation (ddof=1) over the seeds at each experiment's main setting "
-        "(the CSV's params column); Δ = ours − paper. Novelty detection (BBC Sport, 20 Newsgroups): accuracy and "
-        "F1 of the MLP stage on each TM's class sums; its s/epoch is the TM run's.",
+        compared_note(rows, used, "accuracy", "points"),
+        "Novelty detection (BBC Sport, 20 Newsgroups): accuracy and F1 of the MLP stage on each TM's class sums; "
+        "its s/epoch is the TM run's.",
         f"F1 used: {f1}.",
         "s/epoch: mean per-epoch training time (timing.train_s_mean, averaged over seeds). Speed-up: that of "
         "pytm_indexed divided by that of tm_gpu or tm_cpu, both on our hardware; the paper's speed-up is CUDA over "
         "indexed on its hardware. tm_cpu (our kernels on CPU threads) has no counterpart in the paper.",
+        SPEEDUP_NOTE, DISTINCT_NOTE,
     ]
     return Table("table3_performance", pd.DataFrame(rows, columns=_metric_columns(metrics)), grid,
                  "Table 3 (ours vs. the paper's Table 3): test accuracy and F1 (%) of the Tsetlin Machine "
@@ -239,13 +419,13 @@ def table5_regression(records: pd.DataFrame, config: dict, reference: pd.DataFra
                               "Table 5")
     grid = _metric_grid(rows, {"mae": 2}, {"mae": ("MAE", "MAE")}, "speed-up vs non-indexed")
     notes = [
-        "Ours: mean ± sample standard deviation (ddof=1) over the seeds at each experiment's main setting "
-        "(the CSV's params column); Δ = ours − paper. The CSV also has the RMSE.",
+        compared_note(rows, used, "mae", "MAE units") + " The CSV also has the RMSE.",
         "Speed-up: the mean per-epoch training time of pytm_nonindexed divided by that of tm_gpu or tm_cpu, both on "
         "our hardware. It is over the NON-indexed machine: pyTsetlinMachine's regression machine has no index, so "
         "the paper's indexed column has no counterpart we can run. The paper does not say which baseline its "
         "speed-up uses (its text gives 3.64x over indexed at the same setting).",
         "The paper's caption calls its ± a confidence interval.",
+        SPEEDUP_NOTE, DISTINCT_NOTE,
     ]
     return Table("table5_regression", pd.DataFrame(rows, columns=_metric_columns(metrics)), grid,
                  "Table 5 (ours vs. the paper's Table 5): test mean absolute error (target units) of the "
@@ -267,17 +447,22 @@ def table4_svm_time(records: pd.DataFrame, config: dict, reference: pd.DataFrame
         configured = dataset in config["experiments"]
         paper_svm = paper_value(reference, "Table 4", dataset, "svm", "train_time")[0]
         paper_tm = paper_value(reference, "Table 4", dataset, "tm_gpu", "train_time")[0]
-        svm_fit = math.nan
+        svm_recs = records[:0]
         for model in TABLE4_MODELS:
             params = ""
             if configured:
                 params = (settings.svm_params if model == "svm" else settings.main_params)(config, dataset)
             recs = select(records, dataset, model, params, seeds) if configured else records[:0]
             used.append(recs)
+            ratio, ratio_note = math.nan, ""
             if model == "svm":
                 time, total, paper = stat(_column(recs, "fit_s")), NO_STAT, paper_svm
-                svm_fit = time.mean
+                svm_recs = recs
             else:
+                if not svm_recs.empty and not recs.empty:
+                    both = pd.concat([svm_recs.assign(t=svm_recs["fit_s"]), recs.assign(t=recs["train_s_mean"])])
+                    ratio, _, ratio_note = same_machine_ratio(both[both["impl"] == "svm"],
+                                                              both[both["impl"] == model], "t", "svm", model)
                 time, total = stat(_column(recs, "train_s_mean")), stat(_column(recs, "train_s_total"))
                 paper = paper_tm if model == "tm_gpu" else math.nan
             reason = (settings.gap_reason(config, dataset, model, host_gpu) if configured
@@ -288,10 +473,12 @@ def table4_svm_time(records: pd.DataFrame, config: dict, reference: pd.DataFrame
                 "time_meaning": "one fit" if model == "svm" else "per epoch",
                 "total_s_mean": total.mean, "total_s_std": total.std,
                 "paper_s": paper, "diff_s": _diff(time.mean, paper),
-                "svm_over_tm": _ratio(svm_fit, time.mean) if model != "svm" else math.nan,
+                "svm_over_tm": ratio,
                 "svm_over_tm_paper": _ratio(paper_svm, paper_tm) if model == "tm_gpu" else math.nan,
                 "status": "not run" if recs.empty else "partial" if len(recs) < len(seeds) else "ok",
-                "note": reason if recs.empty else _seed_note(len(recs), len(seeds)),
+                "note": reason if recs.empty else "; ".join(n for n in (
+                    reduced_note(recs), _seed_note(len(recs), len(seeds)), machines_note(recs, model),
+                    ratio_note.replace("ratio", "SVM fit / TM epoch", 1)) if n),
             })
     grid = Grid([("Dataset", "Dataset", "l"), ("Model", "Model", "l"), ("Library", "Library", "l"),
                  ("n", "$n$", "r"), ("time (s)", "time (s)", "r"), ("paper (s)", "paper (s)", "r"),
@@ -315,7 +502,8 @@ def table4_svm_time(records: pd.DataFrame, config: dict, reference: pd.DataFrame
         "(ddof=1) over the seeds; Δ = ours − paper.",
         "The paper does not say whether its TM time is per epoch or in total (its magnitudes fit per epoch); it ran "
         "both CUDA models on Google Colab. Seconds across hardware compare poorly; the ratio SVM fit / TM epoch "
-        "compares better. The paper's Regr1 = Bike Sharing, Regr2 = BlogFeedback.",
+        "compares better, and is computed only from records of one machine. The paper's Regr1 = Bike Sharing, "
+        "Regr2 = BlogFeedback.",
     ]
     return Table("table4_svm_time", pd.DataFrame(rows, columns=TABLE4_COLUMNS), grid,
                  "Table 4 (ours vs. the paper's Table 4): training time of the SVM baseline and of the Tsetlin "

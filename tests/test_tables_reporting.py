@@ -1,0 +1,161 @@
+"""What Tables 3-5 report: the final epoch and the mean of the last 10 epochs, speed-ups from one machine's
+records only, repeats of one run shown as "1 distinct run", and reduced protocols named in the note.
+Synthetic records in a temporary folder (results/README.md layout); no pipeline, no GPU.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from asynctm.artifacts import tables
+from asynctm.artifacts.records import load_records
+from asynctm.artifacts.reference import load_reference
+
+REPO = Path(__file__).resolve().parents[1]
+REFERENCE = load_reference(REPO / "paper_tables" / "reference" / "paper_numbers.csv")
+CONFIG = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+APPLE = "n300_T50_s5_e100"
+BIKE = "n1280_T1280_s1.5_e100"
+XEON, EPYC = "Intel(R) Xeon(R) Test", "AMD EPYC Test"
+
+
+def write(root: Path, experiment, impl, params, seed, epochs, speed, cpu=XEON, threads=None, **fields):
+    """A TM record: ``epochs`` is a list of per-epoch metric dicts; ``fields`` go to the top level (or,
+    ``seeded``, to ``implementation``)."""
+    entries = [{"epoch": i + 1, "train_s": speed, "eval_s": 0.01, **m} for i, m in enumerate(epochs)]
+    implementation = {"library": "pyTsetlinMachine" if impl.startswith("pytm") else "asynctm", "version": "1",
+                      "device": "cpu"}
+    if "seeded" in fields:
+        implementation["seeded"] = fields.pop("seeded")
+    record = {
+        "schema": 1, "status": "complete", "kind": "tm", "experiment": experiment, "impl": impl, "params": params,
+        "seed": seed, "scale": "paper", "task": CONFIG["experiments"][experiment]["task"], "dataset": {},
+        "hyperparameters": {}, "implementation": implementation, "metric_names": {},
+        "epochs": entries, "final": {k: v for k, v in entries[-1].items() if k not in ("epoch", "train_s", "eval_s")},
+        "timing": {"train_s_mean": speed, "train_s_total": speed * len(epochs)},
+        "provenance": {"cpu_model": cpu, "logical_cores": 2, "threads": threads or (1 if impl.startswith("pytm") else 2),
+                       "gpu": None},
+        **fields,
+    }
+    path = root / experiment / impl / params / f"seed{seed}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record))
+
+
+def accuracy_epochs(rng, n=15):
+    return [{"accuracy": float(a), "f1": float(a) - 1} for a in 90 + 5 * rng.random(n)]
+
+
+def row(table, impl):
+    """The implementation's rows, indexed by dataset."""
+    frame = table.frame
+    return frame[frame["implementation"] == impl].set_index("dataset")
+
+
+def build(root: Path, name: str):
+    records = load_records(root)
+    return getattr(tables, name)(records, CONFIG, REFERENCE, False)
+
+
+def test_final_and_last10_both_reported_and_last10_compared(tmp_path):
+    rng = np.random.default_rng(1)
+    runs = {seed: accuracy_epochs(rng) for seed in range(5)}
+    pytm_runs = {seed: accuracy_epochs(rng) for seed in range(5)}
+    for seed, epochs in runs.items():
+        write(tmp_path, "wsd_apple", "tm_cpu", APPLE, seed, epochs, 0.05)
+        write(tmp_path, "wsd_apple", "pytm_indexed", APPLE, seed, pytm_runs[seed], 2.0)
+    table = build(tmp_path, "table3_performance")
+    r = row(table, "tm_cpu").loc["wsd_apple"]
+    final = [e[-1]["accuracy"] for e in runs.values()]
+    last10 = [np.mean([x["accuracy"] for x in e[-10:]]) for e in runs.values()]
+    assert r["accuracy_mean"] == pytest.approx(np.mean(final)) and r["accuracy_std"] == pytest.approx(
+        np.std(final, ddof=1))
+    assert r["accuracy_last10_mean"] == pytest.approx(np.mean(last10))
+    assert r["accuracy_last10_std"] == pytest.approx(np.std(last10, ddof=1))
+    assert r["accuracy_compared"] == "last10"
+    assert not math.isclose(np.mean(last10), np.mean(final))
+    assert math.isnan(r["accuracy_diff"])  # the paper has no CPU build of its TM
+    pytm = row(table, "pytm_indexed").loc["wsd_apple"]  # Δ = last-10 mean - the paper's 92.65
+    pytm_last10 = [np.mean([x["accuracy"] for x in e[-10:]]) for e in pytm_runs.values()]
+    assert pytm["accuracy_paper"] == 92.65 and pytm["accuracy_diff"] == pytest.approx(np.mean(pytm_last10) - 92.65)
+    header = table.markdown.splitlines()[0]
+    assert "Accuracy (%) final" in header and "Accuracy (%) last 10" in header
+    assert "Δ = our last-10 mean − the paper" in table.caption and "does not say" in table.caption
+
+
+def test_speedup_only_from_one_machine(tmp_path):
+    rng = np.random.default_rng(2)
+    for seed in range(5):
+        write(tmp_path, "wsd_apple", "pytm_indexed", APPLE, seed, accuracy_epochs(rng), 2.0)
+        # tm_cpu seed 4 ran on another machine, ten times slower: it must not enter the speed-up
+        write(tmp_path, "wsd_apple", "tm_cpu", APPLE, seed, accuracy_epochs(rng), 0.5 if seed == 4 else 0.05,
+              cpu=EPYC if seed == 4 else XEON)
+    table = build(tmp_path, "table3_performance")
+    r = row(table, "tm_cpu").loc["wsd_apple"]
+    assert r["speedup"] == pytest.approx(2.0 / 0.05)
+    assert r["speedup_machine"] == XEON
+    assert "left out: 1 of 5 tm_cpu records" in r["note"] and "2 machines" in r["note"]
+    assert "records from 2 machines" in table.caption and EPYC in table.caption and XEON in table.caption
+    assert "wsd_apple/tm_cpu/" + APPLE + "/seed4" in table.caption
+
+    # Every tm_cpu record on the other machine: no speed-up at all, and the note says why.
+    for seed in range(5):
+        write(tmp_path, "wsd_apple", "tm_cpu", APPLE, seed, accuracy_epochs(rng), 0.05, cpu=EPYC)
+    table = build(tmp_path, "table3_performance")
+    r = row(table, "tm_cpu").loc["wsd_apple"]
+    assert math.isnan(r["speedup"]) and "different machines" in r["note"]
+
+    # Mixed thread counts within one implementation: no speed-up either.
+    for seed in range(5):
+        write(tmp_path, "wsd_apple", "tm_cpu", APPLE, seed, accuracy_epochs(rng), 0.05, threads=1 + seed % 2)
+    r = row(build(tmp_path, "table3_performance"), "tm_cpu").loc["wsd_apple"]
+    assert math.isnan(r["speedup"]) and "ran on 1 and 2 threads" in r["note"]
+
+
+def test_repeats_of_one_run_show_one_distinct_run(tmp_path):
+    rng = np.random.default_rng(3)
+    mae = [{"mae": float(v), "rmse": float(v) + 10} for v in 30 + 5 * rng.random(12)]
+    for seed in range(5):
+        write(tmp_path, "bike_sharing", "pytm_nonindexed", BIKE, seed, mae, 2.0 + 0.01 * seed, seeded=False)
+        write(tmp_path, "bike_sharing", "tm_cpu", BIKE, seed,
+              [{"mae": float(v), "rmse": float(v)} for v in 25 + 5 * rng.random(12)], 0.1)
+    table = build(tmp_path, "table5_regression")
+    r = row(table, "pytm_nonindexed").loc["bike_sharing"]
+    assert r["n_runs"] == 5 and r["distinct_runs"] == 1
+    assert r["mae_mean"] == pytest.approx(mae[-1]["mae"]) and math.isnan(r["mae_std"])
+    assert "1 distinct run" in r["note"] and "cannot be seeded" in r["note"]
+    line = next(x for x in table.markdown.splitlines() if "TM non-indexed" in x and "| 5 |" in x)
+    assert f"{mae[-1]['mae']:.2f} (1 distinct run)" in line and "± 0.00" not in line
+    assert row(table, "tm_cpu").loc["bike_sharing"]["distinct_runs"] == 5  # distinct seeds stay distinct
+    # The time spread is still over all five records (five timings of the same run).
+    assert r["n_runs_time"] == 5 and r["train_s_per_epoch_std"] > 0
+
+    # Fallback without the field: seeds 0 and 1 identical (glibc srand(0) == srand(1)), the rest distinct.
+    rng = np.random.default_rng(4)
+    same = accuracy_epochs(rng)
+    for seed in range(5):
+        write(tmp_path, "wsd_apple", "pytm_indexed", APPLE, seed, same if seed < 2 else accuracy_epochs(rng), 2.0)
+    table = build(tmp_path, "table3_performance")
+    r = row(table, "pytm_indexed").loc["wsd_apple"]
+    assert r["distinct_runs"] == 4 and "4 distinct runs" in r["note"] and "seeds 0, 1" in r["note"]
+
+
+def test_reduced_protocol_named_in_note(tmp_path):
+    rng = np.random.default_rng(5)
+    for seed in range(2):
+        write(tmp_path, "wsd_apple", "pytm_indexed", APPLE, seed, accuracy_epochs(rng, 5), 2.0,
+              protocol_scope={"scope": "reduced", "description": "2 seeds x the first 5 epochs"})
+        write(tmp_path, "wsd_apple", "pytm_nonindexed", APPLE, seed, accuracy_epochs(rng, 5), 2.0, reduced=True)
+        write(tmp_path, "wsd_apple", "tm_cpu", APPLE, seed, accuracy_epochs(rng), 0.05, protocol_scope="full")
+    table = build(tmp_path, "table3_performance")
+    notes = row(table, "pytm_indexed")["note"]
+    assert "reduced protocol: 2 seeds x the first 5 epochs" in notes.loc["wsd_apple"]
+    assert "reduced protocol" in row(table, "pytm_nonindexed").loc["wsd_apple"]["note"]
+    assert "reduced" not in row(table, "tm_cpu").loc["wsd_apple"]["note"]
+    assert "reduced protocol: 2 seeds x the first 5 epochs" in table.markdown
