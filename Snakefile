@@ -1,6 +1,9 @@
 # The asynctm pipeline: raw data -> processed datasets -> run records -> tables and figures.
 # Stages live in workflow/rules/*.smk; settings in config/config.yaml (documented in config/README.md).
 from snakemake.utils import min_version, validate
+from snakemake.exceptions import WorkflowError
+
+from asynctm.config_check import ConfigError, check_config, coerce_config
 
 min_version("9.0")
 
@@ -8,12 +11,14 @@ min_version("9.0")
 configfile: "config/config.yaml"
 
 
-# `--config gpu=true` arrives as a string; accept it as the boolean it means.
-for _key in ("gpu", "run_missing"):
-    if isinstance(config.get(_key), str) and config[_key].lower() in ("true", "false"):
-        config[_key] = config[_key].lower() == "true"
-
+# `--config` hands list items and mapping values over as strings ('seeds=[0,1]'): type them as the
+# schema says, validate, then refuse what cannot run (task vs. dataset, T, protocols, sweeps) up front.
+coerce_config(config, "config/schema.yaml")
 validate(config, "config/schema.yaml")
+try:
+    check_config(config)
+except ConfigError as _e:
+    raise WorkflowError(f"invalid configuration:\n{_e}") from None
 
 
 include: "workflow/rules/common.smk"

@@ -21,6 +21,7 @@ from . import thermometer
 from .base import ProcessedDataset, RawFile, Source
 
 NAME = "bike_sharing"
+TASK = "regression"  # what the processed dataset is for (the config's experiments must agree)
 PROTOCOLS = ("paper", "clean")
 SOURCES = (
     Source(
@@ -64,7 +65,7 @@ def prepare(raw_dir, protocol: str = "paper") -> ProcessedDataset:
     return ProcessedDataset(
         name=NAME,
         protocol=protocol,
-        task="regression",
+        task=TASK,
         X_train=bits[:n_train],
         y_train=y[:n_train],
         X_test=bits[n_train:],

@@ -24,6 +24,7 @@ from . import thermometer
 from .base import ProcessedDataset, RawFile, Source
 
 NAME = "blogfeedback"
+TASK = "regression"  # what the processed dataset is for (the config's experiments must agree)
 PROTOCOLS = ("paper", "clean")
 SOURCES = (
     Source(
@@ -59,7 +60,7 @@ def prepare(raw_dir, protocol: str = "paper") -> ProcessedDataset:
     return ProcessedDataset(
         name=NAME,
         protocol=protocol,
-        task="regression",
+        task=TASK,
         X_train=bits[:N_TRAIN],
         y_train=y[:N_TRAIN],
         X_test=bits[N_TRAIN:],

@@ -32,6 +32,7 @@ import numpy as np
 
 from .base import ProcessedDataset, RawFile, Source
 
+TASK = "classification"  # what the processed dataset is for (the config's experiments must agree)
 PROTOCOLS = ("paper", "clean")
 N_FEATURES = 3000
 MIRROR_FOLDER = "coarsewsd20/CoarseWSD-20_balanced"
@@ -159,7 +160,7 @@ def prepare(word: Word, raw_dir, protocol: str = "paper") -> ProcessedDataset:
     return ProcessedDataset(
         name=word.name,
         protocol=protocol,
-        task="classification",
+        task=TASK,
         X_train=X[:n],
         y_train=y[:n],
         X_test=X[n:],

@@ -42,6 +42,7 @@ import scipy.sparse as sp
 from .base import ProcessedDataset, RawFile, RawFolder, Source, sha256_file
 
 NAME = "imdb"
+TASK = "classification"  # what the processed dataset is for (the config's experiments must agree)
 PROTOCOLS = ("paper",)
 
 NUM_WORDS = 5000  # Keras load_data(num_words=...)
@@ -288,7 +289,7 @@ def prepare(
     return ProcessedDataset(
         name=NAME,
         protocol=protocol,
-        task="classification",
+        task=TASK,
         X_train=X_train,
         y_train=np.asarray(y_train, dtype=np.int64),
         X_test=X_test,

@@ -14,6 +14,7 @@ from .base import ProcessedDataset, RawFolder, Source
 from .text import novelty_dataset
 
 NAME = "newsgroups20"
+TASK = "novelty"  # what the processed dataset is for (the config's experiments must agree)
 PROTOCOLS = ("paper",)
 KNOWN_CLASSES = ("comp.graphics", "talk.politics.guns")
 NOVEL_CLASSES = ("rec.sport.baseball",)

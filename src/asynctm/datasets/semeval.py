@@ -32,6 +32,7 @@ from .text import (
 )
 
 NAME = "semeval"
+TASK = "classification"  # what the processed dataset is for (the config's experiments must agree)
 PROTOCOLS = ("paper", "clean")
 POSITIVE_RELATION = "Cause-Effect"
 SEED = 42
@@ -121,7 +122,7 @@ def prepare(raw_dir: str | Path, protocol: str = "paper") -> ProcessedDataset:
     return ProcessedDataset(
         name=NAME,
         protocol=protocol,
-        task="classification",
+        task=TASK,
         X_train=binary_bag_of_words(train_terms, vocabulary),
         y_train=y_train,
         X_test=binary_bag_of_words(test_terms, vocabulary),

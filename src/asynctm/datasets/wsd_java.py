@@ -19,6 +19,7 @@ WORD = coarsewsd20.Word(
     },
 )
 NAME = WORD.name
+TASK = coarsewsd20.TASK
 PROTOCOLS = coarsewsd20.PROTOCOLS
 SOURCES = WORD.sources
 

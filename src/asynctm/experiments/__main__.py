@@ -36,11 +36,14 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     if args.cmd == "plan":
-        import yaml
-
+        from ..config_check import ConfigError, load_config
         from .plan import record_path, requested_runs
 
-        config = yaml.safe_load(open(args.config))
+        try:
+            config = load_config(args.config)  # the schema next to it, then task, T, protocols, sweeps
+        except ConfigError as exc:
+            print(f"asynctm.experiments plan: invalid configuration {args.config}:\n{exc}", file=sys.stderr)
+            return 1
         for run in requested_runs(config, host_gpu=args.gpu):
             print(record_path(config, run))
         return 0
