@@ -34,6 +34,9 @@ rule data:
         processed_datasets(),
 
 
+# Data, the records and the tables and figures built from them. Of the missing runs it starts only those within
+# config run_budget_hours (record_paths, workflow/rules/common.smk; the rest is listed at the start with the
+# command that runs it): `--config run_budget_hours=inf` runs everything.
 rule all:
     default_target: True
     input:

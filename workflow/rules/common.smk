@@ -50,6 +50,7 @@ def mirror_args():
 
 # -- experiments (workflow/rules/experiments.smk; record layout: results/README.md) -----------------------
 from asynctm.backends import cuda_available
+from asynctm.experiments import estimate as ESTIMATE
 from asynctm.experiments import plan as PLAN
 
 HOST_GPU = cuda_available()
@@ -69,9 +70,21 @@ if _inactive:
           file=sys.stderr)
 
 
+# The budget (config run_budget_hours): of the missing runs, the default target starts only the cheapest
+# within it (asynctm.experiments.estimate, from the timings of the records and benchmarks); the rest is
+# listed here with its estimate and the command that runs it. exp_*, sweep_* and record targets take RUNS.
+PLAN_ROWS = ESTIMATE.status(
+    config, RUNS, ESTIMATE.load_timings(config["results_dir"], config["estimate_benchmarks"], DATA)
+)
+ESTIMATE.budget(config, PLAN_ROWS)
+STARTED = ESTIMATE.started_paths(config, PLAN_ROWS)
+if workflow.is_main_process and config["run_missing"]:
+    print(ESTIMATE.budget_note(config, PLAN_ROWS), file=sys.stderr)
+
+
 def record_paths(experiments=None, impls=None, kinds=None):
-    """The records this configuration requests (optionally only some experiments, impls or kinds);
-    with config run_missing: false, only those already on disk (nothing is trained)."""
+    """The records this configuration requests (optionally only some experiments, impls or kinds) that are
+    on disk or that the budget starts; with config run_missing: false, only those on disk (nothing is trained)."""
     paths = [
         PLAN.record_path(config, r)
         for r in RUNS
@@ -79,7 +92,7 @@ def record_paths(experiments=None, impls=None, kinds=None):
         and (impls is None or r["impl"] in impls)
         and (kinds is None or r["kind"] in kinds)
     ]
-    return paths if config["run_missing"] else [p for p in paths if Path(p).is_file()]
+    return [p for p in paths if Path(p).is_file() or (config["run_missing"] and p in STARTED)]
 
 
 def processed_meta(experiment):

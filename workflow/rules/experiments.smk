@@ -118,7 +118,7 @@ for _name in EXPERIMENTS:
                 PLAN.record_path(config, r)
                 for r in RUNS
                 if r["experiment"] == _name
-                and (r["kind"] != "tm" or r["params"] == PLAN.main_params(config, _name))
+                and (r["kind"] != "tm" or r["params"] == PLAN.main_params(config, _name, r["impl"]))
             ],
 
 

@@ -20,7 +20,7 @@ PAPER_NUMBERS = "paper_tables/reference/paper_numbers.csv"
 # keys they read, so that e.g. another data_mirror does not rebuild them.
 ARTIFACTS_CONFIG = f"{ARTIFACTS}/artifacts_config.yaml"
 ARTIFACTS_CONFIG_KEYS = ("scale", "results_dir", "gpu", "datasets", "seeds", "impls", "tm", "experiments", "sweeps",
-                         "svm", "smoke")
+                         "reduced", "svm", "smoke")
 ARTIFACTS_LOGS = f"logs/artifacts/{config['scale']}"
 
 

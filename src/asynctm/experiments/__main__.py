@@ -4,6 +4,8 @@
     python -m asynctm.experiments svm --settings JSON --data-dir data --out REC.json [--log L] [--threads N]
     python -m asynctm.experiments mlp --settings JSON --scores SCORES.npz --out REC.json [--log L]
     python -m asynctm.experiments plan [--config config/config.yaml] [--gpu]   # list the requested records
+    python -m asynctm.experiments plan --status     # present / missing records, grouped, estimated cost
+    python -m asynctm.experiments plan --estimate   # the missing ones, estimated time, totals per impl
 
 ``--settings`` is the JSON made by :mod:`asynctm.experiments.plan` (the rules pass it). Errors are printed
 as one line naming the problem (the traceback goes to the log); the exit status is 1.
@@ -33,6 +35,15 @@ def main(argv=None) -> int:
     p = sub.add_parser("plan")
     p.add_argument("--config", default="config/config.yaml")
     p.add_argument("--gpu", action="store_true", help="plan as if this host had a GPU")
+    shown = p.add_mutually_exclusive_group()
+    shown.add_argument("--status", action="store_true",
+                       help="every requested record, grouped: present, missing, estimated cost, totals")
+    shown.add_argument("--estimate", action="store_true",
+                       help="the missing records with their estimated time, and totals per implementation")
+    p.add_argument("--cores", type=int, default=None, help="cores for the wall-time totals (default: this host's)")
+    p.add_argument("--data-dir", default=None, help="the processed datasets' folder (default: the config's data_dir)")
+    p.add_argument("--budget-hours", type=float, default=None,
+                   help="run_budget_hours to plan with (default: the config's); inf: every missing run")
     args = ap.parse_args(argv)
 
     if args.cmd == "plan":
@@ -44,6 +55,19 @@ def main(argv=None) -> int:
         except ConfigError as exc:
             print(f"asynctm.experiments plan: invalid configuration {args.config}:\n{exc}", file=sys.stderr)
             return 1
+        if args.status or args.estimate:
+            from . import estimate
+
+            if args.budget_hours is not None:
+                config["run_budget_hours"] = args.budget_hours
+            runs = requested_runs(config, host_gpu=args.gpu)
+            timings = estimate.load_timings(config["results_dir"], config.get("estimate_benchmarks"),
+                                            args.data_dir or config.get("data_dir"))
+            rows = estimate.status(config, runs, timings)
+            estimate.budget(config, rows)
+            print(estimate.render(config, rows, timings, args.cores or estimate.default_cores(),
+                                  show_present=args.status))
+            return 0
         for run in requested_runs(config, host_gpu=args.gpu):
             print(record_path(config, run))
         return 0

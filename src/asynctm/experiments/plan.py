@@ -90,15 +90,50 @@ def results_root(config: dict) -> str:
     return f"{config['results_dir']}/smoke" if is_smoke(config) else config["results_dir"]
 
 
-def main_params(config: dict, name: str) -> str:
-    """The params directory of an experiment's main setting at the configured scale."""
+def reduced_protocol(config: dict, name: str, impl: str | None) -> dict | None:
+    """``{"seeds", "epochs"}`` of the reduced protocol an implementation runs an experiment's main setting
+    under (config ``reduced``), or None: the full protocol. Paper scale only (smoke shrinks everything)."""
+    entry = (config.get("reduced") or {}).get(name)
+    if impl is None or is_smoke(config) or not entry or impl not in entry["impls"]:
+        return None
+    full = experiment(config, name)["epochs"]
+    if entry["epochs"] >= full:
+        raise PlanError(f"config reduced.{name}.epochs is {entry['epochs']}, not fewer than the experiment's "
+                        f"{full}; lower it, or drop {impl} from reduced.{name}.impls to run the full protocol")
+    return {"seeds": [int(k) for k in entry["seeds"]], "epochs": int(entry["epochs"])}
+
+
+def main_params(config: dict, name: str, impl: str | None = None) -> str:
+    """The params directory of an experiment's main setting at the configured scale (with ``impl``: of that
+    implementation, whose epochs a reduced protocol may cut)."""
     exp = experiment(config, name)
     clauses, epochs = exp["clauses"], exp["epochs"]
     if is_smoke(config):
         clauses = _even(exp["task"], min(clauses, config["smoke"]["max_clauses"]))
         epochs = config["smoke"]["epochs"]
+    reduced = reduced_protocol(config, name, impl)
+    if reduced:
+        epochs = reduced["epochs"]
     _check_clauses(exp, clauses)
     return tm_params_name(clauses, exp["T"], exp["s"], epochs)
+
+
+def run_seeds(config: dict, name: str, impl: str) -> list[int]:
+    """The seeds of an implementation's main-setting runs: the config's, or its reduced protocol's."""
+    reduced = reduced_protocol(config, name, impl)
+    return reduced["seeds"] if reduced else seeds(config)
+
+
+def protocol_scope(config: dict, name: str, impl: str, params: str) -> dict | None:
+    """The ``protocol_scope`` of a TM run's record: what reduced protocol it runs under and what the full
+    one is (results/README.md); None for a run of the full protocol (no such field in its record)."""
+    reduced = reduced_protocol(config, name, impl)
+    if reduced is None or parse_tm_params(params)["epochs"] != reduced["epochs"]:
+        return None
+    full = {"seeds": seeds(config), "epochs": experiment(config, name)["epochs"]}
+    return {"name": "reduced", **reduced, "full": full,
+            "description": f"{len(reduced['seeds'])} seeds x the first {reduced['epochs']} epochs (full protocol: "
+                           f"{len(full['seeds'])} seeds x {full['epochs']} epochs; config reduced.{name})"}
 
 
 def sweep_points(config: dict, name: str) -> dict:
@@ -134,7 +169,13 @@ def tm_run_settings(config: dict, name: str, impl: str, params: str, seed: int) 
              **{k: exp[k] for k in TM_SETTINGS if k != "epochs"}}
     return {"kind": "tm", "experiment": name, "impl": impl, "params": params, "seed": int(seed),
             "scale": config.get("scale", "paper"), "task": exp["task"], "dataset": exp["dataset"],
-            "protocol": exp["protocol"], "f1": exp["f1"], "hyperparameters": hyper, **_limits(config)}
+            "protocol": exp["protocol"], "f1": exp["f1"], "hyperparameters": hyper, **_limits(config),
+            **_scope(protocol_scope(config, name, impl, params))}
+
+
+def _scope(scope: dict | None) -> dict:
+    # Only runs of a reduced protocol carry the key: the settings (Snakemake params) of full runs stay as they were.
+    return {} if scope is None else {"protocol_scope": scope}
 
 
 def svm_run_settings(config: dict, name: str, params: str, seed: int) -> dict:
@@ -159,7 +200,8 @@ def mlp_run_settings(config: dict, name: str, params: str, seed: int) -> dict:
     return {"kind": "mlp_novelty", "experiment": name, "impl": "mlp_novelty", "params": params, "seed": int(seed),
             "scale": config.get("scale", "paper"), "task": exp["task"], "dataset": exp["dataset"],
             "protocol": exp["protocol"], "tm_impl": tm_impl, "tm_params": tm_params,
-            "hyperparameters": dict(config["mlp_novelty"])}
+            "hyperparameters": dict(config["mlp_novelty"]),
+            **_scope(protocol_scope(config, name, tm_impl, tm_params))}
 
 
 def _limits(config: dict) -> dict:
@@ -190,16 +232,21 @@ def requested_runs(config: dict, host_gpu: bool) -> list[dict]:
         task = experiment(config, name)["task"]
         return [i for i in impls if impl_skip_reason(task, i) is None and (use_gpu or i != "tm_gpu")]
 
+    unknown = sorted(set(config.get("reduced") or {}) - set(config["experiments"]))
+    if unknown:
+        raise PlanError(f"config reduced names unknown experiments: {', '.join(unknown)}; config/config.yaml "
+                        f"defines: {', '.join(sorted(config['experiments']))}")
     active = active_experiments(config)
     for name in active:
         exp = experiment(config, name)
-        main = main_params(config, name)
-        for seed in seeds(config):
-            for impl in tm_impls(name, config["impls"]):
+        for impl in tm_impls(name, config["impls"]):
+            main = main_params(config, name, impl)
+            for seed in run_seeds(config, name, impl):
                 add(name, impl, main, seed, "tm")
                 if exp["task"] == "novelty":
                     add(name, "mlp_novelty", f"{impl}.{main}", seed, "mlp_novelty")
-            if exp["svm"]:
+        if exp["svm"]:
+            for seed in seeds(config):
                 add(name, "svm", svm_params(config, name), seed, "svm")
     for name in [n for n in config.get("sweeps", {}) if n in active]:
         pts = sweep_points(config, name)

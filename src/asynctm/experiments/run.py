@@ -91,7 +91,9 @@ def _tag(settings: dict) -> str:
 def _record(settings: dict, ds_summary: dict, **parts) -> dict:
     head = {"schema": SCHEMA, "status": "complete"}
     keys = ("kind", "experiment", "impl", "params", "seed", "scale", "task")
-    return {**head, **{k: settings[k] for k in keys}, "dataset": ds_summary, **parts}
+    # protocol_scope: only in the settings of runs under a reduced protocol (experiments.plan.protocol_scope).
+    scope = {"protocol_scope": settings["protocol_scope"]} if "protocol_scope" in settings else {}
+    return {**head, **{k: settings[k] for k in keys}, **scope, "dataset": ds_summary, **parts}
 
 
 class _Progress:
