@@ -1,10 +1,13 @@
 # Shared helpers for the .smk files: config lookups and the bridge to the package's data CLI.
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
+
+from asynctm import jobs as JOBS
 
 DATA = config["data_dir"]
 DATASET_NAMES = list(config["datasets"])
@@ -36,10 +39,20 @@ def logged_cli(module, *args, log):
 
 
 def package_cli(module, *args, log, stdout=None, stderr=None):
-    """Run `python -m MODULE ARGS` with this interpreter as its own process; a failure names the log."""
+    """Run `python -m MODULE ARGS` with this interpreter as its own process; a failure names the log.
+    SIGINT or SIGTERM to snakemake stops it within seconds (asynctm.jobs, installed by onstart below)."""
     done = subprocess.run([sys.executable, "-m", module, *map(str, args)], stdout=stdout, stderr=stderr)
+    if done.returncode < 0:
+        raise WorkflowError(f"python -m {module} {args[0]} stopped by {signal.Signals(-done.returncode).name}; "
+                            f"see {log}")
     if done.returncode != 0:
         raise WorkflowError(f"python -m {module} {args[0]} failed; see {log}")
+
+
+# A workflow has one onstart: add other start-up steps here. It runs after Snakemake installs its own
+# SIGTERM handler (which waits for running jobs), so this one replaces it.
+onstart:
+    JOBS.install_signal_handlers()
 
 
 def mirror_args():
