@@ -59,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     log = _Log(getattr(args, "log", None))
     from . import DATASETS, get_module, prepare_dataset
     from .base import folder_digest, sha256_file
+    from ..io import is_disk_full
     from .fetch import FetchError, fetch
 
     try:
@@ -81,6 +82,13 @@ def main(argv: list[str] | None = None) -> int:
             log(f"wrote {meta}")
     except (FetchError, ValueError, FileNotFoundError) as e:
         log(f"error: {e}")
+        return 1
+    except OSError as e:
+        if not is_disk_full(e):
+            raise
+        where = getattr(args, "out", None) or getattr(args, "raw_dir", None)
+        log(f"error: the disk is full (no space left while writing {e.filename or where}): free space there, "
+            "or set data_dir to a folder on another disk, and rerun")
         return 1
     return 0
 

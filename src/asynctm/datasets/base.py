@@ -20,7 +20,6 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,11 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ..io import fsync_dir, make_staging_dir, remove_stale
+
 FORMAT_VERSION = 1
+# The most bytes a source may unpack to when it declares no ``max_unpacked`` of its own.
+DEFAULT_MAX_UNPACKED = 256 << 20
 
 
 @dataclass(frozen=True)
@@ -55,7 +58,9 @@ class Source:
     or ``"xz"`` (a single xz-compressed file). ``mirror_path`` is relative to the mirror folder given by
     ``--config data_mirror=DIR``. Verification is on ``members``, never on the archive, so a repacked
     archive with identical members verifies too. ``strip`` drops that many leading path components
-    of archive members before they are placed under the raw folder.
+    of archive members before they are placed under the raw folder. ``max_unpacked`` bounds the bytes
+    unpacking may write (a tar: decompress), declared next to the checksums with room above the real
+    size; unpacking stops as soon as it is exceeded (None: ``DEFAULT_MAX_UNPACKED``).
     """
 
     url: str
@@ -69,6 +74,7 @@ class Source:
     # An optional source is used when it can be had and skipped (and logged) when not; its members
     # then do not enter the manifest or the raw digest.
     optional: bool = False
+    max_unpacked: int | None = None
 
 
 def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
@@ -165,7 +171,9 @@ def save_processed(ds: ProcessedDataset, out_dir: str | os.PathLike) -> None:
     """Write ``ds`` to ``out_dir`` atomically: a temporary sibling folder, renamed when complete."""
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+    staging = f".{out_dir.name}.tmp-"
+    remove_stale(out_dir.parent, staging)  # what a killed earlier run left
+    tmp = make_staging_dir(out_dir.parent, staging)
     try:
         tmp.chmod(0o755)  # mkdtemp makes it private; the finished folder is an ordinary one
         parts = {"train": (ds.X_train, ds.y_train), "test": (ds.X_test, ds.y_test)}
@@ -194,9 +202,14 @@ def save_processed(ds: ProcessedDataset, out_dir: str | os.PathLike) -> None:
             **ds.meta,
         }
         (tmp / "meta.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
+        for f in tmp.iterdir():  # on the disk before the folder's name says it is finished
+            with open(f, "rb") as fh:
+                os.fsync(fh.fileno())
+        fsync_dir(tmp)
         if out_dir.exists():
             shutil.rmtree(out_dir)
         os.replace(tmp, out_dir)
+        fsync_dir(out_dir.parent)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -33,6 +33,7 @@ SOURCES = (
                 ("rugby", "ea66b9424bca083da1fae8ec3fb889999e62ac9bca4a55029df30c13d9432106"),
             )
         ),
+        max_unpacked=16 << 20,  # the whole zip unpacks to 1.4 MB
     ),
 )
 

@@ -30,6 +30,7 @@ SOURCES = (
         kind="zip",
         mirror_kind="file",  # the mirror holds the zip's members, unpacked
         members=(RawFile("hour.csv", "e03de4ee4ef4dc376ac6e04bf829673c6269e8eba5c60fa121640fa2f829504f"),),
+        max_unpacked=16 << 20,  # hour.csv is 1.2 MB
     ),
 )
 

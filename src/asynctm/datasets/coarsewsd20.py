@@ -66,6 +66,7 @@ class Word:
                 mirror_path=f"{MIRROR_FOLDER}/{self.word}/{f}",
                 kind="file",
                 members=(RawFile(f, self.sha256[f]),),
+                max_unpacked=16 << 20,  # each file is under 1 MB
             )
             for f in FILES
         )

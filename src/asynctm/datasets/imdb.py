@@ -72,6 +72,9 @@ SOURCES = (
         mirror_path="imdb/aclImdb_labelled.tar.xz",
         kind="tar",
         members=tuple(RawFolder(f"aclImdb/{s}/{c}", d) for (s, c), d in REVIEW_FOLDERS.items()),
+        # The mirror's tar of the labelled reviews is 104 MB; the official one adds 50,000 unlabelled
+        # reviews and the bag-of-words files (not measured here: no network; estimated below 0.4 GB).
+        max_unpacked=640 << 20,
     ),
     Source(
         url="https://storage.googleapis.com/tensorflow/tf-keras-datasets/imdb_word_index.json",
@@ -79,6 +82,7 @@ SOURCES = (
         kind="file",
         mirror_kind="xz",
         members=(WORD_INDEX,),
+        max_unpacked=16 << 20,  # 1.6 MB
     ),
     Source(
         url="https://storage.googleapis.com/tensorflow/tf-keras-datasets/imdb.npz",
@@ -86,6 +90,7 @@ SOURCES = (
         kind="file",
         members=(KERAS_NPZ,),
         optional=True,
+        max_unpacked=64 << 20,  # Keras' imdb.npz is 17 MB
     ),
 )
 

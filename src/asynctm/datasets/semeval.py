@@ -56,6 +56,7 @@ SOURCES = (
         kind="zip",
         members=(TRAIN_FILE, TEST_FILE),
         strip=1,  # drop the archive's top folder SemEval2010_task8_all_data/
+        max_unpacked=32 << 20,  # the whole zip unpacks to 4.1 MB
     ),
 )
 

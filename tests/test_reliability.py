@@ -1,0 +1,248 @@
+"""Faults a user or a bad download brings: damaged archives, full disks, zip bombs, killed runs, power cuts,
+damaged kernel caches and model files. Each ends in one line that names the problem and the fix, and leaves
+nothing half-written behind."""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import io
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import time
+import types
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from asynctm import io as aio
+from asynctm.datasets import DATASETS
+from asynctm.datasets.__main__ import main as data_cli
+from asynctm.datasets.base import RawFile, Source
+from asynctm.datasets.fetch import MANIFEST, STAGING, ExtractionLimitError, FetchError, fetch, unpack
+
+DEAD_URL = "http://127.0.0.1:9/nothing.zip"  # closed port: fails at once, offline
+CSV = b"a,b,target\n" + b"1,2,3\n" * 2000
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def toy(*sources: Source, name: str = "toy") -> types.ModuleType:
+    mod = types.ModuleType(f"asynctm.datasets.{name}")
+    mod.NAME, mod.SOURCES = name, tuple(sources)
+    return mod
+
+
+def zip_source(**kw) -> Source:
+    return Source(url=DEAD_URL, mirror_path="toy/toy.zip", kind="zip", members=(RawFile("table.csv", sha(CSV)),),
+                  **kw)
+
+
+@pytest.fixture
+def mirror(tmp_path) -> Path:
+    m = tmp_path / "mirror"
+    (m / "toy").mkdir(parents=True)
+    with zipfile.ZipFile(m / "toy" / "toy.zip", "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("table.csv", CSV)
+    return m
+
+
+def left_in(raw: Path) -> list[str]:
+    return sorted(p.name for p in raw.iterdir()) if raw.exists() else []
+
+
+# --- damaged archives -------------------------------------------------------------------------------------
+
+
+def test_damaged_deflate_stream_is_one_error_naming_dataset_file_and_fix(tmp_path, mirror):
+    archive = mirror / "toy" / "toy.zip"
+    data = bytearray(archive.read_bytes())
+    with zipfile.ZipFile(archive) as z:
+        info = z.getinfo("table.csv")
+    start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
+    data[start:start + 8] = b"\xff" * 8  # garbage inside the compressed data (zlib.error, not BadZipFile)
+    archive.write_bytes(bytes(data))
+    raw = tmp_path / "raw"
+    with pytest.raises(FetchError) as e:
+        fetch(toy(zip_source()), raw, mirror)
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith("toy: cannot unpack mirror file")
+    assert "truncated or damaged" in msg and f"replace the mirror file {archive}" in msg
+    assert left_in(raw) == []
+
+
+def test_truncated_zip_names_its_dataset_and_the_fix(tmp_path, mirror):
+    archive = mirror / "toy" / "toy.zip"
+    archive.write_bytes(archive.read_bytes()[: archive.stat().st_size // 2])
+    with pytest.raises(FetchError) as e:
+        fetch(toy(zip_source()), tmp_path / "raw", mirror)
+    assert str(e.value).startswith("toy: cannot unpack mirror file") and "replace the mirror file" in str(e.value)
+
+
+def test_checksum_mismatch_says_which_file_to_replace(tmp_path, mirror):
+    with zipfile.ZipFile(mirror / "toy" / "toy.zip", "w") as z:
+        z.writestr("table.csv", CSV + b"7,8,9\n")
+    with pytest.raises(FetchError) as e:
+        fetch(toy(zip_source()), tmp_path / "raw", mirror)
+    assert f"replace the mirror file {mirror / 'toy' / 'toy.zip'} with the official one" in str(e.value)
+
+
+def test_corrupt_raw_file_behind_a_valid_manifest_says_how_to_rebuild(tmp_path, mirror):
+    from asynctm.datasets.fetch import verify
+
+    raw = tmp_path / "raw"
+    fetch(toy(zip_source()), raw, mirror)
+    (raw / "table.csv").write_bytes(CSV[:-1])
+    with pytest.raises(FetchError) as e:
+        verify(toy(zip_source()), raw)
+    assert f"delete {raw / MANIFEST}" in str(e.value) and "rerun" in str(e.value)
+
+
+# --- full disk ----------------------------------------------------------------------------------------------
+
+
+def _disk_full(*_a, **_k):
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_disk_full_while_unpacking_blames_the_disk_not_the_mirror(tmp_path, mirror, monkeypatch):
+    import asynctm.datasets.fetch as fetch_mod
+
+    real_copy = fetch_mod._copy_stream
+    monkeypatch.setattr(fetch_mod, "_copy_stream", lambda src, out, budget: (real_copy(src, out, budget),
+                                                                             _disk_full()))
+    raw = tmp_path / "raw"
+    with pytest.raises(FetchError) as e:
+        fetch(toy(zip_source()), raw, mirror)
+    msg = str(e.value)
+    assert "the disk is full" in msg and str(raw) in msg and "free space" in msg
+    assert "mirror" not in msg and "damaged" not in msg
+    assert left_in(raw) == []
+
+
+def test_disk_full_while_preparing_is_one_error_line(tmp_path, monkeypatch, capsys):
+    import asynctm.datasets as datasets
+
+    monkeypatch.setattr(datasets, "prepare_dataset", _disk_full)
+    rc = data_cli(["prepare", "bike_sharing", "--raw-dir", str(tmp_path / "raw"), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 1 and len(err) == 2 and err[1].startswith("error: the disk is full"), err
+
+
+# --- bounded extraction -------------------------------------------------------------------------------------
+
+
+def test_every_dataset_declares_its_unpacked_size_bound():
+    for name in DATASETS:
+        for source in DATASETS[name].SOURCES:
+            assert source.max_unpacked is not None and 0 < source.max_unpacked <= 1 << 30, (name, source.url)
+
+
+def test_a_zip_bomb_stops_at_the_declared_bound(tmp_path):
+    bomb = tmp_path / "bomb.zip"
+    with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as z:
+        z.writestr("table.csv", b"\0" * (64 << 20))  # 64 MiB of zeros: a 64 KiB file
+    assert bomb.stat().st_size < 200_000
+    dest = tmp_path / "out"
+    dest.mkdir()
+    with pytest.raises(ExtractionLimitError, match="declared for this source"):
+        unpack(bomb, "zip", dest, (RawFile("table.csv", "0" * 64),), max_bytes=4 << 20)
+    # A lying header does not help: the bytes written are counted as they come.
+    written = sum(p.stat().st_size for p in dest.rglob("*") if p.is_file())
+    assert written <= 4 << 20
+
+
+def test_a_zip_bomb_from_the_mirror_leaves_nothing(tmp_path):
+    m = tmp_path / "mirror" / "toy"
+    m.mkdir(parents=True)
+    with zipfile.ZipFile(m / "toy.zip", "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("table.csv", b"\0" * (16 << 20))
+    raw = tmp_path / "raw"
+    with pytest.raises(ExtractionLimitError) as e:
+        fetch(toy(zip_source(max_unpacked=1 << 20)), raw, tmp_path / "mirror")
+    assert str(e.value).startswith("toy: mirror file") and "1,048,576 bytes declared" in str(e.value)
+    assert left_in(raw) == []
+
+
+def test_a_tar_bomb_is_stopped_before_its_big_member_is_decompressed(tmp_path):
+    bomb = tmp_path / "bomb.tar.gz"
+    with tarfile.open(bomb, "w:gz") as t:
+        info = tarfile.TarInfo("unwanted/zeros.bin")
+        info.size = 32 << 20
+        t.addfile(info, io.BytesIO(b"\0" * info.size))
+    dest = tmp_path / "out"
+    dest.mkdir()
+    t0 = time.perf_counter()
+    with pytest.raises(ExtractionLimitError, match="unwanted/zeros.bin"):
+        unpack(bomb, "tar", dest, (RawFile("table.csv", "0" * 64),), max_bytes=1 << 20)
+    assert time.perf_counter() - t0 < 5
+
+
+# --- leftovers of killed runs -------------------------------------------------------------------------------
+
+
+def _dead_pid() -> int:
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
+
+
+def test_staging_of_a_killed_fetch_is_removed_by_the_next_one(tmp_path, mirror):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    host = aio._host()
+    dead = raw / f"{STAGING}{host}-{_dead_pid()}-abcd1234"
+    (dead / "unpacked").mkdir(parents=True)
+    (dead / "unpacked" / "big.bin").write_bytes(b"x" * 1000)
+    alive = raw / f"{STAGING}{host}-{os.getppid()}-efgh5678"  # a live process (pytest's parent) owns this one
+    alive.mkdir()
+    foreign_new = raw / f"{STAGING}otherhost-1-ijkl9012"
+    foreign_new.mkdir()
+    foreign_old = raw / f"{STAGING}otherhost-2-mnop3456"
+    foreign_old.mkdir()
+    old = time.time() - 2 * aio.STALE_AFTER_S
+    os.utime(foreign_old, (old, old))
+    legacy_old = raw / f"{STAGING}q1w2e3r4"  # a name from before owners were recorded
+    legacy_old.mkdir()
+    os.utime(legacy_old, (old, old))
+    log = []
+    fetch(toy(zip_source()), raw, mirror, log=log.append)
+    assert not dead.exists() and not foreign_old.exists() and not legacy_old.exists()
+    assert alive.exists() and foreign_new.exists()
+    assert sum("left behind by an interrupted fetch" in m for m in log) == 3
+    assert (raw / "table.csv").read_bytes() == CSV
+
+
+def test_staging_folders_name_their_owner(tmp_path):
+    d = aio.make_staging_dir(tmp_path, ".x-")
+    assert d.name.startswith(f".x-{aio._host()}-{os.getpid()}-")
+    assert aio.remove_stale(tmp_path, ".x-") == [] and d.exists()  # this process is alive
+
+
+# --- power cuts ----------------------------------------------------------------------------------------------
+
+
+def test_atomic_open_flushes_file_and_folder_around_the_rename(tmp_path, monkeypatch):
+    events = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd):
+        events.append(("fsync", "dir" if os.path.isdir(f"/proc/self/fd/{fd}") else "file"))
+        return real_fsync(fd)
+
+    def replace(a, b):
+        events.append(("replace", Path(b).name))
+        return real_replace(a, b)
+
+    monkeypatch.setattr(aio.os, "fsync", fsync)
+    monkeypatch.setattr(aio.os, "replace", replace)
+    aio.write_json_atomic(tmp_path / "record.json", {"a": 1})
+    assert events == [("fsync", "file"), ("replace", "record.json"), ("fsync", "dir")], events
+    assert json.loads((tmp_path / "record.json").read_text()) == {"a": 1}
