@@ -2,14 +2,22 @@
 //
 // One source for both builds (see tm_portability.cuh). The model's constants arrive as #defines
 // prepended by the host (asynctm.backends): CLASSES, CLAUSES (per class), LITERALS, STATE_BITS,
-// THRESHOLD (T), S_POOL_BITS (log2 of the 1/s pool's size in words), BOOST_TRUE_POSITIVE, REGRESSION.
+// THRESHOLD (T), S_POOL_BITS (log2 of the 1/s pool's size in words), BOOST_TRUE_POSITIVE, REGRESSION,
+// SYNC_TALLY (0: the paper's asynchronous tallies; 1: synchronous, every clause refreshed on an example
+// before any of them gets feedback) and QUADRATIC_UPDATE (0: a clause is updated with probability
+// |t - v| / 2T; 1: with probability ((t - v) / T)^2).
 // The rules, the memory layout and the random streams are specified in kernels/README.md.
 #include "tm_portability.cuh"
 #include "tm_rng.cuh"
 
 #if !defined(CLASSES) || !defined(CLAUSES) || !defined(LITERALS) || !defined(STATE_BITS) || \
-    !defined(THRESHOLD) || !defined(S_POOL_BITS) || !defined(BOOST_TRUE_POSITIVE) || !defined(REGRESSION)
-#error "tm.cu needs CLASSES, CLAUSES, LITERALS, STATE_BITS, THRESHOLD, S_POOL_BITS, BOOST_TRUE_POSITIVE, REGRESSION"
+    !defined(THRESHOLD) || !defined(S_POOL_BITS) || !defined(BOOST_TRUE_POSITIVE) || !defined(REGRESSION) || \
+    !defined(SYNC_TALLY) || !defined(QUADRATIC_UPDATE)
+#error "tm.cu needs CLASSES, CLAUSES, LITERALS, STATE_BITS, THRESHOLD, S_POOL_BITS, BOOST_TRUE_POSITIVE, " \
+    "REGRESSION, SYNC_TALLY, QUADRATIC_UPDATE"
+#endif
+#if QUADRATIC_UPDATE && THRESHOLD > 32767
+#error "the quadratic update rule compares err^2 * 2^32 in 64 bits: T must be at most 32767"
 #endif
 
 #define WORDS ((LITERALS + 31) / 32)
@@ -211,6 +219,43 @@ TM_DEVICE void tm_type_ii(tm_u32 *TM_RESTRICT state, const tm_u32 *TM_RESTRICT x
     }
 }
 
+// Feedback events counted per clause (feedback_events[3 g + i]), for the training diagnostics: Type Ia
+// (Type I on a clause that outputs 1), Type Ib (Type I on a clause that outputs 0) and Type II.
+#define TM_EVENT_TYPE_IA 0
+#define TM_EVENT_TYPE_IB 1
+#define TM_EVENT_TYPE_II 2
+#define TM_EVENTS 3
+
+// The feedback of one visit (Algorithm 1, lines 4-11) of clause g to an example with literals x, key `key`
+// and per-class target `target`, given the clause's output o there and the tally as read.
+TM_DEVICE void tm_feedback(long long g, tm_u32 *TM_RESTRICT state, const tm_u32 *TM_RESTRICT x, int o, int tally,
+                           int target, tm_u64 key, const tm_u32 *TM_RESTRICT s_pool, tm_u64 *TM_RESTRICT events)
+{
+    const int v = tm_clip(tally);
+    const int direction = v <= target ? 1 : -1;
+#if CLASSES > 1
+    if (direction < 0 &&
+        (tm_u64)tm_u32_draw(key, tm_ctr((tm_u64)g, TM_PURPOSE_PARTICIPATE, 0)) * (CLASSES - 1) >= 4294967296ULL)
+        return;  // a non-target class takes part with probability 1/(CLASSES-1)
+#endif
+    const tm_u64 error = (tm_u64)(target > v ? target - v : v - target);
+#if QUADRATIC_UPDATE
+    if ((tm_u64)tm_u32_draw(key, tm_ctr((tm_u64)g, TM_PURPOSE_UPDATE, 0)) * ((tm_u64)THRESHOLD * THRESHOLD) >=
+        ((error * error) << 32))
+        return;  // updated with probability (error / T)^2 (pyTsetlinMachine's regression rule)
+#else
+    if ((tm_u64)tm_u32_draw(key, tm_ctr((tm_u64)g, TM_PURPOSE_UPDATE, 0)) * (2ULL * THRESHOLD) >= (error << 32))
+        return;  // updated with probability error / 2T
+#endif
+    if (direction * tm_polarity(g % CLAUSES) > 0) {
+        tm_type_i(state, x, o, key, g, s_pool);
+        ++events[o ? TM_EVENT_TYPE_IA : TM_EVENT_TYPE_IB];
+    } else if (o) {
+        tm_type_ii(state, x);
+        ++events[TM_EVENT_TYPE_II];
+    }
+}
+
 // Every automaton (padding lanes too) starts just below include: 2^(STATE_BITS-1) - 1.
 TM_KERNEL void tm_init_state(tm_u32 *ta_state)
 {
@@ -281,11 +326,13 @@ TM_KERNEL void tm_epoch_keys(tm_u64 seed, tm_u64 epoch, int n_examples, tm_u64 *
 #define TALLY_ADD(c, e, d) TM_ATOMIC_ADD(class_sum + (c) * n_examples + (e), (d))
 #endif
 
-// Clause g's share of one batch of Algorithm 1: it visits examples [start, end) in order, refreshes the
-// example's tally by the change of its own output, then decides on feedback from the possibly stale tally.
+// Clause g's share of one batch of Algorithm 1 (asynchronous tallies): it visits examples [start, end) in
+// order, refreshes the example's tally by the change of its own output, then decides on feedback from the
+// possibly stale tally.
 TM_DEVICE void tm_train_clause(long long g, tm_u32 *ta_state, const tm_u32 *X, const int *y, int *class_sum,
                                tm_u32 *clause_output, int n_examples, int start, int end,
-                               const tm_u64 *keys, const tm_u32 *s_pool, int *view, int *delta)
+                               const tm_u64 *keys, const tm_u32 *s_pool, int *view, int *delta,
+                               tm_u64 *feedback_events)
 {
     (void)class_sum; (void)view; (void)delta;
     const int out_words = (n_examples + 31) / 32;
@@ -307,25 +354,60 @@ TM_DEVICE void tm_train_clause(long long g, tm_u32 *ta_state, const tm_u32 *X, c
             stored[e >> 5] ^= bit;
         }
 
-        // Feedback (Algorithm 1, lines 4-11).
-        const int v = tm_clip(TALLY_READ(c, e));
-        const int target = y[c * n_examples + e];
-        const int direction = v <= target ? 1 : -1;
-        const tm_u64 key = keys[e];
-#if CLASSES > 1
-        if (direction < 0 &&
-            (tm_u64)tm_u32_draw(key, tm_ctr((tm_u64)g, TM_PURPOSE_PARTICIPATE, 0)) * (CLASSES - 1) >= 4294967296ULL)
-            continue;  // a non-target class takes part with probability 1/(CLASSES-1)
-#endif
-        const tm_u64 error = (tm_u64)(target > v ? target - v : v - target);
-        if ((tm_u64)tm_u32_draw(key, tm_ctr((tm_u64)g, TM_PURPOSE_UPDATE, 0)) * (2ULL * THRESHOLD) >= (error << 32))
-            continue;  // updated with probability error / 2T
-        if (direction * polarity > 0) {
-            tm_type_i(state, x, o, key, g, s_pool);
-        } else if (o) {
-            tm_type_ii(state, x);
-        }
+        // Feedback (Algorithm 1, lines 4-11), from the tally as this thread sees it now.
+        tm_feedback(g, state, x, o, TALLY_READ(c, e), y[c * n_examples + e], keys[e], s_pool,
+                    feedback_events + TM_EVENTS * g);
     }
+}
+
+// Synchronous tallies (SYNC_TALLY), one example e at a time in two phases with a barrier between them.
+// Phase 1, clause g: refresh its stored output on e; returns the change of its vote on class_sum[c, e].
+TM_DEVICE int tm_sync_refresh_clause(long long g, const tm_u32 *ta_state, const tm_u32 *X, tm_u32 *clause_output,
+                                     int n_examples, int e)
+{
+    const int out_words = (n_examples + 31) / 32;
+    const int o = tm_clause_output(INCLUDE_PLANE(CLAUSE_STATE(ta_state, g)), X + (long long)e * WORDS, 1, 0);
+    tm_u32 *word = clause_output + g * out_words + (e >> 5);
+    const tm_u32 bit = 1u << (e & 31);
+    const int previous = (*word & bit) != 0;
+    if (o == previous) return 0;
+    *word ^= bit;
+    return tm_polarity(g % CLAUSES) * (o - previous);
+}
+
+// Phase 2, clause g: feedback from the exact tally of e (every vote of the class refreshed in phase 1), with
+// the output stored in phase 1 (the clause has not changed since).
+TM_DEVICE void tm_sync_feedback_clause(long long g, tm_u32 *ta_state, const tm_u32 *X, const int *y,
+                                       const int *class_sum, const tm_u32 *clause_output, int n_examples, int e,
+                                       const tm_u64 *keys, const tm_u32 *s_pool, tm_u64 *feedback_events)
+{
+    const int out_words = (n_examples + 31) / 32;
+    const long long c = g / CLAUSES;
+    const int o = (int)((clause_output[g * out_words + (e >> 5)] >> (e & 31)) & 1u);
+    tm_feedback(g, CLAUSE_STATE(ta_state, g), X + (long long)e * WORDS, o, class_sum[c * n_examples + e],
+                y[c * n_examples + e], keys[e], s_pool, feedback_events + TM_EVENTS * g);
+}
+
+// The two phases as separate kernels, one launch each per example: the GPU's barrier between them is the
+// launch boundary (CUDA has no grid-wide barrier in an ordinary launch). The CPU build runs both phases of a
+// whole batch in one parallel region instead (tm_train_batch).
+TM_KERNEL void tm_sync_refresh(const tm_u32 *ta_state, const tm_u32 *X, int *class_sum, tm_u32 *clause_output,
+                               int n_examples, int e)
+{
+    TM_PARALLEL_FOR(g, CLAUSES_TOTAL)
+    {
+        const int change = tm_sync_refresh_clause(g, ta_state, X, clause_output, n_examples, e);
+        if (change) TM_ATOMIC_ADD(class_sum + (g / CLAUSES) * n_examples + e, change);
+    }
+}
+
+TM_KERNEL void tm_sync_feedback(tm_u32 *ta_state, const tm_u32 *X, const int *y, const int *class_sum,
+                                const tm_u32 *clause_output, int n_examples, int e, const tm_u64 *keys,
+                                const tm_u32 *s_pool, tm_u64 *feedback_events)
+{
+    TM_PARALLEL_FOR(g, CLAUSES_TOTAL)
+    tm_sync_feedback_clause(g, ta_state, X, y, class_sum, clause_output, n_examples, e, keys, s_pool,
+                            feedback_events);
 }
 
 #if TM_TALLY_VIEWS
@@ -351,11 +433,35 @@ TM_DEVICE void tm_tally_sync(int *class_sum, int n_examples, int start, int batc
 // (Bike Sharing: 1,280 clauses on 100 tallies). A thread then sees another thread's changes at most 16 of
 // that thread's clauses late (a GPU runs thousands of clause threads at once, so its tallies are staler);
 // with one thread every change is seen at once, exactly as before.
+#if SYNC_TALLY && !TM_TALLY_VIEWS
+// The GPU build with synchronous tallies has no tm_train_batch: the host launches tm_sync_refresh and
+// tm_sync_feedback once per example.
+#else
 TM_KERNEL void tm_train_batch(tm_u32 *ta_state, const tm_u32 *X, const int *y, int *class_sum,
                               tm_u32 *clause_output, int n_examples, int start, int end, const tm_u64 *keys,
-                              const tm_u32 *s_pool)
+                              const tm_u32 *s_pool, tm_u64 *feedback_events)
 {
-#if TM_TALLY_VIEWS
+#if SYNC_TALLY
+    // Synchronous tallies on CPU cores: per example, phase 1 (every clause refreshed, each thread adding its
+    // summed vote changes once per class), a barrier, phase 2 (feedback). Both loops hand every thread the
+    // same clauses (static schedule, same count, same region), so a thread's phase 2 of e and its phase 1 of
+    // e + 1 touch only its own clauses and need no barrier between them.
+    TM_PARALLEL_REGION
+    {
+        int change[CLASSES];
+        for (int e = start; e < end; ++e) {
+            for (int c = 0; c < CLASSES; ++c) change[c] = 0;
+            TM_FOR_NOWAIT(g, CLAUSES_TOTAL)
+            change[g / CLAUSES] += tm_sync_refresh_clause(g, ta_state, X, clause_output, n_examples, e);
+            for (int c = 0; c < CLASSES; ++c)
+                if (change[c]) TM_ATOMIC_ADD(class_sum + (long long)c * n_examples + e, change[c]);
+            TM_BARRIER;
+            TM_FOR_NOWAIT(g, CLAUSES_TOTAL)
+            tm_sync_feedback_clause(g, ta_state, X, y, class_sum, clause_output, n_examples, e, keys, s_pool,
+                                    feedback_events);
+        }
+    }
+#elif TM_TALLY_VIEWS
     const int batch = end - start;
     TM_PARALLEL_REGION
     {
@@ -367,7 +473,7 @@ TM_KERNEL void tm_train_batch(tm_u32 *ta_state, const tm_u32 *X, const int *y, i
         TM_FOR_NOWAIT(g, CLAUSES_TOTAL)
         {
             tm_train_clause(g, ta_state, X, y, class_sum, clause_output, n_examples, start, end, keys, s_pool,
-                            view, delta);
+                            view, delta, feedback_events);
             if (++since == TM_TALLY_SYNC_CLAUSES) {
                 tm_tally_sync(class_sum, n_examples, start, batch, view, delta);
                 since = 0;
@@ -378,8 +484,30 @@ TM_KERNEL void tm_train_batch(tm_u32 *ta_state, const tm_u32 *X, const int *y, i
     }
 #else
     TM_PARALLEL_FOR(g, CLAUSES_TOTAL)
-    tm_train_clause(g, ta_state, X, y, class_sum, clause_output, n_examples, start, end, keys, s_pool, 0, 0);
+    tm_train_clause(g, ta_state, X, y, class_sum, clause_output, n_examples, start, end, keys, s_pool, 0, 0,
+                    feedback_events);
 #endif
+}
+#endif
+
+// Included literals of every clause, for the training diagnostics: counts[2 g] of the literals below
+// `first_negated` (the features), counts[2 g + 1] of the others (their negations, with append_negated).
+TM_KERNEL void tm_include_counts(const tm_u32 *ta_state, int first_negated, int *counts)
+{
+    TM_PARALLEL_FOR(g, CLAUSES_TOTAL)
+    {
+        const tm_u32 *include = INCLUDE_PLANE(CLAUSE_STATE(ta_state, g));
+        int below = 0, above = 0;
+        for (int w = 0; w < WORDS; ++w) {
+            const int lanes = first_negated - 32 * w;  // lanes of word w below first_negated
+            const tm_u32 low = lanes >= 32 ? 0xFFFFFFFFu : (lanes <= 0 ? 0u : (1u << lanes) - 1u);
+            const tm_u32 inc = include[w] & WORD_MASK(w);
+            below += TM_POPCOUNT(inc & low);
+            above += TM_POPCOUNT(inc & ~low);
+        }
+        counts[2 * g] = below;
+        counts[2 * g + 1] = above;
+    }
 }
 
 // Inference: clipped class sums, empty clauses voting 0.

@@ -28,6 +28,7 @@ typedef unsigned long long tm_u64;
 // Algorithm 1 asks for: the current, possibly stale, value.
 #define TM_LOAD_RELAXED(ptr) (*(volatile const int *)(ptr))
 #define TM_TALLY_VIEWS 0
+#define TM_POPCOUNT(x) __popc(x)
 
 #else  // CPU build
 
@@ -55,11 +56,13 @@ extern "C" int tm_get_threads(void) { return tm_cpu_threads; }
 #define TM_CHUNK_PAIRS 8
 #define TM_RESTRICT __restrict__
 #define TM_LOAD_RELAXED(ptr) __atomic_load_n((ptr), __ATOMIC_RELAXED)
+#define TM_POPCOUNT(x) __builtin_popcount(x)
 // Training batches (tm_train_batch): one parallel region in which each thread takes its static share of
 // the clauses and reaches the shared tallies through a private view (TM_TALLY_VIEWS).
 #define TM_TALLY_VIEWS 1
 #define TM_PARALLEL_REGION _Pragma("omp parallel num_threads(tm_cpu_threads)")
 #define TM_FOR_NOWAIT(i, n) \
     _Pragma("omp for schedule(static) nowait") for (long long i = 0; i < (long long)(n); ++i)
+#define TM_BARRIER _Pragma("omp barrier")
 
 #endif

@@ -45,14 +45,14 @@ CONFIGS = {
 }
 
 
-def _kernel_config(c: dict, n_literals: int) -> KernelConfig:
+def _kernel_config(c: dict, n_literals: int, tally: str = "async", rule: str = "linear") -> KernelConfig:
     return KernelConfig(c["n_classes"], c["n_clauses"], n_literals, c["T"], c["s"], c["bits"], c["boost"],
-                        c["regression"])
+                        c["regression"], tally=tally, regression_rule=rule)
 
 
-def _reference(c: dict, n_literals: int) -> ReferenceTM:
+def _reference(c: dict, n_literals: int, tally: str = "async", rule: str = "linear") -> ReferenceTM:
     return ReferenceTM(c["n_classes"], c["n_clauses"], n_literals, c["T"], c["s"], c["bits"], c["boost"],
-                       c["regression"])
+                       c["regression"], tally=tally, regression_rule=rule)
 
 
 def _random_states(rng, G, n_literals, bits, includes_per_clause=2.0):
@@ -318,6 +318,78 @@ def test_cpu_one_thread_reproduces_reference(open_backend, name, init):
             be.train_batch(start, end, epoch, seed)
             assert_backend_equals_reference(be, tm, n, f" after epoch {epoch}, batch [{start}, {end})")
     assert not np.array_equal(tm.ta_state, states)  # it did learn something
+    assert_diagnostics_equal(be, tm, F.shape[1] if c["negated"] else X.shape[1])
+
+
+def assert_diagnostics_equal(be, tm: ReferenceTM, first_negated: int):
+    """Per-clause Type Ia/Ib/II event counts and included literals (features / negations) as the reference's."""
+    assert_same("feedback events", be.feedback_event_counts().astype(np.int64), tm.feedback_events,
+                ("clause", "Ia/Ib/II"))
+    inc = tm.includes()
+    want = np.stack([inc[:, :first_negated].sum(1), inc[:, first_negated:].sum(1)], axis=1)
+    assert_same("included literals", be.include_counts(first_negated), want, ("clause", "features/negations"))
+    assert tm.feedback_events[:, 0].sum() > 0 and tm.feedback_events[:, 1].sum() > 0  # both kinds happened
+
+
+# ---------------------------------------------------------------------------------------------
+# Synchronous tallies and the quadratic update rule: deterministic with any number of threads
+# (every tally is exact before any clause reads it), so every build equals the reference bit for bit.
+# ---------------------------------------------------------------------------------------------
+
+SYNC_BUILDS = [
+    pytest.param(("cpu", 1), id="cpu1"),
+    pytest.param(("cpu", 2), id="cpu2"),
+    pytest.param(("cuda", None), id="cuda", marks=pytest.mark.gpu),
+]
+
+
+@pytest.mark.parametrize("build", SYNC_BUILDS)
+@pytest.mark.parametrize("name,tally,rule", [
+    ("2cls-boost-40lit", "sync", "linear"),
+    ("3cls-noboost-34lit", "sync", "linear"),
+    ("4cls-s27-150lit", "sync", "linear"),
+    ("regression-5bit-37lit", "sync", "linear"),
+    ("regression-5bit-37lit", "sync", "quadratic"),
+    ("regression-5bit-37lit", "async", "quadratic"),
+])
+def test_tally_modes_and_update_rules_reproduce_reference(open_backend, build, name, tally, rule):
+    c = CONFIGS[name]
+    if tally == "async" and build[1] != 1:
+        pytest.skip("asynchronous tallies are deterministic with one thread only")
+    n, batch_size, seed = 50, 16, 77
+    F, X, y_target, states = _problem(c, n, seed=3)
+    tm = _reference(c, X.shape[1], tally, rule)
+    tm.ta_state[:] = states
+    tm.init_training(X, y_target)
+    be = open_backend(build[0], _kernel_config(c, X.shape[1], tally, rule), build[1] or 1)
+    be.set_ta_state(_to_planes(states, c["bits"]))
+    be.set_training_data(_pack_bits(X), y_target.astype(np.int32))
+    for epoch in range(3):
+        for start in range(0, n, batch_size):
+            end = min(start + batch_size, n)
+            tm.train_batch(start, end, epoch, seed)
+            be.train_batch(start, end, epoch, seed)
+            assert_backend_equals_reference(be, tm, n, f" ({tally}, {rule}) epoch {epoch}, batch [{start}, {end})")
+    assert_diagnostics_equal(be, tm, F.shape[1] if c["negated"] else X.shape[1])
+
+
+@pytest.mark.parametrize("name", ["2cls-boost-40lit", "regression-5bit-37lit"])
+def test_the_switches_change_learning(name):
+    """Sync and async (and the two update rules) take different paths from the same start: the switches
+    reach the reference's rules (the kernels are held to the reference above)."""
+    c = CONFIGS[name]
+    F, X, y_target, states = _problem(c, 50, seed=3)
+    final = {}
+    for tally, rule in [("async", "linear"), ("sync", "linear"), ("async", "quadratic")]:
+        if rule == "quadratic" and not c["regression"]:
+            continue
+        tm = _reference(c, X.shape[1], tally, rule)
+        tm.ta_state[:] = states
+        tm.init_training(X, y_target)
+        tm.train_epoch(0, 77, 25)
+        final[tally, rule] = tm.ta_state.copy()
+    values = list(final.values())
+    assert all(not np.array_equal(values[0], v) for v in values[1:])
 
 
 @pytest.mark.parametrize("name", ["2cls-boost-40lit", "regression-5bit-37lit"])

@@ -13,6 +13,9 @@ CONFIGS = {
     "classification": KernelConfig(n_classes=3, n_clauses=300, n_literals=6001, T=50, s=5.0),
     "regression_s1_noboost": KernelConfig(n_classes=1, n_clauses=64, n_literals=64, T=100, s=1.0, state_bits=5,
                                           boost_true_positive=False, regression=True),
+    "sync_quadratic": KernelConfig(n_classes=1, n_clauses=64, n_literals=100, T=100, s=3.0, regression=True,
+                                   tally="sync", regression_rule="quadratic"),
+    "sync_classification": KernelConfig(n_classes=4, n_clauses=50, n_literals=333, T=20, s=5.0, tally="sync"),
 }
 
 

@@ -183,6 +183,11 @@ def test_plan_status_and_estimate_are_grouped_with_totals(repo_root, capsys, mon
     est = capsys.readouterr().out
     assert "wsd_apple     tm_cpu" not in est  # complete groups are left out of --estimate
     assert "\nall " in est and "run_budget_hours=inf" in est
+    assert "imdb          pytm_indexed     n7000_T80_s27_e5 " in est
+    assert experiments_main(["plan", "--estimate", "--full-protocol"]) == 0
+    full = capsys.readouterr().out
+    assert "imdb          pytm_indexed     n7000_T80_s27_e100 " in full
+    assert "imdb          pytm_indexed     n7000_T80_s27_e5 " not in full
 
 
 # -- the workflow ----------------------------------------------------------------------------------------------------

@@ -18,6 +18,8 @@ from pathlib import Path
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 
+from .backends import TALLIES as _TALLIES
+from .backends import UPDATE_RULES as _REGRESSION_RULES
 from .backends import KernelConfig, make_backend, resolve_backend
 from .io import atomic_open
 from .encoding import check_binary_matrix, check_positive_int, pack_literals, planes_to_states
@@ -32,7 +34,7 @@ class _TsetlinMachine(BaseEstimator):
     _regression = False
 
     def __init__(self, n_clauses=100, T=15, s=3.9, state_bits=8, boost_true_positive=True, append_negated=True,
-                 batch_size=100, backend="auto", n_threads=None, seed=None):
+                 batch_size=100, backend="auto", n_threads=None, seed=None, tally="async", regression_rule="linear"):
         self.n_clauses = n_clauses
         self.T = T
         self.s = s
@@ -43,6 +45,12 @@ class _TsetlinMachine(BaseEstimator):
         self.backend = backend
         self.n_threads = n_threads
         self.seed = seed
+        # tally: "async", the paper's Algorithm 1 (each clause learns from the local voting tally as it finds
+        # it), or "sync", the classic Tsetlin Machine (every clause's vote refreshed before any feedback);
+        # regression_rule: P(update) = |y - v| / 2T ("linear") or ((y - v) / T)^2 ("quadratic", TMRegressor
+        # only, pyTsetlinMachine's). kernels/README.md states both exactly.
+        self.tally = tally
+        self.regression_rule = regression_rule
         self._validate_params()
 
     # -- parameters ------------------------------------------------------------------------------
@@ -66,6 +74,15 @@ class _TsetlinMachine(BaseEstimator):
             raise ValueError(f"backend must be one of {_BACKENDS}, got {self.backend!r}")
         if self.n_threads is not None:
             check_positive_int(self.n_threads, "n_threads", 1)
+        if self.tally not in _TALLIES:
+            raise ValueError(f"tally must be one of {_TALLIES}, got {self.tally!r}")
+        if self.regression_rule not in _REGRESSION_RULES:
+            raise ValueError(f"regression_rule must be one of {_REGRESSION_RULES}, got {self.regression_rule!r}")
+        if self.regression_rule != "linear" and not self._regression:
+            raise ValueError(f"regression_rule={self.regression_rule!r} applies to TMRegressor only; "
+                             "TMClassifier uses 'linear' (|y - v| / 2T)")
+        if self.regression_rule == "quadratic" and self.T > 32767:
+            raise ValueError(f"regression_rule='quadratic' needs T <= 32767, got {self.T}")
         if self.seed is not None:
             if isinstance(self.seed, bool) or not isinstance(self.seed, numbers.Integral) or not 0 <= self.seed < 2**64:
                 raise ValueError(f"seed must be None or an integer in [0, 2^64), got {self.seed!r}")
@@ -91,7 +108,8 @@ class _TsetlinMachine(BaseEstimator):
     def _kernel_config(self) -> KernelConfig:
         return KernelConfig(n_classes=self._n_outputs, n_clauses=self.n_clauses, n_literals=self.n_literals_,
                             T=int(self.T), s=float(self.s), state_bits=self.state_bits,
-                            boost_true_positive=bool(self.boost_true_positive), regression=self._regression)
+                            boost_true_positive=bool(self.boost_true_positive), regression=self._regression,
+                            tally=self.tally, regression_rule=self.regression_rule)
 
     def _make_backend(self):
         name = resolve_backend(self.backend)
@@ -170,6 +188,7 @@ class _TsetlinMachine(BaseEstimator):
             be.train_epoch(self.epochs_trained_, self.seed_, self.batch_size)
             self.epochs_trained_ += 1
             train_s = time.perf_counter() - t0
+            self.__dict__.setdefault("epoch_diagnostics_", []).append(self._epoch_diagnostics(be))
             if verbose:
                 per_epoch = (time.perf_counter() - started) / epoch
                 print(f"[{type(self).__name__}] epoch {epoch}/{epochs}: {train_s:.3f} s, "
@@ -208,6 +227,7 @@ class _TsetlinMachine(BaseEstimator):
                 self.seed_ = int(self.seed) if self.seed is not None else int(
                     np.random.SeedSequence().generate_state(1, np.uint64)[0])
                 self.epochs_trained_ = 0
+                self.epoch_diagnostics_ = []
                 be.init_state()
             words = self._encode(X_checked)
             t2 = time.perf_counter()
@@ -218,6 +238,18 @@ class _TsetlinMachine(BaseEstimator):
             # stored clause outputs and tallies (synchronised on a GPU).
             self.setup_timings_ = {"compile_s": t1 - t0, "encode_s": t2 - t1, "upload_s": t3 - t2}
             self._train_ref = (X, y)
+
+    def _epoch_diagnostics(self, be) -> dict:
+        """The training diagnostics after an epoch (kernels/README.md): included literals per clause (mean over
+        all clauses; of the features and of their negations) and the Type Ia, Ib and II feedback events of the
+        epoch. One pass over the include plane and one copy of per-clause counters: no special build."""
+        first_negated = self.n_features_in_ if self.append_negated else self.n_literals_
+        counts = be.include_counts(first_negated).astype(np.float64)
+        ia, ib, ii = (int(v) for v in be.take_feedback_events())
+        positive, negated = (float(v) for v in counts.mean(axis=0))
+        return {"epoch": self.epochs_trained_, "literals_per_clause": positive + negated,
+                "positive_literals_per_clause": positive, "negated_literals_per_clause": negated,
+                "type_ia_feedback": ia, "type_ib_feedback": ib, "type_ii_feedback": ii}
 
     def _class_sums(self, X) -> np.ndarray:
         X = self._check_X(X, fitting=False)

@@ -4,10 +4,16 @@ Written from the paper (Abeyrathna et al., ICML 2021, Sections 2-3: Tables 1 and
 Algorithm 1) and from ``kernels/README.md``, which fixes everything the paper leaves open
 (polarity, the tally refresh, the random streams, the schedule). It works on *unpacked* literals
 (one uint8 per literal) and plain integer automaton states, and loops over clauses and examples
-one at a time, exactly as the CPU build runs with a single thread:
+one at a time, exactly as the CPU build runs with a single thread. With asynchronous tallies
+(``tally="async"``, the paper's Algorithm 1):
 
     for each batch:  for clause g = 0..G-1:  for each example e of the batch, in order:
         refresh the tally of (class of g, e), then give feedback.
+
+With synchronous tallies (``tally="sync"``, the classic Tsetlin Machine), which every thread count runs
+alike:
+
+    for each example e, in order:  refresh every clause on e;  then for clause g = 0..G-1: feedback.
 
 It is meant for tests on small problems only; it is deliberately slow and plain.
 """
@@ -35,6 +41,7 @@ __all__ = [
     "literal_mask",
     "participates",
     "is_updated",
+    "is_updated_quadratic",
     "encode_literals",
     "targets_for_classification",
     "Visit",
@@ -200,6 +207,12 @@ def is_updated(key: int, g: int, err: int, T: int) -> bool:
     return u * 2 * T < err * TWO32
 
 
+def is_updated_quadratic(key: int, g: int, err: int, T: int) -> bool:
+    """pyTsetlinMachine's regression rule, rand() <= ((v - y)/T)^2, as the exact u * T^2 < err^2 * 2^32."""
+    u = u32(key, ctr(g, PURPOSE_UPDATE, 0))
+    return u * T * T < err * err * TWO32
+
+
 # --------------------------------------------------------------------------------------------
 # Inputs and targets
 # --------------------------------------------------------------------------------------------
@@ -239,6 +252,9 @@ class Visit:
     feedback: str  # "I", "II" or "" (none, or Type II on a clause that outputs 0)
 
 
+EVENTS = ("type_ia", "type_ib", "type_ii")  # Type I with o = 1, Type I with o = 0, Type II (with o = 1)
+
+
 class ReferenceTM:
     """The Tsetlin Machine of the paper with local voting tallies, sequentially.
 
@@ -258,6 +274,8 @@ class ReferenceTM:
         boost_true_positive: bool = True,
         regression: bool = False,
         pool_bits: int = POOL_BITS,
+        tally: str = "async",
+        regression_rule: str = "linear",
     ):
         if int(T) != T or T < 1:
             raise ValueError("T must be a positive integer")
@@ -265,6 +283,12 @@ class ReferenceTM:
             raise ValueError("n_clauses per class must be even (alternating polarity)")
         if not 1 <= state_bits <= 31:
             raise ValueError("state_bits must be in [1, 31]")
+        if tally not in ("async", "sync"):
+            raise ValueError("tally must be 'async' or 'sync'")
+        if regression_rule not in ("linear", "quadratic"):
+            raise ValueError("regression_rule must be 'linear' or 'quadratic'")
+        self.tally = tally
+        self.regression_rule = regression_rule
         self.n_classes = int(n_classes)
         self.n_clauses = int(n_clauses)
         self.n_literals = int(n_literals)
@@ -286,6 +310,7 @@ class ReferenceTM:
         self.y_target: np.ndarray | None = None
         self.stored_output: np.ndarray | None = None
         self.class_sum: np.ndarray | None = None
+        self.feedback_events = np.zeros((self.G, len(EVENTS)), dtype=np.int64)  # per clause, EVENTS order
 
     # ---- structure -----------------------------------------------------------------------
 
@@ -390,20 +415,24 @@ class ReferenceTM:
 
     # ---- one visit, one batch, one epoch (Algorithm 1 + kernels/README.md) -------------------
 
+    def refresh(self, g: int, e: int) -> int:
+        """Algorithm 1 lines 12-17: clause g's output on example e, its stored output and its vote updated."""
+        o = self.clause_output(g, self.X[e], training=True)
+        o_star = int(self.stored_output[g, e])
+        if o != o_star:
+            self.class_sum[self.class_of(g), e] += self.polarity(g) * (o - o_star)
+            self.stored_output[g, e] = o
+        return o
+
     def visit(self, g: int, e: int, epoch: int, seed: int) -> Visit:
-        """Clause g visits training example e: tally refresh, then feedback."""
+        """Clause g visits training example e: tally refresh, then feedback (asynchronous tallies)."""
+        return self.feedback(g, e, self.refresh(g, e), epoch, seed)
+
+    def feedback(self, g: int, e: int, o: int, epoch: int, seed: int) -> Visit:
+        """Algorithm 1 lines 4-11: clause g, with output o on example e, learns from the tally as it stands."""
         c = self.class_of(g)
         pol = self.polarity(g)
         x = self.X[e]
-
-        # Refresh (Algorithm 1 lines 12-17, done first on every visit as in the released kernel).
-        o = self.clause_output(g, x, training=True)
-        o_star = int(self.stored_output[g, e])
-        if o != o_star:
-            self.class_sum[c, e] += pol * (o - o_star)
-            self.stored_output[g, e] = o
-
-        # Feedback (Algorithm 1 lines 4-11).
         v = min(max(int(self.class_sum[c, e]), -self.T), self.T)
         t = int(self.y_target[c, e])
         d = 1 if v <= t else -1
@@ -411,19 +440,30 @@ class ReferenceTM:
         if d == -1 and self.n_classes > 1 and not participates(key, g, self.n_classes):
             return Visit(o, v, d, participated=False, updated=False, feedback="")
         err = abs(t - v)
-        if not is_updated(key, g, err, self.T):
+        updated = is_updated_quadratic if self.regression_rule == "quadratic" else is_updated
+        if not updated(key, g, err, self.T):
             return Visit(o, v, d, participated=True, updated=False, feedback="")
         if d * pol > 0:
             mask = literal_mask(seed, epoch, e, g, self.n_literals, s_pool(seed, self.s, self.pool_bits))
             self.type_i_feedback(g, x, o, mask)
+            self.feedback_events[g, 0 if o else 1] += 1
             return Visit(o, v, d, True, True, "I")
         if o == 1:
             self.type_ii_feedback(g, x, o)
+            self.feedback_events[g, 2] += 1
             return Visit(o, v, d, True, True, "II")
         return Visit(o, v, d, True, True, "")
 
     def train_batch(self, start: int, end: int, epoch: int, seed: int) -> None:
-        """One kernel launch: every clause visits examples start..end-1 in order, clause by clause."""
+        """One batch. Asynchronous tallies: every clause visits examples start..end-1 in order, clause by
+        clause (one kernel launch). Synchronous: example by example, every clause refreshed, then every clause
+        given feedback from the exact tally."""
+        if self.tally == "sync":
+            for e in range(start, end):
+                outputs = [self.refresh(g, e) for g in range(self.G)]
+                for g in range(self.G):
+                    self.feedback(g, e, outputs[g], epoch, seed)
+            return
         for g in range(self.G):
             for e in range(start, end):
                 self.visit(g, e, epoch, seed)

@@ -17,6 +17,8 @@ from pathlib import Path
 import numpy as np
 
 KERNEL_FILE = "tm.cu"
+TALLIES = ("async", "sync")  # kernels/README.md, "Tallies": the paper's asynchronous ones, or synchronous
+UPDATE_RULES = ("linear", "quadratic")  # P(update) = |t - v| / 2T, or ((t - v) / T)^2
 
 
 class BackendUnavailableError(RuntimeError):
@@ -85,6 +87,16 @@ class KernelConfig:
     boost_true_positive: bool = True
     regression: bool = False
     s_pool_bits: int = S_POOL_BITS  # the 1/s pool has 2^s_pool_bits words (tests use small pools)
+    tally: str = "async"  # "async": Algorithm 1's local tallies; "sync": refreshed on every clause first
+    regression_rule: str = "linear"  # the update probability: "linear" |t - v| / 2T, "quadratic" ((t - v) / T)^2
+
+    def __post_init__(self):
+        if self.tally not in TALLIES:
+            raise ValueError(f"tally must be one of {TALLIES}, got {self.tally!r}")
+        if self.regression_rule not in UPDATE_RULES:
+            raise ValueError(f"regression_rule must be one of {UPDATE_RULES}, got {self.regression_rule!r}")
+        if self.regression_rule == "quadratic" and self.T > 32767:
+            raise ValueError(f"regression_rule='quadratic' needs T <= 32767 (64-bit exact comparison), got {self.T}")
 
     @property
     def n_words(self) -> int:
@@ -104,6 +116,8 @@ class KernelConfig:
             "S_POOL_BITS": str(self.s_pool_bits),
             "BOOST_TRUE_POSITIVE": str(int(self.boost_true_positive)),
             "REGRESSION": str(int(self.regression)),
+            "SYNC_TALLY": str(int(self.tally == "sync")),
+            "QUADRATIC_UPDATE": str(int(self.regression_rule == "quadratic")),
         }
 
 

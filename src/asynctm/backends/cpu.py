@@ -91,7 +91,10 @@ _SIGNATURES = {
     "tm_refresh_outputs": [_P, _P, _I, _P],
     "tm_compute_tallies": [_P, _I, _P],
     "tm_epoch_keys": [_U64, _U64, _I, _P],
-    "tm_train_batch": [_P, _P, _P, _P, _P, _I, _I, _I, _P, _P],
+    "tm_train_batch": [_P, _P, _P, _P, _P, _I, _I, _I, _P, _P, _P],
+    "tm_sync_refresh": [_P, _P, _P, _P, _I, _I],
+    "tm_sync_feedback": [_P, _P, _P, _P, _P, _I, _I, _P, _P, _P],
+    "tm_include_counts": [_P, _I, _P],
     "tm_class_sums": [_P, _P, _I, _P],
 }
 _libraries: dict[Path, ctypes.CDLL] = {}
@@ -132,6 +135,8 @@ class CpuBackend:
         self.lib = _load(build_library(cfg))
         self.device = f"CPU ({cpu_model()}), {self.n_threads} thread(s)"
         self.ta_state = np.zeros((cfg.n_clauses_total, cfg.state_bits, cfg.n_words), dtype=np.uint32)
+        # Type Ia, Ib and II feedback events of each clause since the backend was made (kernels/README.md).
+        self.feedback_events = np.zeros((cfg.n_clauses_total, 3), dtype=np.uint64)
         self.X = self.y = self.class_sum = self.clause_output = self.keys = None
 
     def _threads(self):
@@ -175,7 +180,7 @@ class CpuBackend:
             self._keys_for = (seed, epoch)
         self.lib.tm_train_batch(_ptr(self.ta_state), _ptr(self.X), _ptr(self.y), _ptr(self.class_sum),
                                 _ptr(self.clause_output), self.X.shape[0], int(start), int(end),
-                                _ptr(self.keys), _ptr(pool))
+                                _ptr(self.keys), _ptr(pool), _ptr(self.feedback_events))
 
     def train_epoch(self, epoch: int, seed: int, batch_size: int) -> None:
         n = self.X.shape[0]
@@ -184,6 +189,25 @@ class CpuBackend:
 
     def get_tallies(self) -> np.ndarray:
         return self.class_sum.copy()
+
+    def feedback_event_counts(self) -> np.ndarray:
+        """Type Ia, Ib and II feedback events of each clause since the backend was made, uint64 (G, 3)."""
+        return self.feedback_events.copy()
+
+    def take_feedback_events(self) -> np.ndarray:
+        """Type Ia, Ib and II feedback events of all clauses since the previous call (or since the backend was
+        made), int64 (3,)."""
+        total = self.feedback_event_counts().sum(axis=0, dtype=np.uint64).astype(np.int64)
+        taken = getattr(self, "_events_taken", np.zeros(3, dtype=np.int64))
+        self._events_taken = total
+        return total - taken
+
+    def include_counts(self, first_negated: int) -> np.ndarray:
+        """Included literals of each clause below ``first_negated`` and from it on, int32 (G, 2)."""
+        out = np.empty((self.cfg.n_clauses_total, 2), dtype=np.int32)
+        self._threads()
+        self.lib.tm_include_counts(_ptr(self.ta_state), int(first_negated), _ptr(out))
+        return out
 
     def get_clause_output_bits(self) -> np.ndarray:
         return self.clause_output.copy()

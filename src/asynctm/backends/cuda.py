@@ -106,11 +106,18 @@ class CudaBackend:
         context()
         self.device = device_description()
         mod = _module(cfg)
+        # Synchronous tallies need a barrier between refresh and feedback on every example: there the GPU build
+        # has two kernels launched per example instead of one tm_train_batch per batch (kernels/README.md).
+        training = ("tm_sync_refresh", "tm_sync_feedback") if cfg.tally == "sync" else ("tm_train_batch",)
         self.fn = {name: mod.get_function(name) for name in
-                   ("tm_init_state", "tm_refresh_outputs", "tm_compute_tallies", "tm_epoch_keys", "tm_train_batch",
-                    "tm_class_sums")}
+                   ("tm_init_state", "tm_refresh_outputs", "tm_compute_tallies", "tm_epoch_keys", *training,
+                    "tm_class_sums", "tm_include_counts")}
         self.state_shape = (cfg.n_clauses_total, cfg.state_bits, cfg.n_words)
         self.ta_state = self._alloc(int(np.prod(self.state_shape)) * 4)
+        # Type Ia, Ib and II feedback events of each clause since the backend was made.
+        self.events_shape = (cfg.n_clauses_total, 3)
+        self.feedback_events = self._alloc(cfg.n_clauses_total * 3 * 8)
+        self.drv.memcpy_htod(self.feedback_events, np.zeros(self.events_shape, dtype=np.uint64))
         self.X = self.y = self.class_sum = self.clause_output = self.keys = None
         self._keys_for = None
         self.s_pool, self._s_pool_seed = None, None
@@ -178,9 +185,17 @@ class CudaBackend:
             self._launch("tm_epoch_keys", self.n_examples, np.uint64(int(seed) % 2**64), np.uint64(int(epoch) % 2**64),
                          np.int32(self.n_examples), self.keys)
             self._keys_for = (seed, epoch)
+        n, pool = np.int32(self.n_examples), self._pool_for(seed)
+        if self.cfg.tally == "sync":
+            for e in range(int(start), int(end)):
+                self._launch("tm_sync_refresh", self.cfg.n_clauses_total, self.ta_state, self.X, self.class_sum,
+                             self.clause_output, n, np.int32(e))
+                self._launch("tm_sync_feedback", self.cfg.n_clauses_total, self.ta_state, self.X, self.y,
+                             self.class_sum, self.clause_output, n, np.int32(e), self.keys, pool,
+                             self.feedback_events)
+            return
         self._launch("tm_train_batch", self.cfg.n_clauses_total, self.ta_state, self.X, self.y, self.class_sum,
-                     self.clause_output, np.int32(self.n_examples), np.int32(start), np.int32(end), self.keys,
-                     self._pool_for(seed))
+                     self.clause_output, n, np.int32(start), np.int32(end), self.keys, pool, self.feedback_events)
 
     def train_epoch(self, epoch: int, seed: int, batch_size: int) -> None:
         for start in range(0, self.n_examples, batch_size):
@@ -195,6 +210,31 @@ class CudaBackend:
     def get_clause_output_bits(self) -> np.ndarray:
         out = np.empty((self.cfg.n_clauses_total, (self.n_examples + 31) // 32), dtype=np.uint32)
         self.drv.memcpy_dtoh(out, self.clause_output)
+        return out
+
+    def feedback_event_counts(self) -> np.ndarray:
+        """Type Ia, Ib and II feedback events of each clause since the backend was made, uint64 (G, 3)."""
+        out = np.empty(self.events_shape, dtype=np.uint64)
+        self.drv.memcpy_dtoh(out, self.feedback_events)
+        return out
+
+    def take_feedback_events(self) -> np.ndarray:
+        """Type Ia, Ib and II feedback events of all clauses since the previous call (or since the backend was
+        made), int64 (3,)."""
+        total = self.feedback_event_counts().sum(axis=0, dtype=np.uint64).astype(np.int64)
+        taken = getattr(self, "_events_taken", np.zeros(3, dtype=np.int64))
+        self._events_taken = total
+        return total - taken
+
+    def include_counts(self, first_negated: int) -> np.ndarray:
+        """Included literals of each clause below ``first_negated`` and from it on, int32 (G, 2)."""
+        counts = self._alloc(self.cfg.n_clauses_total * 2 * 4)
+        try:
+            self._launch("tm_include_counts", self.cfg.n_clauses_total, self.ta_state, np.int32(first_negated), counts)
+            out = np.empty((self.cfg.n_clauses_total, 2), dtype=np.int32)
+            self.drv.memcpy_dtoh(out, counts)
+        finally:
+            counts.free()
         return out
 
     # -- inference -----------------------------------------------------------------------------
@@ -227,5 +267,5 @@ class CudaBackend:
         return unpack_literals(bits, n)
 
     def close(self) -> None:
-        self._free("X", "y", "class_sum", "clause_output", "keys", "ta_state", "s_pool")
+        self._free("X", "y", "class_sum", "clause_output", "keys", "ta_state", "s_pool", "feedback_events")
         self._s_pool_seed = self._keys_for = None

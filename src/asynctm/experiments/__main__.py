@@ -44,6 +44,8 @@ def main(argv=None) -> int:
     p.add_argument("--data-dir", default=None, help="the processed datasets' folder (default: the config's data_dir)")
     p.add_argument("--budget-hours", type=float, default=None,
                    help="run_budget_hours to plan with (default: the config's); inf: every missing run")
+    p.add_argument("--full-protocol", action="store_true",
+                   help="plan without the config's reduced protocols: what the full protocol would cost")
     args = ap.parse_args(argv)
 
     if args.cmd == "plan":
@@ -60,6 +62,8 @@ def main(argv=None) -> int:
 
             if args.budget_hours is not None:
                 config["run_budget_hours"] = args.budget_hours
+            if args.full_protocol:
+                config["reduced"] = {}
             runs = requested_runs(config, host_gpu=args.gpu)
             timings = estimate.load_timings(config["results_dir"], config.get("estimate_benchmarks"),
                                             args.data_dir or config.get("data_dir"))
