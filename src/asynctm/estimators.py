@@ -272,8 +272,13 @@ class _TsetlinMachine(BaseEstimator):
     # -- persistence -------------------------------------------------------------------------------------
     def save(self, path) -> None:
         """Save parameters and learned state to a plain ``.npz`` (no pickle), written atomically."""
-        self._check_fitted()
         path = Path(path)
+        with atomic_open(path, "wb") as fh:
+            np.savez(fh, **self._save_arrays())
+
+    def _save_arrays(self) -> dict:
+        """The arrays of :meth:`save` (a checkpoint adds its own to them; :meth:`load` ignores extra keys)."""
+        self._check_fitted()
         arrays = {
             "format": np.array(SAVE_FORMAT),
             "kind": np.array(type(self).__name__),
@@ -284,8 +289,28 @@ class _TsetlinMachine(BaseEstimator):
             "seed": np.array(str(self.seed_)),
             **self._extra_state(),
         }
-        with atomic_open(path, "wb") as fh:
-            np.savez(fh, **arrays)
+        return arrays
+
+    def _training_state(self) -> dict:
+        """The training data's voting tallies and stored clause outputs (Algorithm 1 keeps both across
+        epochs, so they are part of the state a resumed run needs to continue bit for bit)."""
+        be = self._backend
+        return {"class_sum": be.get_tallies(), "clause_output": be.get_clause_output_bits()}
+
+    def _set_training_state(self, class_sum: np.ndarray, clause_output: np.ndarray) -> None:
+        """Restore what :meth:`_training_state` returned, after ``fit(X, y, epochs=0, incremental=True)`` on the
+        same training data (which recomputed both from the clauses)."""
+        be = self._backend
+        current = self._training_state()
+        for name, new in (("class_sum", class_sum), ("clause_output", clause_output)):
+            if np.shape(new) != current[name].shape:
+                raise ValueError(f"{name} has shape {np.shape(new)}, the training data needs {current[name].shape}")
+        if be.name == "cpu":
+            be.class_sum[...] = class_sum
+            be.clause_output[...] = clause_output
+        else:
+            be.drv.memcpy_htod(be.class_sum, np.ascontiguousarray(class_sum, dtype=np.int32))
+            be.drv.memcpy_htod(be.clause_output, np.ascontiguousarray(clause_output, dtype=np.uint32))
 
     @classmethod
     def load(cls, path, backend: str | None = None, n_threads: int | None = None):

@@ -249,6 +249,21 @@ class Peer:
     def _n_classes(self) -> int:
         return len(self.classes_)
 
+    # -- checkpoints (experiments.run resumes an interrupted run from its last completed epoch) -------------
+    #: Whether a run resumed from a checkpoint trains exactly as an uninterrupted one (None: no checkpoints).
+    resume_exact: bool | None = None
+    #: What a resume restores and what it cannot (the record repeats it).
+    resume_note = "this peer's state cannot be saved: an interrupted run restarts from epoch 1"
+
+    def checkpoint(self) -> dict | None:
+        """The state after the epochs trained so far, as named arrays for an ``.npz`` (None: not supported)."""
+        return None
+
+    def restore(self, path, X, y, epochs_trained: int) -> None:
+        """Continue from the arrays of :meth:`checkpoint` in the ``.npz`` at ``path``, on the same ``(X, y)``,
+        after ``prepare(X, y)``; the next ``fit_epoch`` trains epoch ``epochs_trained + 1``."""
+        raise NotImplementedError(f"{self.name}: {self.resume_note}")
+
     # -- to implement ---------------------------------------------------------------------------------
     def version(self) -> str | None:
         raise NotImplementedError
@@ -345,6 +360,28 @@ class AsyncTMPeer(Peer):
     def close(self) -> None:
         self.model.close()
 
+    resume_exact = True
+    resume_note = ("TA states, voting tallies and stored clause outputs restored; the random draws are keyed by "
+                   "(seed, epoch), so on one thread a resumed run equals an uninterrupted one bit for bit")
+
+    def checkpoint(self) -> dict | None:
+        arrays = self.model._save_arrays()
+        arrays.update({f"training_{k}": v for k, v in self.model._training_state().items()})
+        return arrays
+
+    def restore(self, path, X, y, epochs_trained: int) -> None:
+        params = self.model.get_params()
+        model = type(self.model).load(path, backend=params["backend"], n_threads=params["n_threads"])
+        if model.epochs_trained_ != epochs_trained:
+            raise ValueError(f"{path}: holds {model.epochs_trained_} epochs, expected {epochs_trained}")
+        model._prepare_training(X, y, incremental=True)  # the training data, tallies recomputed from the clauses
+        with np.load(path, allow_pickle=False) as z:  # ... then the tallies the run had (stale ones included)
+            model._set_training_state(z["training_class_sum"], z["training_clause_output"])
+        self.model.close()
+        self.model = model
+        self._prepared = True
+        self.epochs_trained = epochs_trained
+
 
 def _libc():
     path = ctypes.util.find_library("c")
@@ -434,6 +471,32 @@ class PyTMPeer(Peer):
 
     def _fit(self, X, y) -> None:
         interruptible(self.model.fit, X, y, epochs=1, incremental=True)
+
+    resume_exact = False
+    resume_note = ("TA states and clause weights restored (get_state/set_state); pyTsetlinMachine's random "
+                   "streams cannot be saved (pcg32 restarts from its fixed state, libc rand() from srand), so the "
+                   "epochs after a resume are not those of an uninterrupted run")
+
+    def checkpoint(self) -> dict | None:
+        if self.epochs_trained == 0:
+            return None
+        state = self.model.get_state()
+        pairs = [state] if self.task == "regression" else state  # regression: one (weights, ta_states) pair
+        arrays = {}
+        for i, (weights, ta_states) in enumerate(pairs):
+            arrays[f"pytm_weights_{i}"], arrays[f"pytm_ta_states_{i}"] = weights, ta_states
+        return arrays
+
+    def restore(self, path, X, y, epochs_trained: int) -> None:
+        if self._cache is None or self._cache[0] is not X or self._cache[1] is not y:
+            self._cache = (X, y, *self._convert(X, y))
+        interruptible(self.model.fit, self._cache[2], self._cache[3], epochs=0, incremental=True)  # builds it
+        with np.load(path, allow_pickle=False) as z:
+            n = len([k for k in z.files if k.startswith("pytm_weights_")])
+            pairs = [(np.ascontiguousarray(z[f"pytm_weights_{i}"]), np.ascontiguousarray(z[f"pytm_ta_states_{i}"]))
+                     for i in range(n)]
+        self.model.set_state(pairs[0] if self.task == "regression" else pairs)
+        self.epochs_trained = epochs_trained
 
     def _predict(self, X) -> np.ndarray:
         return interruptible(self.model.predict, _dense01(X))

@@ -86,6 +86,11 @@ def main(argv=None) -> int:
             run.run_svm(settings, args.data_dir, args.out, args.log, threads=args.threads)
         else:
             run.run_mlp(settings, args.scores, args.out, args.log)
+    except KeyboardInterrupt as exc:  # SIGINT, or SIGTERM (run.RunInterrupted): the log says where it stopped
+        signum = getattr(exc, "signum", 2)
+        print(f"asynctm.experiments {args.cmd} interrupted ({args.out}): {exc or 'SIGINT'}; no record written",
+              file=sys.stderr)
+        return 128 + signum
     except Exception as exc:  # noqa: BLE001 - one clear line for the user, the traceback for the log
         if args.log:
             with open(args.log, "a") as fh:

@@ -1,18 +1,25 @@
 """One run of an experiment -> one record (layout and fields: results/README.md).
 
 ``run_tm`` trains one implementation epoch by epoch, evaluating on the test set after every epoch (outside
-the timed region), logging progress, and writes the record last and atomically. ``run_svm`` and
-``run_mlp`` wrap the baselines of :mod:`.svm` and :mod:`.novelty` into records the same way.
+the timed region), logging progress (epoch k/N, metric, s/epoch, time left), and writes the record last and
+atomically. Every ``checkpoint_every_s`` seconds (after the epoch that passes it) it saves the state after
+the last completed epoch to ``seed<k>.checkpoint.npz`` beside the record, atomically; a rerun of the same run
+resumes from there, and the checkpoint is removed once the record is written. SIGINT and SIGTERM end a run
+with "interrupted at epoch k" in its log, no record, the checkpoint kept, and ``RunInterrupted``.
+``run_svm`` and ``run_mlp`` wrap the baselines of :mod:`.svm` and :mod:`.novelty` into records the same way.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import platform
+import signal
 import statistics
 import sys
+import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -20,11 +27,56 @@ from pathlib import Path
 import numpy as np
 
 from ..datasets.base import ProcessedDataset, load_processed
-from ..io import write_json_atomic
+from ..io import atomic_open, write_json_atomic
 from .metrics import evaluate
 
 SCHEMA = 1
 logger = logging.getLogger("asynctm.experiments")
+# A checkpoint after the first epoch that ends this long after the previous one (slow epochs: every epoch).
+DEFAULT_CHECKPOINT_EVERY_S = 120.0
+HEARTBEAT_S = 60.0  # a line while one epoch runs longer than this, and again every HEARTBEAT_S
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM ended a run (a KeyboardInterrupt, so that nothing treats it as an ordinary error)."""
+
+    def __init__(self, signum: int):
+        self.signum = int(signum)
+        super().__init__(signal.Signals(self.signum).name)
+
+
+@contextlib.contextmanager
+def stop_on_signals():
+    """Within: SIGINT and SIGTERM raise ``RunInterrupted`` in the main thread (SIGTERM would otherwise end
+    the process at once, with no word in the log). Off the main thread: nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise RunInterrupted(signum)
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def duration(seconds: float) -> str:
+    """'42 s', '3 min 20 s', '2 h 05 min', '3 d 04 h': a time left, readable at a glance."""
+    seconds = max(0.0, float(seconds))
+    if seconds < 60:
+        return f"{seconds:.1f} s" if seconds < 10 else f"{seconds:.0f} s"
+    minutes, s = divmod(int(round(seconds)), 60)
+    if minutes < 60:
+        return f"{minutes} min {s:02d} s"
+    hours, m = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours} h {m:02d} min"
+    days, h = divmod(hours, 24)
+    return f"{days} d {h:02d} h"
 
 
 # -- data ------------------------------------------------------------------------------------------------
@@ -97,24 +149,104 @@ def _record(settings: dict, ds_summary: dict, **parts) -> dict:
 
 
 class _Progress:
-    """Progress lines to the run's log file and to stderr (Snakemake shows them for long runs)."""
+    """Progress lines to the run's log file and to stderr (Snakemake shows them for long runs). ``append``:
+    keep the log of an earlier, interrupted attempt (a resumed run)."""
 
-    def __init__(self, log: Path | None, tag: str):
+    def __init__(self, log: Path | None, tag: str, append: bool = False):
         self.fh = None
         if log is not None:
             log.parent.mkdir(parents=True, exist_ok=True)
-            self.fh = open(log, "w", buffering=1)
+            self.fh = open(log, "a" if append else "w", buffering=1)
         self.tag = tag
+        self.lock = threading.Lock()
 
     def __call__(self, msg: str) -> None:
         line = f"{datetime.now().strftime('%H:%M:%S')} [{self.tag}] {msg}"
-        print(line, file=sys.stderr, flush=True)
-        if self.fh:
-            self.fh.write(line + "\n")
+        with self.lock:  # the log first: it is what stays when the process is killed right after
+            if self.fh:
+                self.fh.write(line + "\n")
+            print(line, file=sys.stderr, flush=True)
 
     def close(self):
         if self.fh:
             self.fh.close()
+
+
+class _Heartbeat:
+    """While an epoch runs longer than ``every`` seconds, a line every ``every`` seconds saying so (a first
+    epoch of pyTsetlinMachine on a large dataset takes many minutes)."""
+
+    def __init__(self, say, every: float = HEARTBEAT_S):
+        self.say, self.every = say, every
+        self.stop = threading.Event()
+        self.thread = None
+
+    def start(self, epoch: int, n_epochs: int, expected: float | None) -> None:
+        self.stop.clear()
+        began = time.monotonic()
+
+        def beat():
+            while not self.stop.wait(self.every):
+                hint = f" of about {duration(expected)} expected" if expected else ""
+                self.say(f"epoch {epoch}/{n_epochs} still running: {duration(time.monotonic() - began)}{hint}")
+
+        self.thread = threading.Thread(target=beat, name="heartbeat", daemon=True)
+        self.thread.start()
+
+    def end(self) -> None:
+        self.stop.set()
+        if self.thread is not None:
+            self.thread.join()
+            self.thread = None
+
+
+# -- checkpoints -----------------------------------------------------------------------------------------
+
+def checkpoint_path(record_path) -> Path:
+    """``seed<k>.checkpoint.npz`` beside the record ``seed<k>.json``."""
+    record_path = Path(record_path)
+    return record_path.with_name(record_path.name.removesuffix(".json") + ".checkpoint.npz")
+
+
+def _checkpoint_key(settings: dict, threads) -> str:
+    """What a checkpoint must have been written for to be resumed: the same settings and thread count."""
+    return json.dumps({"settings": {k: v for k, v in settings.items() if k != "checkpoint_every_s"},
+                       "threads": threads}, sort_keys=True)
+
+
+def write_checkpoint(path: Path, peer, state: dict) -> bool:
+    """The peer's state after its last completed epoch and the run's ``state`` (JSON), atomically; False
+    where the peer has no checkpoints."""
+    arrays = peer.checkpoint()
+    if arrays is None:
+        return False
+    arrays = {**arrays, "run_state": np.array(json.dumps(state, sort_keys=True))}
+    with atomic_open(path, "wb") as fh:
+        np.savez(fh, **arrays)
+    return True
+
+
+def read_checkpoint(path: Path) -> dict:
+    """The run state of a checkpoint (ValueError when it cannot be read)."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return json.loads(str(z["run_state"]))
+    except (OSError, KeyError, ValueError, EOFError) as exc:
+        raise ValueError(f"unreadable ({type(exc).__name__}: {exc})") from exc
+
+
+def _resume_refusal(state: dict, key: str, cpu_model: str, peer, n_epochs: int) -> str | None:
+    """Why a checkpoint cannot be resumed here (None: it can)."""
+    if peer.resume_exact is None:
+        return peer.resume_note
+    if state.get("key") != key:
+        return "it was written for other settings or another thread count"
+    if state.get("cpu_model") != cpu_model:
+        return (f"it was written on another CPU ({state.get('cpu_model')}); per-epoch times of two machines "
+                "would mix in one record")
+    if not 0 < len(state.get("epochs", [])) < n_epochs:
+        return f"it holds {len(state.get('epochs', []))} of {n_epochs} epochs"
+    return None
 
 
 # -- TM runs -------------------------------------------------------------------------------------------------
@@ -147,53 +279,164 @@ def _metric_line(m: dict) -> str:
     return f"acc {m['accuracy']:.2f} F1 {m['f1']:.2f}" if m["f1"] is not None else f"acc {m['accuracy']:.2f}"
 
 
-def run_tm(settings: dict, data_dir, out, log=None, threads: int | None = None) -> dict:
-    """Train one TM implementation for ``epochs`` epochs and write its record to ``out``."""
+def epoch_estimate(settings: dict, out, n_train: int) -> tuple[float, str] | None:
+    """(seconds, basis): the expected time of one epoch (training and evaluation), from the paper-scale records
+    of the same dataset and implementation under the record's results root, scaled by clauses and training
+    examples as ``plan --estimate`` does (:mod:`.estimate`); None where there is none."""
+    from .estimate import load_timings
+
+    try:
+        root = Path(out).resolve().parents[3]  # <root>/<experiment>/<impl>/<params>/seed<k>.json
+        refs = load_timings(root).tm.get((settings["dataset"], settings["protocol"], settings["impl"]))
+    except (OSError, ValueError, IndexError):
+        return None
+    clauses = settings["hyperparameters"]["n_clauses"]
+    refs = [r for r in refs or [] if r.clauses and r.n_train]
+    if not refs:
+        return None
+    ref = min(refs, key=lambda r: (abs(np.log(clauses / r.clauses)), -r.clauses))
+    seconds = ref.epoch_s * clauses / ref.clauses * n_train / ref.n_train
+    return seconds, f"from {ref.count} record(s) at n{ref.clauses}" + (f" on {ref.cpu}" if ref.cpu else "")
+
+
+def _first_epoch_hint(settings: dict, ds, n_classes: int, estimate: tuple[float, str] | None) -> str:
+    """What the first epoch holds (examples x clauses x classes) and, with an estimate, how long it should
+    take (and that it may take long)."""
+    h = settings["hyperparameters"]
+    work = (f"{ds.X_train.shape[0]:,} examples x {h['n_clauses']:,} clauses"
+            + (f" x {n_classes} classes" if n_classes > 1 else ""))
+    if estimate is not None:
+        per_epoch, basis = estimate
+        long = "; this may take long" if per_epoch >= HEARTBEAT_S else ""
+        return (f"{work}: about {duration(per_epoch)} per epoch, {duration(per_epoch * h['epochs'])} in all "
+                f"(estimate {basis}){long}")
+    return f"{work} (no estimate: no record of this dataset and implementation yet); progress after each epoch"
+
+
+def run_tm(settings: dict, data_dir, out, log=None, threads: int | None = None,
+           checkpoint_every_s: float | None = None) -> dict:
+    """Train one TM implementation for ``epochs`` epochs and write its record to ``out``, resuming from the
+    run's checkpoint where an interrupted attempt left one. ``checkpoint_every_s`` (default: the settings'
+    ``checkpoint_every_s``, else 120): the least time between two checkpoints (0: after every epoch)."""
     started = time.time()
     out = Path(out)
-    say = _Progress(Path(log) if log else None, _tag(settings))
+    ckpt = checkpoint_path(out)
+    every = checkpoint_every_s if checkpoint_every_s is not None else settings.get("checkpoint_every_s",
+                                                                                      DEFAULT_CHECKPOINT_EVERY_S)
+    say = _Progress(Path(log) if log else None, _tag(settings), append=ckpt.exists())
+    heartbeat = _Heartbeat(say)
+    n_epochs = settings["hyperparameters"]["epochs"]
+    epochs: list[dict] = []
+    phase = "set-up"
     try:
-        t0 = time.perf_counter()
-        ds = load_dataset(data_dir, settings)
-        load_s = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        peer = make_tm_peer(settings, threads)
-        construct_s = time.perf_counter() - t0
-        setup = peer.prepare(ds.X_train, ds.y_train)
-        h = settings["hyperparameters"]
-        say(f"{ds.X_train.shape[0]} train x {ds.X_train.shape[1]} features, {h['epochs']} epochs; set-up "
-            f"{sum(setup.values()):.2f} s ({peer.metadata()['device']})")
-        epochs = []
-        for epoch in range(1, h["epochs"] + 1):
+        with stop_on_signals():
             t0 = time.perf_counter()
-            peer.fit_epoch(ds.X_train, ds.y_train)
-            train_s = time.perf_counter() - t0
+            ds = load_dataset(data_dir, settings)
+            load_s = time.perf_counter() - t0
             t0 = time.perf_counter()
-            pred = peer.predict(ds.X_test)
-            eval_s = time.perf_counter() - t0
-            m, names = evaluate(settings["task"], ds.y_test, pred, settings["f1"])
-            epochs.append({"epoch": epoch, "train_s": train_s, "eval_s": eval_s, **m})
-            say(f"epoch {epoch}/{h['epochs']} {_metric_line(m)} train {train_s:.3f} s eval {eval_s:.3f} s")
-        if settings["task"] == "novelty":
-            from .novelty import save_scores
+            peer = make_tm_peer(settings, threads)
+            construct_s = time.perf_counter() - t0
+            setup = peer.prepare(ds.X_train, ds.y_train)
+            h = settings["hyperparameters"]
+            device = peer.metadata()
+            say(f"{ds.X_train.shape[0]} train x {ds.X_train.shape[1]} features, {h['epochs']} epochs; set-up "
+                f"{sum(setup.values()):.2f} s ({device['device']})")
+            from ..provenance import cpu_info, git_info
 
-            save_scores(novelty_scores_path(out), peer.class_sums(ds.X_test), ds.y_test,
-                        peer.class_sums(ds.X_novel))
-        meta = peer.metadata()
-        peer.close()
-        train = [e["train_s"] for e in epochs]
-        timing = {"setup": {"load_data_s": load_s, "construct_s": construct_s, **setup},
-                  "train_s_total": sum(train), "train_s_mean": statistics.fmean(train),
-                  "train_s_median": statistics.median(train), "eval_s_total": sum(e["eval_s"] for e in epochs)}
-        final = {k: v for k, v in epochs[-1].items() if k not in ("epoch", "train_s", "eval_s")}
-        record = _record(settings, dataset_summary(ds, settings), hyperparameters=h, implementation=meta,
-                         metric_names=names, epochs=epochs, final=final, timing=timing,
-                         provenance=provenance(meta.get("threads"), settings["impl"] == "tm_gpu", started))
-        write_json_atomic(out, record)
-        say(f"done: {_metric_line(final)}, {timing['train_s_mean']:.3f} s/epoch -> {out}")
-        return record
+            key, cpu_model = _checkpoint_key(settings, device.get("threads")), cpu_info()["model"]
+            history: list[dict] = []
+            if ckpt.exists():
+                try:
+                    state = read_checkpoint(ckpt)
+                    refusal = _resume_refusal(state, key, cpu_model, peer, n_epochs)
+                except ValueError as exc:
+                    state, refusal = None, str(exc)
+                if refusal:
+                    say(f"checkpoint {ckpt.name} not used: {refusal}; starting from epoch 1")
+                    ckpt.unlink()
+                else:
+                    peer.restore(ckpt, ds.X_train, ds.y_train, len(state["epochs"]))
+                    epochs = state["epochs"]
+                    history = state["resume"] + [{"after_epoch": len(epochs), "started_utc": _utc(started),
+                                                  "git_commit": git_info()["commit"]}]
+                    say(f"resumed from {ckpt.name} after epoch {len(epochs)}/{n_epochs} (resume {len(history)}; "
+                        + ("bit for bit as an uninterrupted run" if peer.resume_exact else
+                           "not bit for bit: " + peer.resume_note) + ")")
+            if peer.resume_exact is None:
+                say(f"no checkpoints: {peer.resume_note}")
+            n_classes = len(peer.classes_) if getattr(peer, "classes_", None) is not None else (
+                len(np.unique(ds.y_train)) if settings["task"] != "regression" else 1)
+            estimate = epoch_estimate(settings, out, ds.X_train.shape[0])
+            if not epochs:
+                say(f"epoch 1/{n_epochs} starting: {_first_epoch_hint(settings, ds, n_classes, estimate)}")
+            last_checkpoint, walls, names = time.monotonic(), [], None
+            for epoch in range(len(epochs) + 1, n_epochs + 1):
+                phase = f"epoch {epoch}/{n_epochs}"
+                wall0 = time.perf_counter()
+                heartbeat.start(epoch, n_epochs, walls[-1] if walls else estimate and estimate[0])
+                try:
+                    t0 = time.perf_counter()
+                    peer.fit_epoch(ds.X_train, ds.y_train)
+                    train_s = time.perf_counter() - t0
+                    t0 = time.perf_counter()
+                    pred = peer.predict(ds.X_test)
+                    eval_s = time.perf_counter() - t0
+                finally:
+                    heartbeat.end()
+                m, names = evaluate(settings["task"], ds.y_test, pred, settings["f1"])
+                epochs.append({"epoch": epoch, "train_s": train_s, "eval_s": eval_s, **m})
+                saved = ""
+                if epoch < n_epochs and time.monotonic() - last_checkpoint >= every:
+                    state = {"key": key, "cpu_model": cpu_model, "epochs": epochs, "resume": history}
+                    if write_checkpoint(ckpt, peer, state):
+                        last_checkpoint, saved = time.monotonic(), ", checkpoint saved"
+                walls.append(time.perf_counter() - wall0)
+                per_epoch = statistics.fmean(walls[-10:])
+                say(f"epoch {epoch}/{n_epochs} {_metric_line(m)} | {train_s:.3f} s/epoch (eval {eval_s:.3f} s) | "
+                    f"time left {duration(per_epoch * (n_epochs - epoch))} (estimate){saved}")
+            phase = "writing the record"
+            if names is None:  # every epoch came from the checkpoint (not possible: it holds fewer)
+                raise RuntimeError(f"{ckpt}: nothing left to train")
+            if settings["task"] == "novelty":
+                from .novelty import save_scores
+
+                save_scores(novelty_scores_path(out), peer.class_sums(ds.X_test), ds.y_test,
+                            peer.class_sums(ds.X_novel))
+            meta = peer.metadata()
+            peer.close()
+            train = [e["train_s"] for e in epochs]
+            timing = {"setup": {"load_data_s": load_s, "construct_s": construct_s, **setup},
+                      "train_s_total": sum(train), "train_s_mean": statistics.fmean(train),
+                      "train_s_median": statistics.median(train), "eval_s_total": sum(e["eval_s"] for e in epochs)}
+            final = {k: v for k, v in epochs[-1].items() if k not in ("epoch", "train_s", "eval_s")}
+            resume = {"count": len(history), "after_epochs": [r["after_epoch"] for r in history],
+                      "history": history, "checkpoint_every_s": every, "supported": peer.resume_exact is not None,
+                      "exact": peer.resume_exact, "note": peer.resume_note}
+            record = _record(settings, dataset_summary(ds, settings), hyperparameters=h, implementation=meta,
+                             metric_names=names, epochs=epochs, final=final, timing=timing, resume=resume,
+                             provenance=provenance(meta.get("threads"), settings["impl"] == "tm_gpu", started))
+            write_json_atomic(out, record)
+            ckpt.unlink(missing_ok=True)
+            say(f"done: {_metric_line(final)}, {timing['train_s_mean']:.3f} s/epoch -> {out}"
+                + (f" (resumed {len(history)} time(s))" if history else ""))
+            return record
+    except KeyboardInterrupt as exc:
+        how = signal.Signals(exc.signum).name if isinstance(exc, RunInterrupted) else "KeyboardInterrupt"
+        try:
+            kept = (f"checkpoint {ckpt.name} kept (after epoch {len(read_checkpoint(ckpt)['epochs'])}): the same "
+                    "command resumes from it" if ckpt.exists() else "no checkpoint yet: a rerun starts from epoch 1")
+        except ValueError:
+            kept = f"checkpoint {ckpt.name} unreadable: a rerun starts from epoch 1"
+        where = f"at {phase}" if phase.startswith("epoch") else f"during {phase}"
+        say(f"interrupted {where} ({how}) after {len(epochs)} completed epoch(s): no record written; {kept}")
+        raise
     finally:
+        heartbeat.end()
         say.close()
+
+
+def _utc(t: float) -> str:
+    return datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="seconds")
 
 
 def novelty_scores_path(record_path) -> Path:

@@ -1,0 +1,180 @@
+"""Checkpoints and resume of a TM run (asynctm.experiments.run): a run killed after epoch 3 resumes from its
+checkpoint, and on one thread its per-epoch metrics equal an uninterrupted run's; SIGTERM leaves a log that
+says where it stopped, no record and the checkpoint; a checkpoint of other settings is not used.
+A small processed dataset in a temporary folder, subprocesses through the CLI; seconds each.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from asynctm.datasets.base import ProcessedDataset, save_processed
+from asynctm.experiments.run import checkpoint_path, run_tm
+
+N_EPOCHS = 12
+
+
+def _toy(tmp_path, n=3000):
+    """Class: at least 3 of the first 5 features set, with 10 % label noise (the accuracy moves by epoch)."""
+    rng = np.random.default_rng(11)
+    X = (rng.random((n, 16)) < 0.5).astype(np.uint8)
+    y = ((X[:, :5].sum(1) >= 3) ^ (rng.random(n) < 0.1)).astype(np.int64)
+    cut = n * 4 // 5
+    save_processed(ProcessedDataset(name="toy", protocol="paper", task="classification", X_train=X[:cut],
+                                    y_train=y[:cut], X_test=X[cut:], y_test=y[cut:],
+                                    feature_names=[f"f{i}" for i in range(16)], meta={"raw_digest": "abc"}),
+                   tmp_path / "data" / "processed" / "toy" / "paper")
+
+
+def _settings(impl="tm_cpu", epochs=N_EPOCHS, clauses=20, **extra):
+    return {"kind": "tm", "experiment": "toy", "impl": impl, "params": f"n{clauses}_T10_s3_e{epochs}", "seed": 3,
+            "scale": "smoke", "task": "classification", "dataset": "toy", "protocol": "paper", "f1": "macro",
+            "max_train": None, "max_test": None, "checkpoint_every_s": 0,
+            "hyperparameters": {"n_clauses": clauses, "T": 10, "s": 3.0, "epochs": epochs, "state_bits": 8,
+                                "boost_true_positive": True, "batch_size": 50, "append_negated": True}, **extra}
+
+
+def _command(tmp_path, settings, name):
+    return [sys.executable, "-m", "asynctm.experiments", "tm", "--settings", json.dumps(settings), "--data-dir",
+            str(tmp_path / "data"), "--out", str(tmp_path / f"{name}.json"), "--log", str(tmp_path / f"{name}.log"),
+            "--threads", "1"]
+
+
+def _start_and_signal(cmd, after: str, sig) -> tuple[subprocess.Popen, float]:
+    """Start ``cmd``, wait for a progress line containing ``after``, send ``sig``; (process, seconds to exit)."""
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    try:
+        for line in proc.stderr:
+            if after in line:
+                sent = time.monotonic()
+                proc.send_signal(sig)
+                break
+        else:
+            pytest.fail(f"the run ended before printing {after!r}")
+        proc.wait(timeout=30)
+        return proc, time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def _metrics(record):
+    return [{k: v for k, v in e.items() if k not in ("train_s", "eval_s")} for e in record["epochs"]]
+
+
+def test_killed_run_resumes_and_equals_an_uninterrupted_run(tmp_path):
+    _toy(tmp_path)
+    st = _settings()
+    reference = run_tm(st, tmp_path / "data", tmp_path / "whole.json", threads=1)  # uninterrupted
+    assert reference["resume"]["count"] == 0 and reference["resume"]["exact"] is True
+    assert not checkpoint_path(tmp_path / "whole.json").exists()  # removed once the record is written
+
+    proc, _ = _start_and_signal(_command(tmp_path, st, "cut"), f"epoch 3/{N_EPOCHS} acc", signal.SIGKILL)
+    assert proc.returncode == -signal.SIGKILL
+    assert not (tmp_path / "cut.json").exists() and checkpoint_path(tmp_path / "cut.json").exists()
+
+    again = subprocess.run(_command(tmp_path, st, "cut"), capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    resumed = json.loads((tmp_path / "cut.json").read_text())
+    after = resumed["resume"]["after_epochs"]
+    assert resumed["resume"]["count"] == 1 and 3 <= after[0] < N_EPOCHS, resumed["resume"]
+    assert "resumed from cut.checkpoint.npz after epoch" in again.stderr
+    assert _metrics(resumed) == _metrics(reference)  # bit for bit, epoch by epoch
+    assert len({e["accuracy"] for e in reference["epochs"]}) > 1  # the metrics do move: the test can fail
+    assert not checkpoint_path(tmp_path / "cut.json").exists()
+    log = (tmp_path / "cut.log").read_text()
+    assert log.index(f"epoch 3/{N_EPOCHS} acc") < log.index("resumed from")  # both attempts kept in the log
+
+
+def test_resume_from_tallies_is_needed_for_exactness(tmp_path):
+    """Resuming from the clauses alone (tallies recomputed) would not be exact: the checkpoint must hold the
+    stale tallies and stored outputs of Algorithm 1. Guards against dropping them."""
+    from asynctm import TMClassifier
+
+    rng = np.random.default_rng(2)
+    X = (rng.random((600, 16)) < 0.5).astype(np.uint8)
+    y = ((X[:, 0] & X[:, 1]) ^ (rng.random(600) < 0.1)).astype(np.int64)
+    a = TMClassifier(n_clauses=40, T=10, s=3.0, batch_size=50, backend="cpu", n_threads=1, seed=3)
+    a.fit(X, y, epochs=3)
+    path = tmp_path / "m.npz"
+    a.save(path)
+    a.fit(X, y, epochs=2, incremental=True)
+    b = TMClassifier.load(path, n_threads=1)
+    b.fit(X, y, epochs=2, incremental=True)
+    assert not np.array_equal(a.ta_states(), b.ta_states())
+
+
+def test_sigterm_logs_the_epoch_leaves_no_record_and_keeps_the_checkpoint(tmp_path):
+    _toy(tmp_path)
+    st = _settings(epochs=400)
+    proc, took = _start_and_signal(_command(tmp_path, st, "term"), "epoch 2/400 acc", signal.SIGTERM)
+    assert proc.returncode == 128 + signal.SIGTERM and took < 5.0
+    assert not (tmp_path / "term.json").exists() and checkpoint_path(tmp_path / "term.json").exists()
+    log = (tmp_path / "term.log").read_text()
+    assert "interrupted at epoch" in log and "(SIGTERM)" in log and "no record written" in log
+    assert "kept" in log and "time left" in log and "s/epoch" in log
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_checkpoint_of_other_settings_is_not_used(tmp_path, capsys):
+    _toy(tmp_path)
+    out = tmp_path / "r.json"
+    ckpt = checkpoint_path(out)
+    from asynctm.baselines import pytm as peers
+
+    real, calls = peers.AsyncTMPeer.fit_epoch, {"n": 0}
+
+    def stop_at_third(self, X, y):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+        return real(self, X, y)
+
+    peers.AsyncTMPeer.fit_epoch = stop_at_third
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_tm(_settings(), tmp_path / "data", out, threads=1)
+    finally:
+        peers.AsyncTMPeer.fit_epoch = real
+    assert ckpt.exists()
+    record = run_tm(_settings(clauses=10), tmp_path / "data", out, threads=1)  # other settings: start afresh
+    assert record["resume"]["count"] == 0 and not ckpt.exists()
+    assert "not used: it was written for other settings" in capsys.readouterr().err
+
+
+def test_pytm_resume_is_recorded_as_not_exact(tmp_path):
+    pytest.importorskip("pyTsetlinMachine.tm", reason="pyTsetlinMachine is not installed")
+    _toy(tmp_path, n=400)
+    from asynctm.baselines import pytm as peers
+
+    out = tmp_path / "p.json"
+    real, calls = peers.PyTMPeer.fit_epoch, {"n": 0}
+
+    def stop_at_third(self, X, y):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+        return real(self, X, y)
+
+    st = _settings(impl="pytm_nonindexed", epochs=4)
+    peers.PyTMPeer.fit_epoch = stop_at_third
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_tm(st, tmp_path / "data", out)
+    finally:
+        peers.PyTMPeer.fit_epoch = real
+    record = run_tm(st, tmp_path / "data", out)
+    assert record["resume"]["count"] == 1 and record["resume"]["after_epochs"] == [2]
+    assert record["resume"]["exact"] is False and "not those of an uninterrupted run" in record["resume"]["note"]
+    assert [e["epoch"] for e in record["epochs"]] == [1, 2, 3, 4]
+    # The restored machine predicts as the saved one did: epoch 3 starts from epoch 2's clauses, so its
+    # accuracy is that of a trained machine, not of a fresh one.
+    assert record["epochs"][2]["accuracy"] > 60
