@@ -109,6 +109,7 @@ def test_estimate_scales_the_nearest_records_by_clauses_examples_and_epochs(conf
     # more training examples (processed dataset) scale the epoch
     t.n_train[("wsd_apple", "paper")] = 300
     assert estimate.estimate_run(config, _run("n300_T50_s5_e4"), t).seconds == pytest.approx(3.0 + 4 * 6.0)
+    assert estimate.estimate_run({**config, "scale": "smoke"}, _run("n300_T50_s5_e4"), t).seconds is None
     for impl, kind in (("pytm_indexed", "tm"), ("svm", "svm"), ("mlp_novelty", "mlp_novelty")):
         missing = estimate.estimate_run(config, _run("n300_T50_s5_e4", impl, kind), t)
         assert missing.seconds is None and "no " in missing.basis

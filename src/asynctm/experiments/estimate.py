@@ -189,6 +189,8 @@ def _nearest(refs: list[Reference], clauses: int) -> Reference:
 
 def estimate_run(config: dict, run: dict, timings: Timings) -> Estimate:
     """The estimated wall time of one run (``plan.requested_runs`` entry)."""
+    if plan.is_smoke(config):
+        return Estimate(None, "smoke scale: not estimated (the timings are of paper-scale runs)")
     exp = plan.experiment(config, run["experiment"])
     key = (exp["dataset"], exp["protocol"])
     if run["kind"] in ("svm", "mlp_novelty"):
