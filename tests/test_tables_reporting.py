@@ -157,5 +157,32 @@ def test_reduced_protocol_named_in_note(tmp_path):
     notes = row(table, "pytm_indexed")["note"]
     assert "reduced protocol: 2 seeds x the first 5 epochs" in notes.loc["wsd_apple"]
     assert "reduced protocol" in row(table, "pytm_nonindexed").loc["wsd_apple"]["note"]
-    assert "reduced" not in row(table, "tm_cpu").loc["wsd_apple"]["note"]
+    assert "reduced protocol:" not in row(table, "tm_cpu").loc["wsd_apple"]["note"].replace(
+        "pytm_indexed's reduced protocol:", "")  # its own records ran the full protocol
     assert "reduced protocol: 2 seeds x the first 5 epochs" in table.markdown
+
+
+def test_reduced_protocol_records_from_the_config(tmp_path):
+    """config reduced: the implementation's records are at its own params (..._e5) and seeds; the table finds
+    them there, expects only those seeds, and says the speed-up is over a reduced protocol."""
+    from asynctm.artifacts import catalog
+    from asynctm.experiments import plan
+
+    config = {**CONFIG, "reduced": {"wsd_apple": {"impls": ["pytm_indexed"], "seeds": [0, 1], "epochs": 5}}}
+    rng = np.random.default_rng(6)
+    params = plan.main_params(config, "wsd_apple", "pytm_indexed")
+    assert params == "n300_T50_s5_e5"
+    for seed in (0, 1):
+        scope = plan.protocol_scope(config, "wsd_apple", "pytm_indexed", params)
+        write(tmp_path, "wsd_apple", "pytm_indexed", params, seed, accuracy_epochs(rng, 5), 2.0, protocol_scope=scope)
+    for seed in range(5):
+        write(tmp_path, "wsd_apple", "tm_cpu", APPLE, seed, accuracy_epochs(rng), 0.05)
+    table = tables.table3_performance(load_records(tmp_path), config, REFERENCE, False)
+    pytm = row(table, "pytm_indexed").loc["wsd_apple"]
+    assert pytm["params"] == params and pytm["n_runs"] == 2 and pytm["status"] == "ok"
+    assert "reduced protocol: 2 seeds x the first 5 epochs" in pytm["note"] and "of 5 seeds" not in pytm["note"]
+    ours = row(table, "tm_cpu").loc["wsd_apple"]
+    assert ours["speedup"] == pytest.approx(2.0 / 0.05) and "over pytm_indexed's reduced protocol" in ours["note"]
+    assert catalog.reads("table3_performance", config, f"results/wsd_apple/pytm_indexed/{params}/seed1.json")
+    assert not catalog.reads("table3_performance", config, f"results/wsd_apple/pytm_indexed/{params}/seed2.json")
+    assert not catalog.reads("table3_performance", config, f"results/wsd_apple/pytm_indexed/{APPLE}/seed0.json")

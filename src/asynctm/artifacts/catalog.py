@@ -64,15 +64,17 @@ def _uses(role: str, config: dict, experiment: str, impl: str, params: str, seed
     if role == "sweep":
         sweep = settings.sweep(config, experiment)
         return sweep is not None and impl in sweep.impls and params in sweep.params and seed in sweep.seeds
+    if role in ("tm", "tm_ours"):
+        wanted = settings.TM_IMPLS if role == "tm" else ("tm_gpu", "tm_cpu")
+        return (impl in wanted and params == settings.main_params(config, experiment, impl)
+                and seed in settings.seeds(config, experiment, impl))
+    if role == "mlp":  # the MLP stage on the class sums of a TM run: that TM's params and seeds
+        tm, _, tm_params = params.partition(".")
+        return (impl == "mlp_novelty" and tm in settings.TM_IMPLS
+                and tm_params == settings.main_params(config, experiment, tm)
+                and seed in settings.seeds(config, experiment, tm))
     if seed not in settings.seeds(config):
         return False
-    main = settings.main_params(config, experiment)
-    if role == "tm":
-        return impl in settings.TM_IMPLS and params == main
-    if role == "tm_ours":
-        return impl in ("tm_gpu", "tm_cpu") and params == main
-    if role == "mlp":
-        return impl == "mlp_novelty" and params in {f"{tm}.{main}" for tm in settings.TM_IMPLS}
     if role == "svm":
         return impl == "svm" and params == settings.svm_params(config, experiment)
     raise ValueError(f"unknown record role {role!r}")

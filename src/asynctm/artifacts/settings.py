@@ -29,12 +29,17 @@ def is_smoke(config: dict) -> bool:
     return plan.is_smoke(config)
 
 
-def main_params(config: dict, name: str) -> str:
-    """The params folder of the experiment's main setting (the one Tables 3-5 report)."""
-    return plan.main_params(config, name)
+def main_params(config: dict, name: str, impl: str | None = None) -> str:
+    """The params folder of the experiment's main setting (the one Tables 3-5 report); with ``impl``: that
+    implementation's, whose epochs a reduced protocol (config ``reduced``) cuts."""
+    return plan.main_params(config, name, impl)
 
 
-def seeds(config: dict) -> list[int]:
+def seeds(config: dict, name: str | None = None, impl: str | None = None) -> list[int]:
+    """The config's seeds; with ``name`` and ``impl``: those of that implementation's main-setting runs (a
+    reduced protocol may run fewer)."""
+    if name is not None and impl is not None and name in config.get("experiments", {}):
+        return sorted(int(k) for k in plan.run_seeds(config, name, impl))
     return sorted(int(k) for k in plan.seeds(config))
 
 

@@ -216,8 +216,8 @@ def machines_note(frame: pd.DataFrame, name: str) -> str:
 def _main_records(records, config, experiment, impl):
     """(metric records, time records) of an implementation at the experiment's main setting; novelty
     detection takes its metrics from the MLP stage on that TM's class sums."""
-    main = settings.main_params(config, experiment)
-    seeds = settings.seeds(config)
+    main = settings.main_params(config, experiment, impl)
+    seeds = settings.seeds(config, experiment, impl)
     timed = select(records, experiment, impl, main, seeds)
     if settings.task(config, experiment) == "novelty":
         return select(records, experiment, "mlp_novelty", f"{impl}.{main}", seeds), timed
@@ -228,7 +228,6 @@ def _metric_rows(records, config, reference, host_gpu, datasets, metrics, baseli
     """Rows of Tables 3 and 5: per dataset and TM implementation, ours vs. the paper for each of
     ``metrics``, the per-epoch time, and the speed-up over ``baseline``. Returns (rows, records used)."""
     rows, used = [], []
-    expected = len(settings.seeds(config))
     for dataset in datasets:
         configured = dataset in config["experiments"]
         per_impl = {impl: _main_records(records, config, dataset, impl) if configured else (records[:0],) * 2
@@ -240,8 +239,9 @@ def _metric_rows(records, config, reference, host_gpu, datasets, metrics, baseli
             used += [metric_recs, time_recs]
             reason = (settings.gap_reason(config, dataset, impl, host_gpu) if configured
                       else settings.REASON_NOT_REQUESTED)
+            expected = len(settings.seeds(config, dataset, impl))
             row = {"dataset": dataset, "implementation": impl,
-                   "params": settings.main_params(config, dataset) if configured else "",
+                   "params": settings.main_params(config, dataset, impl) if configured else "",
                    "n_runs": len(metric_recs)}
             distinct, distinct_note = distinct_runs(metric_recs)
             if not metric_recs["epochs"].map(bool).any():
@@ -282,6 +282,8 @@ def _metric_rows(records, config, reference, host_gpu, datasets, metrics, baseli
                 notes.append(f"speed-up: {baseline} {settings.gap_reason(config, dataset, baseline, host_gpu)}")
             if ratio_note:
                 notes.append(ratio_note.replace("ratio", "speed-up", 1))
+            if finite(ratio) and reduced_note(base_recs):
+                notes.append(f"speed-up over {baseline}'s {reduced_note(base_recs)}")
             if metric_recs.empty and time_recs.empty:
                 row["status"] = "not run"
             elif metric_recs.empty or time_recs.empty or len(metric_recs) < expected:
@@ -451,8 +453,10 @@ def table4_svm_time(records: pd.DataFrame, config: dict, reference: pd.DataFrame
         for model in TABLE4_MODELS:
             params = ""
             if configured:
-                params = (settings.svm_params if model == "svm" else settings.main_params)(config, dataset)
-            recs = select(records, dataset, model, params, seeds) if configured else records[:0]
+                params = (settings.svm_params(config, dataset) if model == "svm"
+                          else settings.main_params(config, dataset, model))
+            model_seeds = seeds if model == "svm" or not configured else settings.seeds(config, dataset, model)
+            recs = select(records, dataset, model, params, model_seeds) if configured else records[:0]
             used.append(recs)
             ratio, ratio_note = math.nan, ""
             if model == "svm":
@@ -475,9 +479,9 @@ def table4_svm_time(records: pd.DataFrame, config: dict, reference: pd.DataFrame
                 "paper_s": paper, "diff_s": _diff(time.mean, paper),
                 "svm_over_tm": ratio,
                 "svm_over_tm_paper": _ratio(paper_svm, paper_tm) if model == "tm_gpu" else math.nan,
-                "status": "not run" if recs.empty else "partial" if len(recs) < len(seeds) else "ok",
+                "status": "not run" if recs.empty else "partial" if len(recs) < len(model_seeds) else "ok",
                 "note": reason if recs.empty else "; ".join(n for n in (
-                    reduced_note(recs), _seed_note(len(recs), len(seeds)), machines_note(recs, model),
+                    reduced_note(recs), _seed_note(len(recs), len(model_seeds)), machines_note(recs, model),
                     ratio_note.replace("ratio", "SVM fit / TM epoch", 1)) if n),
             })
     grid = Grid([("Dataset", "Dataset", "l"), ("Model", "Model", "l"), ("Library", "Library", "l"),
