@@ -26,6 +26,7 @@ include: "workflow/rules/data.smk"
 include: "workflow/rules/experiments.smk"
 include: "workflow/rules/tables.smk"
 include: "workflow/rules/figures.smk"
+include: "workflow/rules/report.smk"
 
 
 # The processed datasets only: `snakemake --cores all data`.
@@ -44,3 +45,4 @@ rule all:
         record_paths(),
         rules.tables.input,
         rules.figures.input,
+        rules.report.output,

@@ -1,0 +1,303 @@
+"""One self-contained HTML page of the results: the summary, Tables 3-5, every figure, and how each number was
+produced.
+
+    python -m asynctm.artifacts.report --artifacts DIR --results DIR --config FILE
+
+reads the tables and figures already built in ``DIR`` (``tables/<name>.{csv,md,caption.txt}``,
+``tables/results_summary.md``, ``figures/<name>.{png,caption.txt}``) and the run records they were built from,
+and writes ``DIR/report.html``: figures embedded as data URIs, links only to the table and figure files beside
+it. No timestamps: the same inputs give the same bytes. The Snakemake rule ``html_report``
+(workflow/rules/report.smk) runs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import html
+import json
+import re
+import sys
+from collections import Counter
+from pathlib import Path
+
+from . import catalog, load_config
+from .settings import TM_IMPLS
+
+PAGE = "report.html"
+IMPL_LABELS = {"pytm_indexed": "TM indexed (pyTM)", "pytm_nonindexed": "TM non-indexed (pyTM)",
+               "tm_gpu": "TM GPU (ours)", "tm_cpu": "TM CPU (ours)", "svm": "SVM", "mlp_novelty": "novelty MLP"}
+DATASET_LABELS = {"bbc_sport": "BBC Sport", "newsgroups20": "20 Newsgroups", "semeval": "SemEval", "imdb": "IMDb",
+                  "wsd_java": "WSD Java", "wsd_apple": "WSD Apple", "bike_sharing": "Bike Sharing",
+                  "blogfeedback": "BlogFeedback"}
+# The headline metric of each table in the summary: (CSV column prefix, label, decimals).
+SUMMARY_METRICS = {"table3_performance": ("accuracy", "accuracy (%)", 2), "table5_regression": ("mae", "MAE", 2)}
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 90em; padding: 0 1em; color: #222; }
+nav a { margin-right: 1em; }
+table { border-collapse: collapse; margin: 0.5em 0 1em; font-size: 0.9em; }
+th, td { border: 1px solid #bbb; padding: 0.2em 0.5em; vertical-align: top; }
+th { background: #eee; }
+td.r, th.r { text-align: right; white-space: nowrap; }
+.caveat { background: #fff3cd; border: 1px solid #e0c36a; padding: 0.6em 1em; }
+figure { margin: 1.5em 0; }
+figure img { max-width: 100%; border: 1px solid #ddd; }
+figcaption p, .notes p { margin: 0.2em 0; }
+code { font-size: 0.95em; }
+"""
+
+
+def _esc(value) -> str:
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def _nonblank(value) -> bool:
+    return value is not None and str(value) not in ("", "nan", "None")
+
+
+def _num(value, decimals: int, signed: bool = False) -> str:
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return "–"
+    if x != x:
+        return "–"
+    return f"{x:+.{decimals}f}" if signed else f"{x:.{decimals}f}"
+
+
+def _speedup(value) -> str:
+    text = _num(value, 1)
+    return text if text == "–" else f"{text}×"
+
+
+# -- inputs ------------------------------------------------------------------------------------------------
+
+def _split_md_row(line: str) -> list[str]:
+    """The cells of one Markdown pipe-table row (``\\|`` is a literal bar)."""
+    cells = re.split(r"(?<!\\)\|", line.strip()[1:-1])
+    return [c.strip().replace("\\|", "|") for c in cells]
+
+
+def md_table_to_html(markdown: str, table_id: str) -> str:
+    """A Markdown pipe table (render.Grid.markdown) as an HTML table; right-aligned columns stay right."""
+    lines = [ln for ln in markdown.splitlines() if ln.startswith("|")]
+    if len(lines) < 2:
+        raise ValueError(f"{table_id}: no Markdown table found")
+    header, align = _split_md_row(lines[0]), _split_md_row(lines[1])
+    right = [a.endswith(":") for a in align]
+    out = [f'<table id="{_esc(table_id)}">', "<thead><tr>"]
+    out += [f'<th{" class=r" if r else ""}>{_esc(h)}</th>' for h, r in zip(header, right)]
+    out.append("</tr></thead><tbody>")
+    for line in lines[2:]:
+        cells = _split_md_row(line)
+        out.append("<tr>" + "".join(f'<td{" class=r" if r else ""}>{_esc(c)}</td>' for c, r in zip(cells, right))
+                   + "</tr>")
+    out.append("</tbody></table>")
+    return "\n".join(out)
+
+
+def _read_csv_rows(path: Path) -> list[dict]:
+    import csv
+
+    with open(path, newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def _summary_preamble(path: Path) -> list[str]:
+    """The provenance paragraphs at the top of results_summary.md (records, hardware, the paper's hardware)."""
+    text = path.read_text(encoding="utf-8")
+    head = text.split("\n#### ", 1)[0]
+    return [p.strip() for p in head.split("\n\n") if p.strip() and not p.strip().startswith("<!--")]
+
+
+def used_records(results_dir, config: dict) -> list[Path]:
+    """The complete records under ``results_dir`` that any table or figure reads (catalog.reads)."""
+    root = Path(results_dir)
+    out = []
+    for path in sorted(root.glob("*/*/*/seed*.json")):
+        rel = path.relative_to(root)
+        if any(catalog.reads(name, config, rel) for name in catalog.ARTIFACTS):
+            out.append(path)
+    return out
+
+
+# -- sections ----------------------------------------------------------------------------------------------
+
+def _caveat(config: dict) -> str:
+    if config.get("scale") != "smoke":
+        return ""
+    smoke = config.get("smoke", {})
+    return ('<p class="caveat"><strong>Smoke scale.</strong> These numbers come from the pipeline shrunk to run in '
+            f"minutes ({_esc(smoke.get('epochs', '?'))} epochs, at most {_esc(smoke.get('max_clauses', '?'))} "
+            f"clauses, at most {_esc(smoke.get('max_train', '?'))} training examples, seeds "
+            f"{_esc(', '.join(map(str, smoke.get('seeds', []))))}). They check that every step runs; they are not "
+            "comparable to the paper's numbers, and the differences from the paper mean nothing here.</p>")
+
+
+def summary_section(tables_dir: Path, config: dict) -> str:
+    parts = ['<section id="summary">', "<h2>Results summary</h2>", _caveat(config)]
+    parts += [f"<p>{_esc(p)}</p>" for p in _summary_preamble(tables_dir / "results_summary.md")]
+    rows, gaps, cells = [], Counter(), 0
+    for name, (column, label, decimals) in SUMMARY_METRICS.items():
+        for row in _read_csv_rows(tables_dir / f"{name}.csv"):
+            cells += 1
+            if row.get("status") == "not run":
+                gaps[row.get("note") or "not run"] += 1
+                continue
+            rows.append("<tr>" + "".join([
+                f"<td>{_esc(DATASET_LABELS.get(row['dataset'], row['dataset']))}</td>",
+                f"<td>{_esc(IMPL_LABELS.get(row['implementation'], row['implementation']))}</td>",
+                f"<td>{_esc(label)}</td>",
+                f'<td class=r>{_num(row.get(f"{column}_mean"), decimals)}</td>',
+                f'<td class=r>{_num(row.get(f"{column}_paper"), decimals)}</td>',
+                f'<td class=r>{_num(row.get(f"{column}_diff"), decimals, signed=True)}</td>',
+                f'<td class=r>{_speedup(row.get("speedup"))}</td>',
+                f'<td class=r>{_speedup(row.get("speedup_paper"))}</td>',
+                f'<td class=r>{_esc(row.get("n_runs", ""))}</td>',
+                f'<td>{_esc(row.get("note", ""))}</td>']) + "</tr>")
+    parts.append("<p>Each implementation that has records, on its main setting: ours (mean over seeds) beside the "
+                 "paper's, Δ = ours − paper; speed-up: per-epoch time of pyTsetlinMachine over ours on our "
+                 "hardware, beside the paper's (CUDA on its hardware). F1, times and spreads are in the tables below."
+                 "</p>")
+    if rows:
+        parts += ['<table id="summary-table"><thead><tr><th>Dataset</th><th>Implementation</th><th>metric</th>'
+                  "<th class=r>ours</th><th class=r>paper</th><th class=r>Δ</th><th class=r>speed-up</th>"
+                  "<th class=r>paper speed-up</th><th class=r>seeds</th><th>note</th></tr></thead><tbody>",
+                  *rows, "</tbody></table>"]
+    else:
+        parts.append('<table id="summary-table"><tbody><tr><td>No implementation has a record yet.</td></tr>'
+                     "</tbody></table>")
+    if gaps:
+        listed = "; ".join(f"{_esc(reason)} ({n})" for reason, n in sorted(gaps.items(), key=lambda kv: (-kv[1], kv[0])))
+        parts.append(f"<p>Gaps: {sum(gaps.values())} of {cells} dataset × implementation cells of Tables 3 and 5 "
+                     f"have no record: {listed}.</p>")
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def tables_section(tables_dir: Path) -> str:
+    parts = ['<section id="tables">', "<h2>Tables 3-5, ours beside the paper's</h2>"]
+    for name in catalog.TABLES:
+        caption = (tables_dir / f"{name}.caption.txt").read_text(encoding="utf-8").splitlines()
+        parts += [f'<h3 id="{name}-title">{_esc(caption[0])}</h3>',
+                  md_table_to_html((tables_dir / f"{name}.md").read_text(encoding="utf-8"), name),
+                  '<div class="notes">', *(f"<p>{_esc(line)}</p>" for line in caption[1:] if line.strip()), "</div>",
+                  f'<p>Files: <a href="tables/{name}.csv">CSV</a>, <a href="tables/{name}.md">Markdown</a>, '
+                  f'<a href="tables/{name}.tex">LaTeX</a>.</p>']
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def figures_section(figures_dir: Path) -> str:
+    parts = ['<section id="figures">', "<h2>Figures</h2>"]
+    for name in catalog.FIGURES:
+        caption = (figures_dir / f"{name}.caption.txt").read_text(encoding="utf-8").splitlines()
+        data = base64.b64encode((figures_dir / f"{name}.png").read_bytes()).decode("ascii")
+        parts += [f'<figure id="{name}">',
+                  f'<img alt="{_esc(caption[0] if caption else name)}" src="data:image/png;base64,{data}">',
+                  "<figcaption>", f"<p><strong>{_esc(caption[0] if caption else name)}</strong></p>",
+                  *(f"<p>{_esc(line)}</p>" for line in caption[1:] if line.strip()),
+                  f'<p>Files: <a href="figures/{name}.pdf">PDF</a>, <a href="figures/{name}.png">PNG</a>.</p>',
+                  "</figcaption>", "</figure>"]
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def _group_key(record: dict):
+    impl = record.get("impl", "?")
+    order = TM_IMPLS.index(impl) if impl in TM_IMPLS else len(TM_IMPLS)
+    return (record.get("experiment", "?"), order, impl, record.get("params", "?"))
+
+
+def provenance_section(records: list[Path], config: dict) -> str:
+    parts = ['<section id="provenance">', "<h2>How each number was produced</h2>",
+             f"<p>Every number above comes from one of the {len(records)} run records below "
+             f"(<code>results/&lt;experiment&gt;/&lt;impl&gt;/&lt;params&gt;/seed&lt;k&gt;.json</code>, "
+             f"{_esc(config.get('scale', 'paper'))} scale), each written at the end of its run with its provenance: "
+             "the commit of the code, the machine, the library and the dataset protocol. The records' layout and "
+             "fields: results/README.md; the protocols: config/README.md.</p>"]
+    groups: dict[tuple, list[dict]] = {}
+    for path in records:
+        rec = json.loads(path.read_text(encoding="utf-8"))
+        groups.setdefault(_group_key(rec), []).append(rec)
+    commits = Counter()
+    if groups:
+        parts.append('<table id="provenance-table"><thead><tr><th>Experiment</th><th>Implementation</th>'
+                     "<th>params</th><th>seeds</th><th>dataset protocol</th><th>library</th><th>device</th>"
+                     "<th>commit</th><th>started (UTC)</th></tr></thead><tbody>")
+    for (experiment, _, impl, params), recs in sorted(groups.items()):
+        prov = [r.get("provenance", {}) for r in recs]
+        impls = [r.get("implementation", {}) for r in recs]
+        seeds = ", ".join(str(s) for s in sorted(r.get("seed") for r in recs))
+        protocols = sorted({str((r.get("dataset") or {}).get("protocol", "?")) for r in recs})
+        libraries = sorted({" ".join(x for x in (str(i.get("library") or ""), str(i.get("version") or "")) if x)
+                            for i in impls} - {""})
+        devices = sorted({str(i.get("device") or p.get("cpu_model") or "?") for i, p in zip(impls, prov)})
+        shas = []
+        for p in prov:
+            sha = str(p.get("git_commit") or "unknown")[:10] + (" (modified)" if p.get("git_dirty") else "")
+            commits[sha] += 1
+            shas.append(sha)
+        started = sorted(str(p.get("started_utc", "")) for p in prov if p.get("started_utc"))
+        when = f"{started[0]} – {started[-1]}" if len(set(started)) > 1 else (started[0] if started else "–")
+        parts.append("<tr>" + "".join(f"<td>{_esc(v)}</td>" for v in (
+            experiment, IMPL_LABELS.get(impl, impl), params, seeds, ", ".join(protocols), "; ".join(libraries),
+            "; ".join(devices), ", ".join(sorted(set(shas))), when)) + "</tr>")
+    if groups:
+        parts.append("</tbody></table>")
+        parts.append("<p>Commits: " + "; ".join(f"<code>{_esc(sha)}</code> ({n} records)"
+                                               for sha, n in sorted(commits.items())) + ".</p>")
+    protocols = "; ".join(f"{_esc(name)}: {_esc(exp.get('dataset', name))} ({_esc(exp.get('protocol', 'paper'))})"
+                          for name, exp in config.get("experiments", {}).items())
+    parts += [f"<p>Experiments and the dataset protocol each trains on: {protocols}.</p>", "</section>"]
+    return "\n".join(parts)
+
+
+# -- the page ----------------------------------------------------------------------------------------------
+
+def build_report(artifacts_dir, results_dir, config: dict) -> str:
+    """The page's HTML, from the built tables and figures in ``artifacts_dir`` and the records they used."""
+    root = Path(artifacts_dir)
+    scale = config.get("scale", "paper")
+    records = used_records(results_dir, config)
+    body = [f"<h1>Massively parallel and asynchronous Tsetlin Machine: reproduction results ({_esc(scale)} scale)"
+            "</h1>",
+            '<nav><a href="#summary">Summary</a><a href="#tables">Tables 3-5</a><a href="#figures">Figures</a>'
+            '<a href="#provenance">How each number was produced</a></nav>',
+            summary_section(root / "tables", config), tables_section(root / "tables"),
+            figures_section(root / "figures"), provenance_section(records, config)]
+    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+            f"<title>asynctm results ({_esc(scale)} scale)</title>\n"
+            "<!-- generated by python -m asynctm.artifacts.report from the tables, figures and run records -->\n"
+            f"<style>{STYLE}</style>\n</head>\n<body>\n" + "\n".join(body) + "\n</body>\n</html>\n")
+
+
+def write_report(artifacts_dir, results_dir, config: dict, out=None) -> Path:
+    from ..io import atomic_open
+
+    out = Path(out) if out is not None else Path(artifacts_dir) / PAGE
+    page = build_report(artifacts_dir, results_dir, config)
+    with atomic_open(out, "wb") as f:
+        f.write(page.encode("utf-8"))
+    return out
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m asynctm.artifacts.report", description=__doc__.split("\n")[0])
+    parser.add_argument("--artifacts", required=True, help="the folder holding tables/ and figures/")
+    parser.add_argument("--results", required=True, help="the records root (results/ or results/smoke/)")
+    parser.add_argument("--config", required=True, help="the pipeline config YAML (artifacts_config.yaml)")
+    parser.add_argument("--out", default=None, help=f"the page to write (default: ARTIFACTS/{PAGE})")
+    args = parser.parse_args(argv)
+    try:
+        print(write_report(args.artifacts, args.results, load_config(args.config), args.out))
+    except (OSError, ValueError, KeyError) as exc:
+        print(f"error: {exc} (build the tables and figures first: snakemake --cores all tables figures)",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

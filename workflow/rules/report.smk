@@ -1,0 +1,28 @@
+# One HTML page of the results, built by `python -m asynctm.artifacts.report`: the results summary, Tables 3-5
+# (ours beside the paper's, gaps with their reasons), every figure with its caption, and how each number was
+# produced (the records' commits, machines, libraries and dataset protocols). Output: {ARTIFACTS}/report.html
+# (artifacts/ at paper scale, <results>/smoke/artifacts at smoke scale); figures are embedded, links point to
+# the table and figure files beside it. `snakemake --cores all report` builds it (and what it needs).
+#
+# Include after tables.smk and figures.smk (it uses their rules, ARTIFACTS_CONFIG and ARTIFACTS_LOGS).
+from asynctm.artifacts import catalog
+
+
+def report_records(wildcards):
+    """The requested records that any table or figure reads: the page lists the provenance of each."""
+    return sorted(str(p) for p in record_paths() if any(catalog.reads(n, config, p) for n in catalog.ARTIFACTS))
+
+
+rule report:
+    input:
+        tables=rules.tables.input,
+        figures=rules.figures.input,
+        records=report_records,
+        config=ARTIFACTS_CONFIG,
+    output:
+        f"{ARTIFACTS}/report.html",
+    log:
+        f"{ARTIFACTS_LOGS}/report.log",
+    run:
+        logged_cli("asynctm.artifacts.report", "--artifacts", ARTIFACTS, "--results", RESULTS, "--config",
+                   input.config, log=log[0])
