@@ -37,7 +37,8 @@ def write(root: Path, experiment, impl, params, seed, epochs, speed, cpu=XEON, t
         "schema": 1, "status": "complete", "kind": "tm", "experiment": experiment, "impl": impl, "params": params,
         "seed": seed, "scale": "paper", "task": CONFIG["experiments"][experiment]["task"], "dataset": {},
         "hyperparameters": {}, "implementation": implementation, "metric_names": {},
-        "epochs": entries, "final": {k: v for k, v in entries[-1].items() if k not in ("epoch", "train_s", "eval_s")},
+        "epochs": entries,
+        "final": {k: v for k, v in entries[-1].items() if k not in ("epoch", "train_s", "eval_s", "diagnostics")},
         "timing": {"train_s_mean": speed, "train_s_total": speed * len(epochs)},
         "provenance": {"cpu_model": cpu, "logical_cores": 2, "threads": threads or (1 if impl.startswith("pytm") else 2),
                        "gpu": None},
@@ -186,3 +187,12 @@ def test_reduced_protocol_records_from_the_config(tmp_path):
     assert catalog.reads("table3_performance", config, f"results/wsd_apple/pytm_indexed/{params}/seed1.json")
     assert not catalog.reads("table3_performance", config, f"results/wsd_apple/pytm_indexed/{params}/seed2.json")
     assert not catalog.reads("table3_performance", config, f"results/wsd_apple/pytm_indexed/{APPLE}/seed0.json")
+
+
+def test_nested_per_epoch_objects_are_not_metrics(tmp_path):
+    rng = np.random.default_rng(7)
+    epochs = [{**e, "diagnostics": {"literals_per_clause": 3.5, "type_ia_feedback": 10}} for e in accuracy_epochs(rng)]
+    write(tmp_path, "wsd_apple", "tm_cpu", APPLE, 0, epochs, 0.05)
+    frame = load_records(tmp_path)
+    assert frame.loc[0, "last10_accuracy"] == pytest.approx(np.mean([e["accuracy"] for e in epochs[-10:]]))
+    assert "diagnostics" not in frame.loc[0, "epochs"][0]

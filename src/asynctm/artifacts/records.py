@@ -158,7 +158,8 @@ def parse_record(record, path: Path, rel: Path) -> dict | None:
                 raise RecordError(f"{where}.epoch must be {i + 1} (epochs count from 1), got {epoch.get('epoch')!r}")
             if not _finite_number(epoch.get("train_s")):
                 raise RecordError(f"{where}.train_s must be a number, got {epoch.get('train_s')!r}")
-            rows.append(_metrics(epoch, path, f"epochs[{i}]"))
+            # nested objects (e.g. the training diagnostics of our TM) are not metrics: left out here
+            rows.append(_metrics({k: v for k, v in epoch.items() if not isinstance(v, dict)}, path, f"epochs[{i}]"))
         row["epochs"] = rows
         row.update(last_epochs_means(rows))
     else:
