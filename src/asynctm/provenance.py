@@ -28,7 +28,14 @@ def git_info() -> dict:
         return r.stdout.strip() if r.returncode == 0 else None
 
     status = git("status", "--porcelain", "--untracked-files=no")
-    return {"commit": git("rev-parse", "HEAD"),
+    commit = git("rev-parse", "HEAD")
+    if commit is None and os.environ.get("ASYNCTM_SOURCE_COMMIT"):
+        # A copy of the checkout without .git (the GPU campaign's machine): the commit it was copied from,
+        # as the campaign driver passes it on (asynctm.campaign).
+        dirty = os.environ.get("ASYNCTM_SOURCE_DIRTY", "")
+        return {"commit": os.environ["ASYNCTM_SOURCE_COMMIT"],
+                "tracked_files_modified": int(dirty) if dirty.isdigit() else None}
+    return {"commit": commit,
             "tracked_files_modified": None if status is None else len([s for s in status.splitlines() if s])}
 
 
@@ -110,8 +117,38 @@ def gpu_info() -> dict | None:
 
         context()
         dev = drv.Context.get_device()
-        info.update(name=dev.name(), driver=drv.get_driver_version(), cuda=".".join(map(str, drv.get_version())),
-                    compute_capability=".".join(map(str, dev.compute_capability())))
+        api = drv.get_driver_version()
+        # driver: the NVIDIA driver's version where it can be read (e.g. 580.159.04), else the CUDA version
+        # the driver supports; cuda: the CUDA version PyCUDA was built for; nvcc: the compiler of the kernels.
+        info.update(name=dev.name(), driver=nvidia_driver_version() or api, cuda_driver_api=api,
+                    cuda=".".join(map(str, drv.get_version())),
+                    compute_capability=".".join(map(str, dev.compute_capability())), nvcc=nvcc_version())
     except Exception as exc:  # noqa: BLE001
         info["error"] = f"could not query the device: {exc}"
     return info
+
+
+def nvidia_driver_version() -> str | None:
+    """The NVIDIA kernel driver's version (``/proc/driver/nvidia/version``, else nvidia-smi), or None."""
+    try:
+        text = Path("/proc/driver/nvidia/version").read_text()
+        for word in text.split():
+            if word.count(".") in (1, 2) and word.replace(".", "").isdigit():
+                return word
+    except OSError:
+        pass
+    try:
+        r = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                           capture_output=True, text=True, timeout=30)
+        return r.stdout.strip().splitlines()[0] if r.returncode == 0 and r.stdout.strip() else None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def nvcc_version() -> str | None:
+    """The ``release`` line of ``nvcc --version`` (the compiler PyCUDA runs), or None."""
+    try:
+        r = subprocess.run(["nvcc", "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return next((ln.strip() for ln in r.stdout.splitlines() if "release" in ln), None)

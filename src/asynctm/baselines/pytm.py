@@ -76,9 +76,11 @@ on every ``fit`` call; that cost is part of its epoch, because that is what its 
 once: passing the very same ``X``/``y`` objects again continues without re-encoding. PyTsetlinMachineCUDA
 keeps its encoded training data on the GPU while ``X`` compares equal.
 
-PyTsetlinMachineCUDA is imported only when a CUDA GPU is found (it runs ``import pycuda.autoinit`` at
-import, which grabs a GPU). That adapter has never been run on the machine it was written on (no GPU
-there); treat its first run on a GPU as its test.
+PyTsetlinMachineCUDA is imported only when a CUDA GPU is found. It runs ``import pycuda.autoinit`` at
+import, which would create a second CUDA context beside ours; :func:`_share_our_context` puts a stand-in
+for that module in place first, so that both libraries' buffers and kernels live in our (primary) context.
+That adapter has never been run on the machine it was written on (no GPU there); treat its first run on a
+GPU as its test.
 """
 
 from __future__ import annotations
@@ -528,6 +530,22 @@ class PyTMPeer(Peer):
         return sums
 
 
+def _share_our_context() -> None:
+    """Make ``import pycuda.autoinit`` yield our backend's context instead of creating a new one: two contexts
+    in one process would each own their allocations, and a kernel of one cannot use the other's buffers."""
+    import sys
+    import types
+
+    if "pycuda.autoinit" in sys.modules:
+        return
+    from ..backends.cuda import context
+
+    ctx = context()
+    stand_in = types.ModuleType("pycuda.autoinit")
+    stand_in.context, stand_in.device = ctx, ctx.get_device()
+    sys.modules["pycuda.autoinit"] = stand_in
+
+
 class PyTMCudaPeer(Peer):
     """PyTsetlinMachineCUDA (the paper's GPU code). Untested where it was written: no GPU there."""
 
@@ -540,7 +558,8 @@ class PyTMCudaPeer(Peer):
 
         if not cuda_available():
             raise BackendUnavailableError("PyTsetlinMachineCUDA needs a CUDA GPU; none was found")
-        # Imported here only: the module runs `import pycuda.autoinit`, which creates a GPU context.
+        # Imported here only: the module runs `import pycuda.autoinit`, which would create a GPU context.
+        _share_our_context()
         from PyTsetlinMachineCUDA import tm as cutm
 
         bt = int(self.boost_true_positive)

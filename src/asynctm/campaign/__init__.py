@@ -1,0 +1,24 @@
+"""The GPU campaign: everything a lent GPU machine needs, staged here, run there in steps, unpacked here.
+
+A GPU machine is lent now and then for about 30 minutes, with no network, a 64 MiB checkout and one command
+of at most 10 minutes at a time; results come back as at most 8 files. So the campaign is prepared on a
+machine without a GPU:
+
+1. ``python -m asynctm.campaign stage`` copies into one ignored folder (``.campaign/``) the PyCUDA wheels
+   built for the GPU machine's Python, the PyTsetlinMachineCUDA sdist and the processed datasets (the
+   compact ``.npz`` files of ``data/processed``), plus ``campaign.json`` (the configuration and the commit),
+   and checks that checkout and folder fit the 64 MiB that travel.
+2. On the GPU machine, ``python3 -m asynctm.campaign step <name>`` (see :data:`~.steps.STEPS`) installs
+   PyCUDA and PyTsetlinMachineCUDA from that folder, runs one step within a time budget and packs what
+   finished into ``$OUT/<name>.tar.gz`` (rewritten after every finished run) and ``$OUT/<name>.log``.
+3. Here, ``python -m asynctm.campaign unpack <folder>`` checks each tarball (no links, no paths outside
+   ``results/`` and ``benchmarks/results/``) and puts the records in place; then
+   ``snakemake --cores all tables figures --config run_missing=false`` rebuilds the tables and figures.
+
+``python -m asynctm.campaign commands`` prints the device-tool commands, in order.
+"""
+
+from __future__ import annotations
+
+STAGE_DIR = ".campaign"
+TRAVEL_BUDGET_BYTES = 64 * 2**20  # the checkout that travels to the GPU machine, carried folders included

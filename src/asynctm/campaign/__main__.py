@@ -1,0 +1,100 @@
+"""Command line of the GPU campaign (see :mod:`asynctm.campaign` and README.md, "GPU campaign").
+
+    python -m asynctm.campaign stage [--config KEY=VALUE ...] [--wheels DIR] [--sdist FILE] [--dest DIR]
+    python -m asynctm.campaign commands            # the device-tool calls to make, in order
+    python3 -m asynctm.campaign step NAME [--budget S] [--out DIR] [--no-install] [--select TEXT]   # on the GPU
+    python -m asynctm.campaign unpack FOLDER [--into TREE] [--overwrite]
+
+Errors are printed as one line naming the problem; the exit status is then 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from . import STAGE_DIR
+
+# The device tool's fixed arguments: the staged folder travels as a carried path; one command may run 600 s.
+DEVICE_CALL = 'kind="nvidia-h100-x1" (or "nvidia-h200"), carry=["' + STAGE_DIR + '"], timeout_s=600'
+
+
+def device_command(step: str, commit: str | None, dirty: int | None) -> str:
+    env = f"ASYNCTM_SOURCE_COMMIT={commit} ASYNCTM_SOURCE_DIRTY={dirty} " if commit else ""
+    return f"{env}PYTHONPATH=src python3 -m asynctm.campaign step {step}"
+
+
+def commands(say=print) -> None:
+    from ..provenance import git_info
+    from .steps import STEPS
+
+    git = git_info()
+    say("# 1. here: commit, then stage (the records name the commit; the staged folder must be current)")
+    say("python -m asynctm.campaign stage --config data_dir=data")
+    say(f"# 2. the device tool's run, once per line below, with {DEVICE_CALL}; after each call, here:")
+    say("#    python -m asynctm.campaign unpack <files_at of that reply>")
+    say("#    (a step that stopped at its budget is continued by calling it again: recorded runs are skipped)")
+    for name in STEPS:
+        say(device_command(name, git["commit"], git["tracked_files_modified"]))
+    say("# 3. here: snakemake --cores all tables figures --config run_missing=false; commit results/ and "
+        "benchmarks/results/")
+
+
+def main(argv=None) -> int:
+    from .stage import StageError
+    from .unpack import UnpackError
+
+    ap = argparse.ArgumentParser(prog="python -m asynctm.campaign", description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("stage", help="stage wheels, sdist and datasets into one folder that travels")
+    p.add_argument("--config", nargs="*", default=[], metavar="KEY=VALUE",
+                   help="overrides of config/config.yaml, as snakemake --config (e.g. data_dir=data)")
+    p.add_argument("--configfile", default=None)
+    p.add_argument("--wheels", default=None, help="folder of PyCUDA wheels (default ../shared/gpu/wheels-cp312)")
+    p.add_argument("--sdist", default=None, help="PyTsetlinMachineCUDA-0.1.9.tar.gz (default: pip download)")
+    p.add_argument("--dest", default=None, help=f"the staged folder (default {STAGE_DIR}/ in the checkout)")
+    sub.add_parser("commands", help="print the device-tool commands, in order")
+    p = sub.add_parser("step", help="run one step on the GPU machine")
+    p.add_argument("name")
+    p.add_argument("--budget", type=float, default=None, help="seconds for the whole step (default 480)")
+    p.add_argument("--out", default=None, help="where the tarball and log go (default $OUT, else campaign-out/)")
+    p.add_argument("--campaign-dir", default=None, help=f"the staged folder (default {STAGE_DIR}/)")
+    p.add_argument("--work-dir", default=None, help="scratch folder (default /tmp/asynctm-campaign/<step>)")
+    p.add_argument("--no-install", action="store_true", help="PyCUDA is importable already: skip pip")
+    p.add_argument("--tree", default=None, help="the checkout whose records count as done (default: this one)")
+    p.add_argument("--select", default=None,
+                   help="gpu_tests: a pytest -k expression; bench, sweeps, paper: comma-separated experiments")
+    p = sub.add_parser("unpack", help="put the returned tarballs into results/ and benchmarks/results/")
+    p.add_argument("folder")
+    p.add_argument("--into", default=None, help="the tree to unpack into (default: this checkout)")
+    p.add_argument("--overwrite", action="store_true", help="replace existing files that differ")
+    args = ap.parse_args(argv)
+    try:
+        if args.cmd == "stage":
+            from .stage import load_config, stage
+
+            stage(load_config(args.config, args.configfile), dest=Path(args.dest) if args.dest else None,
+                  wheels=Path(args.wheels) if args.wheels else None, sdist=Path(args.sdist) if args.sdist else None)
+        elif args.cmd == "commands":
+            commands()
+        elif args.cmd == "step":
+            from .steps import DEFAULT_BUDGET_S, run_step
+
+            return run_step(args.name, campaign_dir=Path(args.campaign_dir) if args.campaign_dir else None,
+                            out_dir=Path(args.out) if args.out else None,
+                            budget_s=args.budget if args.budget is not None else DEFAULT_BUDGET_S,
+                            do_install=not args.no_install, work_dir=Path(args.work_dir) if args.work_dir else None,
+                            select=args.select, tree=Path(args.tree) if args.tree else None)
+        else:
+            from .unpack import unpack
+
+            unpack(args.folder, into=args.into, overwrite=args.overwrite)
+    except (StageError, UnpackError, FileNotFoundError) as exc:
+        print(f"asynctm.campaign {args.cmd}: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

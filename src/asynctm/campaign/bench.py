@@ -1,0 +1,277 @@
+"""The GPU benchmark: our CUDA backend (``tm_gpu``) and PyTsetlinMachineCUDA on the same GPU, in one process.
+
+    python -m asynctm.campaign.bench --campaign-dir .campaign --out-dir benchmarks/results --name NAME
+
+For each setting (an experiment's main setting of config/config.yaml, data from the staged processed
+folders) and seed, both implementations are built with the same hyperparameters
+(:mod:`asynctm.baselines.pytm`), train one warm-up epoch (kernel compilation, encoding and upload land
+there, reported apart), then :data:`TIMED_EPOCHS` timed epochs round-robin (epoch k of one, then of the
+other). An epoch is timed by the wall clock around one ``fit_epoch`` call; both libraries synchronise the
+GPU before returning (ours after the epoch, PyTsetlinMachineCUDA after every batch). The test metric is
+taken after every epoch outside the timed region, and the literals per clause (mean number of included
+literals per clause, all clauses, and over non-empty clauses) after the last. Per setting: the median epoch
+over all seeds' timed epochs, the metric averaged over seeds after the same epochs, the speed-up
+(PyTsetlinMachineCUDA's median epoch over ours) and, for WSD apple, SemEval and IMDb, the goal
+(ours >= 2x at accuracy within 1 point). Writes ``<name>.json`` and ``<name>.md`` after every setting.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+from ..experiments import plan
+from ..experiments.metrics import evaluate
+from ..experiments.run import dataset_summary, load_dataset
+from ..io import atomic_open, write_json_atomic
+
+# Timed epochs after the warm-up (paper scale; smoke scale: 1) and the seeds of the paper-scale benchmark.
+TIMED_EPOCHS = {"wsd_apple": 10, "semeval": 5, "imdb": 5, "bike_sharing": 10}
+SEEDS = (0, 1, 2)
+GOAL_SETTINGS = ("wsd_apple", "semeval", "imdb")
+GOAL_SPEEDUP = 2.0
+GOAL_POINTS = 1.0
+IMPLS = {"tm_gpu": "ours (asynctm, CUDA)", "pytm_cuda": "PyTsetlinMachineCUDA"}
+
+
+def _peer(impl: str, task: str, h: dict, seed: int):
+    from ..baselines import make_peer
+
+    common = dict(state_bits=h["state_bits"], boost_true_positive=h["boost_true_positive"],
+                  append_negated=h["append_negated"], batch_size=h["batch_size"], seed=seed)
+    if impl == "tm_gpu":
+        return make_peer("asynctm", task, h["n_clauses"], h["T"], h["s"], backend="cuda", **common)
+    return make_peer("pytm_cuda", task, h["n_clauses"], h["T"], h["s"], **common)
+
+
+def literals_per_clause(peer) -> dict:
+    """Included literals per clause: ``{"mean", "mean_nonempty", "empty_clauses"}`` over every clause."""
+    if peer.peer == "asynctm":
+        counts = np.asarray(peer.model.clauses_, dtype=bool).sum(axis=-1).ravel()
+    else:
+        counts = _pytm_cuda_literal_counts(peer.model)
+    counts = np.asarray(counts, dtype=np.int64)
+    nonempty = counts[counts > 0]
+    return {"mean": float(counts.mean()), "mean_nonempty": float(nonempty.mean()) if nonempty.size else 0.0,
+            "empty_clauses": int((counts == 0).sum()), "clauses": int(counts.size)}
+
+
+def _pytm_cuda_literal_counts(model) -> np.ndarray:
+    """PyTsetlinMachineCUDA's include bits: its TA state (classes, clauses, chunks, state bits) from the GPU,
+    the last state-bit plane is the action (include) bit; bits past its number of literals are masked."""
+    import pycuda.driver as cuda
+
+    C, nc = int(model.number_of_classes), int(model.number_of_clauses)
+    chunks, bits, n_lit = int(model.number_of_ta_chunks), int(model.number_of_state_bits), int(model.number_of_features)
+    ta = np.empty(C * nc * chunks * bits, dtype=np.uint32)
+    cuda.memcpy_dtoh(ta, model.ta_state_gpu)
+    include = ta.reshape(C, nc, chunks, bits)[:, :, :, bits - 1].copy()
+    if n_lit % 32:
+        include[:, :, -1] &= np.uint32((1 << (n_lit % 32)) - 1)
+    return np.unpackbits(include.view(np.uint8), axis=-1).reshape(C * nc, -1).sum(axis=1)
+
+
+def _main_metric(task: str) -> str:
+    return "mae" if task == "regression" else "accuracy"
+
+
+def run_setting(config: dict, data_dir: Path, name: str, seeds, epochs: int, deadline: float, say=print) -> dict:
+    from ..baselines.pytm import _dense01
+
+    base = plan.tm_run_settings(config, name, "tm_gpu", plan.main_params(config, name), seeds[0])
+    h, task = base["hyperparameters"], ("regression" if base["task"] == "regression" else "classification")
+    ds = load_dataset(data_dir, base)
+    dense = {"X_train": _dense01(ds.X_train), "X_test": _dense01(ds.X_test)}
+    key = _main_metric(base["task"])
+    say(f"== {name}: {ds.X_train.shape[0]} train x {ds.X_train.shape[1]} features, {h['n_clauses']} clauses, "
+        f"T={h['T']}, s={h['s']}; 1 warm-up + {epochs} timed epochs x seeds {list(seeds)}")
+    per = {impl: [] for impl in IMPLS}
+    skipped, stopped = {}, None
+    for seed in seeds:
+        runs = {}
+        for impl in IMPLS:
+            try:
+                runs[impl] = {"peer": _peer(impl, task, h, seed), "seed": seed, "epoch_s": [], "metrics": []}
+            except Exception as exc:  # noqa: BLE001 - the peer library or its GPU set-up is reported, not fatal
+                skipped[impl] = f"{type(exc).__name__}: {exc}"
+                say(f"   {impl} (seed {seed}) skipped: {skipped[impl]}")
+                if impl == "tm_gpu":
+                    raise
+
+        def epoch(impl, r):
+            X, Xt = (ds.X_train, ds.X_test) if impl == "tm_gpu" else (dense["X_train"], dense["X_test"])
+            t0 = time.perf_counter()
+            r["peer"].fit_epoch(X, ds.y_train)
+            wall = time.perf_counter() - t0
+            m, _ = evaluate(base["task"], ds.y_test, r["peer"].predict(Xt), base["f1"])
+            return wall, m
+
+        for impl, r in list(runs.items()):
+            try:
+                X = ds.X_train if impl == "tm_gpu" else dense["X_train"]
+                t0 = time.perf_counter()
+                r["setup"] = r["peer"].prepare(X, ds.y_train)
+                r["prepare_s"] = time.perf_counter() - t0
+                r["warmup_s"], r["warmup_metrics"] = epoch(impl, r)
+            except Exception as exc:  # noqa: BLE001
+                if impl == "tm_gpu":
+                    raise
+                skipped[impl] = f"failed in its first epoch: {type(exc).__name__}: {exc}"
+                say(f"   {impl} (seed {seed}) {skipped[impl]}")
+                runs.pop(impl)
+        for k in range(epochs):
+            if time.time() > deadline:
+                stopped = f"the step's budget ran out after {k} timed epochs of seed {seed}"
+                break
+            for impl, r in list(runs.items()):
+                try:
+                    wall, m = epoch(impl, r)
+                except Exception as exc:  # noqa: BLE001
+                    if impl == "tm_gpu":
+                        raise
+                    skipped[impl] = f"failed in timed epoch {k + 1}: {type(exc).__name__}: {exc}"
+                    runs.pop(impl)
+                    continue
+                r["epoch_s"].append(wall)
+                r["metrics"].append(m)
+            say(f"   seed {seed} epoch {k + 1}/{epochs}: " + ", ".join(
+                f"{impl} {r['epoch_s'][-1]:.4f} s {key} {r['metrics'][-1][key]:.2f}" for impl, r in runs.items()
+                if r["epoch_s"]))
+        for impl, r in runs.items():
+            r["literals_per_clause"] = literals_per_clause(r["peer"])
+            r["metadata"] = r["peer"].metadata()
+            r["peer"].close()
+            per[impl].append({k: v for k, v in r.items() if k != "peer"})
+        if stopped:
+            break
+    results = {impl: aggregate(rows, key) for impl, rows in per.items() if rows}
+    return {"setting": name, "task": base["task"], "metric": key, "dataset": dataset_summary(ds, base),
+            "hyperparameters": h, "epochs": {"warmup": 1, "timed": epochs}, "seeds": list(seeds),
+            "stopped": stopped, "skipped": skipped, "results": results,
+            "comparison": compare(name, base["task"], key, results)}
+
+
+def aggregate(rows: list[dict], key: str) -> dict:
+    """One implementation over its seeds: timed epochs pooled, metrics averaged after the same epochs."""
+    n = min(len(r["metrics"]) for r in rows)
+    finals = [r["metrics"][n - 1][key] for r in rows] if n else []
+    times = [t for r in rows for t in r["epoch_s"]]
+    lpc = [r["literals_per_clause"]["mean"] for r in rows]
+    return {"seeds": [r["seed"] for r in rows], "per_seed": rows, "timed_epochs": n,
+            "median_epoch_s": statistics.median(times) if times else None,
+            "min_epoch_s": min(times) if times else None, "max_epoch_s": max(times) if times else None,
+            "warmup_s": statistics.median(r["warmup_s"] for r in rows),
+            "final_metric": float(np.mean(finals)) if finals else None,
+            "final_metric_std": float(np.std(finals, ddof=1)) if len(finals) > 1 else 0.0,
+            "literals_per_clause": float(np.mean(lpc)),
+            "literals_per_nonempty_clause": float(np.mean([r["literals_per_clause"]["mean_nonempty"] for r in rows]))}
+
+
+def compare(name: str, task: str, key: str, results: dict) -> dict:
+    ours, peer = results.get("tm_gpu"), results.get("pytm_cuda")
+    out = {"speedup_vs_pytm_cuda": None, "metric_minus_pytm_cuda": None, "goal": None}
+    if not ours or not peer or not ours["median_epoch_s"] or not peer["median_epoch_s"]:
+        return out
+    n = min(ours["timed_epochs"], peer["timed_epochs"])
+    out["speedup_vs_pytm_cuda"] = peer["median_epoch_s"] / ours["median_epoch_s"]
+    if ours["final_metric"] is not None and peer["final_metric"] is not None:
+        out["metric_minus_pytm_cuda"] = ours["final_metric"] - peer["final_metric"]
+    if name in GOAL_SETTINGS and task != "regression":
+        within = out["metric_minus_pytm_cuda"] is not None and abs(out["metric_minus_pytm_cuda"]) <= GOAL_POINTS
+        fast = out["speedup_vs_pytm_cuda"] >= GOAL_SPEEDUP
+        out["goal"] = {"rule": f"ours >= {GOAL_SPEEDUP:g}x PyTsetlinMachineCUDA's median epoch, accuracy within "
+                               f"{GOAL_POINTS:g} point after the same {n} timed epochs (mean over seeds)",
+                       "seeds": len(ours["seeds"]), "speed_met": fast, "accuracy_within": within,
+                       "met": bool(fast and within)}
+    return out
+
+
+def markdown(record: dict) -> str:
+    gpu = record.get("gpu") or {}
+    lines = [f"# GPU speed per epoch: `{record['name']}`", "",
+             f"- GPU: {gpu.get('name', '?')}, driver {gpu.get('driver', '?')}, CUDA {gpu.get('cuda', '?')}, "
+             f"nvcc {gpu.get('nvcc', '?')}",
+             f"- date (UTC): {record['date_utc']}; commit `{(record['git'].get('commit') or '?')[:12]}`",
+             "- median over all seeds' timed epochs after 1 warm-up epoch each; metric: mean over seeds after "
+             "the same epochs; literals per clause: mean included literals over all clauses after the last epoch",
+             ""]
+    for s in record["settings"]:
+        key = s["metric"]
+        h = s["hyperparameters"]
+        lines += [f"## {s['setting']}", "",
+                  f"{s['dataset']['n_train']:,} train / {s['dataset']['n_test']:,} test, "
+                  f"{s['dataset']['n_features']:,} features; {h['n_clauses']} clauses, T = {h['T']}, s = {h['s']}; "
+                  f"seeds {s['seeds']}" + (f"; stopped: {s['stopped']}" if s["stopped"] else ""), "",
+                  f"| implementation | median s/epoch | warm-up s | {key} | literals per clause | epochs |",
+                  "|---|---:|---:|---:|---:|---:|"]
+        for impl, label in IMPLS.items():
+            r = s["results"].get(impl)
+            if r is None:
+                lines.append(f"| {label} | – | – | – | – | {s['skipped'].get(impl, 'not run')[:160]} |")
+                continue
+            med = f"{r['median_epoch_s']:.4f}" if r["median_epoch_s"] else "–"
+            metric = f"{r['final_metric']:.2f} ± {r['final_metric_std']:.2f}" if r["final_metric"] is not None else "–"
+            lines.append(f"| {label} | {med} | {r['warmup_s']:.2f} | {metric} | {r['literals_per_clause']:.1f} | "
+                         f"{r['timed_epochs']} |")
+        c = s["comparison"]
+        if c["speedup_vs_pytm_cuda"] is not None:
+            lines += ["", f"Speed-up of ours over PyTsetlinMachineCUDA: {c['speedup_vs_pytm_cuda']:.2f}x; {key} "
+                          f"difference {c['metric_minus_pytm_cuda']:+.2f}."]
+            if c["goal"]:
+                lines.append(f"Goal ({c['goal']['rule']}): **{'met' if c['goal']['met'] else 'not met'}**.")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    from ..provenance import code_digests, cpu_info, git_info, gpu_info, versions
+    from .stage import load_campaign
+
+    ap = argparse.ArgumentParser(prog="python -m asynctm.campaign.bench", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--campaign-dir", required=True, help="the staged folder (.campaign)")
+    ap.add_argument("--out-dir", required=True, help="where <name>.json and <name>.md go")
+    ap.add_argument("--name", required=True)
+    ap.add_argument("--deadline", type=float, default=None, help="UNIX time after which no epoch starts")
+    ap.add_argument("--settings", default=None, help="comma-separated experiments (default: " +
+                    ",".join(TIMED_EPOCHS) + ")")
+    args = ap.parse_args(argv)
+    campaign = load_campaign(Path(args.campaign_dir))
+    config = campaign["config"]
+    active = plan.active_experiments(config)
+    names = [n for n in (args.settings.split(",") if args.settings else TIMED_EPOCHS) if n in active]
+    smoke = plan.is_smoke(config)
+    seeds = plan.seeds(config) if smoke else list(SEEDS)
+    deadline = args.deadline or float("inf")
+    record = {"generated_by": "python -m asynctm.campaign.bench", "name": args.name,
+              "command": ["python", "-m", "asynctm.campaign.bench", *(sys.argv[1:] if argv is None else argv)],
+              "date_utc": datetime.now(timezone.utc).strftime("%Y-%m-%d"), "git": git_info(), "code": code_digests(),
+              "versions": versions(), "cpu": cpu_info(), "gpu": gpu_info(), "scale": config.get("scale", "paper"),
+              "timing": "wall clock around one fit_epoch call (both libraries synchronise the GPU before returning); "
+                        "1 warm-up epoch per implementation and seed reported apart; timed epochs round-robin",
+              "settings": []}
+    out = Path(args.out_dir) / f"{args.name}.json"
+    for name in names:
+        if time.time() > deadline:
+            record["settings"].append({"setting": name, "stopped": "not started: the step's budget ran out"})
+            break
+        epochs = 1 if smoke else TIMED_EPOCHS.get(name, 5)
+        record["settings"].append(run_setting(config, Path(args.campaign_dir) / "data", name, seeds, epochs,
+                                              deadline))
+        done = [s for s in record["settings"] if "results" in s]
+        write_json_atomic(out, {**record, "settings": done}, sort_keys=False)
+        with atomic_open(out.with_suffix(".md")) as fh:
+            fh.write(markdown({**record, "settings": done}))
+        print(f"wrote {out}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    sys.exit(main())

@@ -1,0 +1,465 @@
+"""``step <name>``: one device command of the GPU campaign, within a time budget, packing what finished.
+
+Every step
+
+1. installs PyCUDA and PyTsetlinMachineCUDA (the staged wheels) into ``/tmp/asynctm-site`` with pip,
+   offline (``--no-install`` skips this where they are importable already);
+2. asks PyCUDA for the GPU (name, NVIDIA driver, CUDA) and stops with a clear line if there is none;
+3. runs its work in child processes whose environment has the packages, the checkout's ``src`` and the
+   CUDA library and header paths, each child killed at the step's deadline;
+4. after every finished unit rewrites ``<out>/<name>.tar.gz`` (``results/...`` and ``benchmarks/results/...``,
+   plus a manifest ``benchmarks/results/campaign/<name>_<gpu>_<time>.json`` of what ran, what was skipped and
+   why); ``<out>/<name>.log`` is the step's log, written as it goes.
+
+Runs whose record already exists in the checkout (unpacked from an earlier call) are skipped, so a step that
+ran out of time is continued by calling it again after ``unpack``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from ..experiments import plan
+from ..provenance import REPO
+from . import STAGE_DIR
+from .stage import StageError, load_campaign
+
+DEFAULT_BUDGET_S = 480  # a device command may run 600 s; the rest is install, start-up and packing
+SITE = Path("/tmp/asynctm-site")
+# Paper-scale tm_gpu runs (Tables 3-5), most valuable first: WSD apple (the accuracy goal against tm_cpu and
+# PyTsetlinMachineCUDA), SemEval and IMDb (the speed goals), Bike Sharing (Tables 4-5), BBC Sport, WSD Java,
+# then the two largest, 20 Newsgroups and BlogFeedback.
+PAPER_ORDER = ("wsd_apple", "semeval", "imdb", "bike_sharing", "bbc_sport", "wsd_java", "newsgroups20",
+               "blogfeedback")
+# Clause sweeps (the figures): SemEval first (the "almost constant time" goal), then IMDb, BBC Sport, Bike Sharing.
+SWEEP_ORDER = ("semeval", "imdb", "bbc_sport", "bike_sharing")
+# Points beyond the configured sweep, tm_gpu only (paper scale): the paper's Fig. 7 takes SemEval to 15,000.
+EXTRA_SWEEP_CLAUSES = {"semeval": (10000, 15000)}
+MAX_FAILURES_IN_A_ROW = 3
+KILL_GRACE_S = 10
+# Not packed: a run's resumable state (large, and only useful on the machine that wrote it).
+NOT_PACKED = (".checkpoint.npz", ".partial", ".tmp")
+
+PROBE = r"""
+import json, sys
+out = {}
+try:
+    import pycuda.driver as drv
+    drv.init()
+    out["device_count"] = drv.Device.count()
+except Exception as exc:
+    out["error"] = f"{type(exc).__name__}: {exc}"
+from asynctm.provenance import gpu_info, versions
+out["gpu"] = gpu_info()
+v = versions()
+out["versions"] = {k: v.get(k) for k in ("python", "numpy", "scipy", "pycuda", "pyTsetlinMachineCUDA")}
+print(json.dumps(out))
+"""
+
+
+def steps() -> tuple[str, ...]:
+    return tuple(STEPS)
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", (text or "unknown").lower()).strip("_") or "unknown"
+
+
+# -- the environment on the GPU machine -----------------------------------------------------------------------
+
+def install(campaign_dir: Path, campaign: dict, site: Path = SITE, say=print) -> None:
+    """pip-install the staged wheels into ``site``, offline."""
+    tag = campaign.get("python_tag", "")
+    here = f"cp{sys.version_info.major}{sys.version_info.minor}"
+    if tag and tag != here:
+        raise StageError(f"the staged PyCUDA wheel is for {tag} but this python ({sys.executable}) is {here}: run "
+                         "the step with the GPU machine's python3, or stage wheels built for this one")
+    files = sorted((campaign_dir / "wheels").glob("*.whl"))  # PyTsetlinMachineCUDA's too, built by stage
+    cmd = [sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
+           "--no-cache-dir", "--upgrade", "--target", str(site), *map(str, files)]
+    t0 = time.time()
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise StageError(f"installing the staged packages failed: {(r.stderr or r.stdout).strip()[-800:]}")
+    say(f"installed {', '.join(f.name for f in files)} into {site} in {time.time() - t0:.1f} s")
+
+
+def _cuda_lib_dirs() -> list[str]:
+    """Folders holding libcurand.so.10 (PyCUDA links it; PyTsetlinMachineCUDA uses curand), if not on the path."""
+    out = []
+    for entry in sys.path + ["/opt/torch/.venv/lib/python3.12/site-packages"]:
+        lib = Path(entry or ".") / "nvidia" / "cu13" / "lib"
+        if (lib / "libcurand.so.10").exists() and str(lib) not in out:
+            out.append(str(lib))
+    return out
+
+
+def _curand_include() -> list[str]:
+    """``-I`` for curand_kernel.h where the CUDA toolkit lacks it (PyTsetlinMachineCUDA's kernels include it)."""
+    if Path("/usr/local/cuda/include/curand_kernel.h").exists():
+        return []
+    for lib in _cuda_lib_dirs():
+        inc = Path(lib).parent / "include"
+        if (inc / "curand_kernel.h").exists():
+            return [f"-I{inc}"]
+    return []
+
+
+def child_env(campaign: dict, site: Path | None) -> dict:
+    env = dict(os.environ)
+    paths = ([str(site)] if site else []) + [str(REPO / "src")]
+    env["PYTHONPATH"] = os.pathsep.join(paths + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    libs = _cuda_lib_dirs()
+    if libs:
+        env["LD_LIBRARY_PATH"] = os.pathsep.join(libs + ([env["LD_LIBRARY_PATH"]] if env.get("LD_LIBRARY_PATH")
+                                                         else []))
+    flags = _curand_include()
+    if flags:
+        env["PYCUDA_DEFAULT_NVCC_FLAGS"] = " ".join([env.get("PYCUDA_DEFAULT_NVCC_FLAGS", ""), *flags]).strip()
+    env.setdefault("PYCUDA_CACHE_DIR", "/tmp/asynctm-pycuda-cache")
+    Path(env["PYCUDA_CACHE_DIR"]).mkdir(parents=True, exist_ok=True)
+    source = campaign.get("source") or {}
+    # The checkout on the GPU machine may have no .git: provenance then reads the commit from here.
+    env.setdefault("ASYNCTM_SOURCE_COMMIT", source.get("commit") or "")
+    env.setdefault("ASYNCTM_SOURCE_DIRTY", str(source.get("tracked_files_modified", "")))
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+# -- one step ---------------------------------------------------------------------------------------------------
+
+class Step:
+    """The state of one step: its deadline, log, work folder (packed into the tarball) and manifest."""
+
+    def __init__(self, name: str, campaign_dir: Path, out_dir: Path, budget_s: float, work_dir: Path | None,
+                 tree: Path | None = None):
+        self.name, self.campaign_dir, self.out_dir = name, Path(campaign_dir), Path(out_dir)
+        self.tree = Path(tree) if tree else REPO  # records here count as done
+        self.started = time.time()
+        self.deadline = self.started + budget_s
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self.work = Path(work_dir) if work_dir else Path("/tmp/asynctm-campaign") / name
+        shutil.rmtree(self.work, ignore_errors=True)
+        self.work.mkdir(parents=True)
+        self.log_fh = open(self.out_dir / f"{name}.log", "a", buffering=1)
+        self.campaign = load_campaign(self.campaign_dir)
+        self.config = self.campaign["config"]
+        self.env: dict = {}
+        self.gpu: dict | None = None
+        stamp = datetime.fromtimestamp(self.started, timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        self.manifest = {"step": name, "started_utc": stamp, "budget_s": budget_s, "gpu": None,
+                         "source": self.campaign.get("source"), "done": [], "skipped": [], "stopped": None}
+        self.stamp = stamp
+        self.failures_in_a_row = 0
+
+    # progress
+    def say(self, msg: str) -> None:
+        line = f"{datetime.now(timezone.utc).strftime('%H:%M:%S')} [{self.name}] {msg}"
+        print(line, flush=True)
+        self.log_fh.write(line + "\n")
+
+    def remaining(self) -> float:
+        return self.deadline - time.time()
+
+    @property
+    def data_dir(self) -> Path:
+        return self.campaign_dir / "data"
+
+    @property
+    def python(self) -> str:
+        return sys.executable
+
+    def child(self, cmd: list[str], log_path: Path | None = None) -> int | None:
+        """Run ``cmd`` until it ends or the deadline comes (then its process group is killed: None)."""
+        timeout = self.remaining()
+        if timeout <= 0:
+            return None
+        out = open(log_path, "a") if log_path else self.log_fh
+        try:
+            proc = subprocess.Popen(cmd, cwd=REPO, env=self.env, stdout=out, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+            try:
+                return proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                # SIGTERM first: a run then ends with "interrupted" in its log; SIGKILL if it does not.
+                os.killpg(proc.pid, signal.SIGTERM)
+                try:
+                    proc.wait(timeout=KILL_GRACE_S)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                return None
+        finally:
+            if log_path:
+                out.close()
+
+    # results
+    def exists(self, rel: str) -> bool:
+        return (self.tree / rel).is_file() or (self.work / rel).is_file()
+
+    def manifest_rel(self) -> str:
+        device = slug((self.gpu or {}).get("name", "no_gpu"))
+        return f"benchmarks/results/campaign/{self.name}_{device}_{self.stamp}.json"
+
+    def pack(self) -> Path:
+        """Rewrite ``<out>/<name>.tar.gz`` from the work folder and the manifest, atomically."""
+        self.manifest["elapsed_s"] = round(time.time() - self.started, 1)
+        man = self.work / self.manifest_rel()
+        man.parent.mkdir(parents=True, exist_ok=True)
+        man.write_text(json.dumps(self.manifest, indent=1, sort_keys=True) + "\n")
+        target = self.out_dir / f"{self.name}.tar.gz"
+        partial = self.out_dir / f"{self.name}.tar.gz.partial"
+        with tarfile.open(partial, "w:gz") as tar:
+            for p in sorted(self.work.rglob("*")):
+                if p.is_file() and not p.is_symlink() and not p.name.endswith(NOT_PACKED):
+                    tar.add(p, arcname=p.relative_to(self.work).as_posix(), recursive=False)
+        os.replace(partial, target)
+        return target
+
+    def skip(self, what: str, reason: str) -> None:
+        self.manifest["skipped"].append({"run": what, "reason": reason})
+        self.say(f"skipped {what}: {reason}")
+
+    def stop(self, reason: str) -> None:
+        if not self.manifest["stopped"]:
+            self.manifest["stopped"] = reason
+            self.say(f"stopping: {reason}")
+
+    def failed(self, what: str, detail: str) -> None:
+        self.failures_in_a_row += 1
+        self.skip(what, f"failed: {detail}")
+        if self.failures_in_a_row >= MAX_FAILURES_IN_A_ROW:
+            self.stop(f"{MAX_FAILURES_IN_A_ROW} runs in a row failed (see the log)")
+
+    def close(self) -> None:
+        self.log_fh.close()
+
+
+def probe(step: Step) -> dict:
+    r = subprocess.run([step.python, "-c", PROBE], cwd=REPO, env=step.env, capture_output=True, text=True,
+                       timeout=max(30.0, min(180.0, step.remaining())))
+    if r.returncode != 0 or not r.stdout.strip():
+        raise StageError(f"the GPU probe failed: {(r.stderr or r.stdout).strip()[-800:]}")
+    info = json.loads(r.stdout.strip().splitlines()[-1])
+    return info
+
+
+# -- the steps ----------------------------------------------------------------------------------------------------
+
+def gpu_test_files() -> list[Path]:
+    """The test modules that hold GPU tests (the `gpu` mark, or the backend_name fixture that carries it)."""
+    return [p for p in sorted((REPO / "tests").glob("test_*.py"))
+            if re.search(r"mark\.gpu|\bbackend_name\b", p.read_text())]
+
+
+def step_gpu_tests(step: Step, select: str | None = None) -> None:
+    """(a) ``pytest -m gpu`` on the GPU test modules; the JUnit XML and the output come back."""
+    base = step.work / "benchmarks" / "results" / "campaign" / f"gpu_tests_{slug(step.gpu['name'])}_{step.stamp}"
+    base.parent.mkdir(parents=True, exist_ok=True)
+    cmd = [step.python, "-m", "pytest", "-m", "gpu", "-p", "no:cacheprovider", "-q", "-rfEs",
+           "--continue-on-collection-errors", f"--junitxml={base}.xml", *map(str, gpu_test_files())]
+    if select:
+        cmd += ["-k", select]
+    step.say("running " + " ".join(cmd[2:]))
+    rc = step.child(cmd, log_path=base.with_suffix(".txt"))
+    text = base.with_suffix(".txt").read_text() if base.with_suffix(".txt").exists() else ""
+    summary = next((ln for ln in reversed(text.splitlines()) if re.search(r"passed|failed|error|skipped", ln)), "")
+    step.manifest["pytest"] = {"returncode": rc, "summary": summary.strip("= ").strip()}
+    for line in text.splitlines()[-40:]:
+        step.log_fh.write(line + "\n")
+    if rc is None:
+        step.stop("pytest ran past the budget")
+    else:
+        step.say(f"pytest -m gpu: exit {rc}: {summary.strip('= ')}")
+        step.manifest["done"].append("pytest -m gpu")
+
+
+def step_bench(step: Step, select: str | None = None) -> None:
+    """(b) ours and PyTsetlinMachineCUDA on one GPU in one process: :mod:`asynctm.campaign.bench`."""
+    commit = (step.campaign.get("source") or {}).get("commit") or "unknown"
+    name = f"gpu_{slug(step.gpu['name'])}_{commit[:7]}"
+    cmd = [step.python, "-m", "asynctm.campaign.bench", "--campaign-dir", str(step.campaign_dir),
+           "--out-dir", str(step.work / "benchmarks" / "results"), "--name", name,
+           "--deadline", f"{step.deadline - 20:.0f}"]
+    if select:
+        cmd += ["--settings", select]
+    step.say("running " + " ".join(cmd[2:]))
+    rc = step.child(cmd)
+    if rc is None:
+        step.stop("the benchmark ran past the budget (what it wrote per setting is packed)")
+    elif rc != 0:
+        step.failed("benchmark", f"exit status {rc} (see the log)")
+    else:
+        step.manifest["done"].append(f"benchmarks/results/{name}.json")
+
+
+def _tm_runs(step: Step, runs: list[tuple[str, str, int]]) -> None:
+    """``(experiment, params, seed)`` tm_gpu runs in order, each through ``python -m asynctm.experiments tm``
+    (novelty experiments: then the MLP stage on its class sums). An experiment whose last run took longer than
+    the time left is passed over for the next one."""
+    config = step.config
+    took: dict[str, float] = {}
+    for name, params, seed in runs:
+        if step.manifest["stopped"]:
+            return
+        run = {"experiment": name, "impl": "tm_gpu", "params": params, "seed": seed}
+        rel = plan.record_path(config, run)
+        if step.exists(rel):
+            step.say(f"{rel}: recorded already")
+        else:
+            left = step.remaining()
+            if left < 5:
+                step.stop("the budget is spent")
+                return
+            if took.get(name, 0) > left:
+                step.skip(rel, f"would not fit: the last {name} run took {took[name]:.0f} s, {left:.0f} s left")
+                continue
+            settings = plan.tm_run_settings(config, name, "tm_gpu", params, seed)
+            out = step.work / rel
+            out.parent.mkdir(parents=True, exist_ok=True)
+            log = out.with_suffix(".log")
+            t0 = time.time()
+            step.say(f"{rel}: training ({left:.0f} s left)")
+            rc = step.child([step.python, "-m", "asynctm.experiments", "tm", "--settings",
+                             json.dumps(settings, sort_keys=True), "--data-dir", str(step.data_dir),
+                             "--out", str(out), "--log", str(log)])
+            took[name] = time.time() - t0
+            if rc is None or rc != 0 or not out.is_file():
+                for partial in (log, out.with_name(out.name.removesuffix(".json") + ".scores.npz")):
+                    partial.unlink(missing_ok=True)
+                if rc is None:
+                    step.stop(f"{rel} ran past the budget ({took[name]:.0f} s); not recorded")
+                    return
+                step.failed(rel, f"exit status {rc} (see the log)")
+                continue
+            step.failures_in_a_row = 0
+            rec = json.loads(out.read_text())
+            step.say(f"{rel}: {rec['timing']['train_s_mean']:.3f} s/epoch, final {rec['final']}")
+            step.manifest["done"].append(rel)
+            step.pack()
+        if plan.experiment(config, name)["task"] == "novelty" and step.manifest.get("with_mlp"):
+            _mlp_run(step, name, params, seed)
+
+
+def _mlp_run(step: Step, name: str, params: str, seed: int) -> None:
+    """The novelty MLP (CPU, seconds) on a tm_gpu run's class sums, so that Table 3's cell is complete."""
+    config = step.config
+    mlp_params = f"tm_gpu.{params}"
+    rel = plan.record_path(config, {"experiment": name, "impl": "mlp_novelty", "params": mlp_params, "seed": seed})
+    if step.exists(rel):
+        return
+    tm_rel = plan.record_path(config, {"experiment": name, "impl": "tm_gpu", "params": params, "seed": seed})
+    stem = tm_rel.removesuffix(".json") + ".scores.npz"
+    scores = next((r / stem for r in (step.work, step.tree) if (r / stem).is_file()), None)
+    if scores is None:
+        step.skip(rel, "the tm_gpu run's class sums (scores.npz) are not here")
+        return
+    out = step.work / rel
+    out.parent.mkdir(parents=True, exist_ok=True)
+    settings = plan.mlp_run_settings(config, name, mlp_params, seed)
+    rc = step.child([step.python, "-m", "asynctm.experiments", "mlp", "--settings", json.dumps(settings, sort_keys=True),
+                     "--scores", str(scores), "--out", str(out), "--log",
+                     str(out.with_suffix(".log"))])
+    if rc == 0 and out.is_file():
+        step.manifest["done"].append(rel)
+        step.pack()
+    else:
+        out.with_suffix(".log").unlink(missing_ok=True)
+        step.skip(rel, f"the MLP stage failed or ran past the budget (exit {rc})")
+
+
+def sweep_runs(config: dict) -> list[tuple[str, str, int]]:
+    """The tm_gpu points of the figures' clause sweeps, in :data:`SWEEP_ORDER`; per sweep the smallest and the
+    largest number of clauses first (the time ratio the paper's claim is about), then the rest ascending."""
+    runs = []
+    active = plan.active_experiments(config)
+    for name in SWEEP_ORDER:
+        if name not in active or name not in config.get("sweeps", {}):
+            continue
+        pts = plan.sweep_points(config, name)
+        if "tm_gpu" not in pts["impls"]:
+            continue
+        exp = plan.experiment(config, name)
+        params = list(pts["params"])
+        if not plan.is_smoke(config):
+            epochs = plan.parse_tm_params(params[0])["epochs"]
+            params += [plan.tm_params_name(c, exp["T"], exp["s"], epochs) for c in EXTRA_SWEEP_CLAUSES.get(name, ())]
+        params = sorted(dict.fromkeys(params), key=lambda p: plan.parse_tm_params(p)["clauses"])
+        order = [params[0], params[-1], *params[1:-1]] if len(params) > 1 else params
+        runs += [(name, p, seed) for p in dict.fromkeys(order) for seed in pts["seeds"]]
+    return runs
+
+
+def paper_runs(config: dict) -> list[tuple[str, str, int]]:
+    """Each experiment's main setting, every seed, in :data:`PAPER_ORDER` (then any other experiment)."""
+    active = plan.active_experiments(config)
+    order = [n for n in PAPER_ORDER if n in active] + sorted(n for n in active if n not in PAPER_ORDER)
+    if hasattr(plan, "run_seeds"):  # a configuration may run an implementation under a reduced protocol
+        return [(name, plan.main_params(config, name, "tm_gpu"), seed) for name in order
+                for seed in plan.run_seeds(config, name, "tm_gpu")]
+    return [(name, plan.main_params(config, name), seed) for name in order for seed in plan.seeds(config)]
+
+
+def step_sweeps(step: Step, select: str | None = None) -> None:
+    """(c) the clause sweeps' tm_gpu points (epochs per point: the config's sweep epochs)."""
+    runs = [r for r in sweep_runs(step.config) if not select or r[0] in select.split(",")]
+    step.say(f"{len(runs)} sweep runs: " + ", ".join(f"{n}/{p}/seed{s}" for n, p, s in runs))
+    _tm_runs(step, runs)
+
+
+def step_paper(step: Step, select: str | None = None) -> None:
+    """(d) paper-scale tm_gpu runs of Tables 3-5 (the config's seeds and epochs), most valuable first."""
+    runs = [r for r in paper_runs(step.config) if not select or r[0] in select.split(",")]
+    step.manifest["with_mlp"] = True
+    step.say(f"{len(runs)} runs: " + ", ".join(f"{n}/{p}/seed{s}" for n, p, s in runs))
+    _tm_runs(step, runs)
+
+
+STEPS = {"gpu_tests": step_gpu_tests, "bench": step_bench, "sweeps": step_sweeps, "paper": step_paper}
+
+
+def run_step(name: str, campaign_dir: Path | None = None, out_dir: Path | None = None,
+             budget_s: float = DEFAULT_BUDGET_S, do_install: bool = True, work_dir: Path | None = None,
+             select: str | None = None, tree: Path | None = None) -> int:
+    """Run one step; returns the exit status (0: it ran, even if it stopped at its budget)."""
+    if name not in STEPS:
+        raise StageError(f"unknown step {name!r}; the steps are, in order: {', '.join(STEPS)}")
+    campaign_dir = Path(campaign_dir) if campaign_dir else REPO / STAGE_DIR
+    out_dir = Path(out_dir or os.environ.get("OUT") or REPO / "campaign-out")
+    step = Step(name, campaign_dir, out_dir, budget_s, work_dir, tree)
+    try:
+        if do_install:
+            install(campaign_dir, step.campaign, say=step.say)
+        step.env = child_env(step.campaign, SITE if do_install else None)
+        info = probe(step)
+        step.gpu = info.get("gpu")
+        step.manifest.update(gpu=step.gpu, versions=info.get("versions"))
+        if not step.gpu or "name" not in step.gpu:
+            step.stop(f"no CUDA GPU found by PyCUDA ({info.get('error') or (step.gpu or {}).get('error') or 'no device'})")
+            step.pack()
+            return 1
+        step.say(f"GPU: {step.gpu.get('name')}, driver {step.gpu.get('driver')}, CUDA {step.gpu.get('cuda')}; "
+                 f"budget {step.remaining():.0f} s")
+        STEPS[name](step, select)
+        step.pack()
+        step.say(f"packed {out_dir / (name + '.tar.gz')} after {time.time() - step.started:.0f} s "
+                 f"({len(step.manifest['done'])} done, {len(step.manifest['skipped'])} skipped"
+                 + (f"; stopped: {step.manifest['stopped']}" if step.manifest["stopped"] else "") + ")")
+        return 0
+    except StageError as exc:
+        step.stop(str(exc))
+        step.pack()
+        print(f"asynctm.campaign step {name}: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        step.close()

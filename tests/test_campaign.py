@@ -1,0 +1,250 @@
+"""The GPU campaign driver (asynctm.campaign): staging, the steps, packing and unpacking.
+
+The dress rehearsal runs every step as the GPU machine would, but on the CPU: the steps' child processes
+import a stand-in ``pycuda`` package that is the simulated PyCUDA of tests/test_cuda_glue.py (device buffers
+in host memory, kernels compiled for the CPU), on tiny processed datasets at smoke scale.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from asynctm.campaign import stage as stage_mod
+from asynctm.campaign import steps as steps_mod
+from asynctm.campaign.stage import StageError, load_config, stage
+from asynctm.campaign.unpack import UnpackError, unpack
+from asynctm.datasets.base import ProcessedDataset, save_processed
+
+REPO = Path(__file__).resolve().parents[1]
+TESTS = Path(__file__).resolve().parent
+
+FAKE_PYCUDA = f"""
+import sys
+sys.path.insert(0, {str(TESTS)!r})
+from test_cuda_glue import make_fake_pycuda
+_fake = make_fake_pycuda([])
+driver, compiler = _fake.driver, _fake.compiler
+driver.Context.get_device = lambda: driver.Device(0)
+sys.modules[__name__ + ".driver"] = driver
+sys.modules[__name__ + ".compiler"] = compiler
+"""
+
+
+def _processed(root: Path) -> Path:
+    """Tiny processed datasets: WSD apple (dense) and BBC Sport (novelty, sparse)."""
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 2, (160, 24)).astype(np.uint8)
+    y = (X[:, 0] ^ X[:, 1]).astype(np.int64)
+    save_processed(ProcessedDataset("wsd_apple", "paper", "classification", X[:120], y[:120], X[120:], y[120:],
+                                    [f"w{i}" for i in range(24)], ["a", "b"]), root / "processed/wsd_apple/paper")
+    Xs = sp.csr_matrix(X)
+    save_processed(ProcessedDataset("bbc_sport", "paper", "novelty", Xs[:120], y[:120], Xs[120:], y[120:],
+                                    [f"w{i}" for i in range(24)], ["cricket", "football"], X_novel=Xs[:20]),
+                   root / "processed/bbc_sport/paper")
+    return root
+
+
+def _sdist(folder: Path) -> Path:
+    """A stand-in of PyPI's PyTsetlinMachineCUDA-0.1.9.tar.gz with the same layout."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "PyTsetlinMachineCUDA-0.1.9.tar.gz"
+    with tarfile.open(path, "w:gz") as tar:
+        for name, text in (("PKG-INFO", "Metadata-Version: 1.0\nName: PyTsetlinMachineCUDA\nVersion: 0.1.9\n"),
+                           ("PyTsetlinMachineCUDA/__init__.py", ""),
+                           ("PyTsetlinMachineCUDA/tm.py", "import pycuda.autoinit\n")):
+            data = text.encode()
+            info = tarfile.TarInfo(f"PyTsetlinMachineCUDA-0.1.9/{name}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def _wheels(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "pycuda-2026.1-cp312-cp312-linux_x86_64.whl").write_bytes(b"stand-in")
+    return folder
+
+
+def _smoke_config(data: Path) -> dict:
+    return load_config([f"data_dir={data}", "scale=smoke", "datasets=[wsd_apple, bbc_sport]"])
+
+
+def test_stage_fails_over_budget_and_leaves_nothing(tmp_path):
+    config = _smoke_config(_processed(tmp_path / "data"))
+    dest = tmp_path / "stage"
+    with pytest.raises(StageError, match="exceed"):
+        stage(config, dest=dest, wheels=_wheels(tmp_path / "w"), sdist=_sdist(tmp_path / "s"), budget_bytes=1000,
+              say=lambda m: None)
+    assert not dest.exists() and not list(tmp_path.glob("stage.tmp-*"))
+
+
+def test_stage_names_a_missing_dataset(tmp_path):
+    config = load_config([f"data_dir={tmp_path}", "datasets=[semeval]"])
+    with pytest.raises(StageError, match=r"semeval/paper/meta.json is missing"):
+        stage(config, dest=tmp_path / "stage", wheels=_wheels(tmp_path / "w"), sdist=_sdist(tmp_path / "s"),
+              say=lambda m: None)
+
+
+def test_wheel_made_from_the_sdist_is_a_valid_wheel(tmp_path):
+    import base64
+    import hashlib
+
+    whl = stage_mod._wheel_from_sdist(_sdist(tmp_path / "s"), tmp_path)
+    assert whl.name == "PyTsetlinMachineCUDA-0.1.9-py3-none-any.whl"
+    with zipfile.ZipFile(whl) as zf:
+        record = zf.read("PyTsetlinMachineCUDA-0.1.9.dist-info/RECORD").decode().splitlines()
+        assert zf.read("PyTsetlinMachineCUDA/tm.py") == b"import pycuda.autoinit\n"
+        for line in record:
+            name, digest, size = line.rsplit(",", 2)
+            if name.endswith("RECORD"):
+                continue
+            data = zf.read(name)
+            assert int(size) == len(data)
+            assert digest == "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        assert b"Name: PyTsetlinMachineCUDA" in zf.read("PyTsetlinMachineCUDA-0.1.9.dist-info/METADATA")
+
+
+def test_install_refuses_another_python(tmp_path):
+    with pytest.raises(StageError, match="cp399"):
+        steps_mod.install(tmp_path, {"python_tag": "cp399"}, site=tmp_path / "site")
+
+
+def test_run_order_and_device_commands():
+    config = load_config([])
+    sweeps = steps_mod.sweep_runs(config)
+    assert sweeps[0][0] == "semeval"
+    clauses = [int(p.split("_")[0][1:]) for n, p, s in sweeps if n == "semeval"]
+    assert clauses[:2] == [20, 15000] and clauses[2:] == sorted(clauses[2:]) and 10000 in clauses
+    assert {n for n, _, _ in sweeps} == {"semeval", "imdb", "bbc_sport", "bike_sharing"}
+    paper = steps_mod.paper_runs(config)
+    assert paper[0][0] == "wsd_apple" and paper[-1][0] == "blogfeedback"
+    assert len({n for n, _, _ in paper}) == 8
+    from asynctm.campaign.__main__ import commands
+
+    lines = []
+    commands(say=lines.append)
+    calls = [ln for ln in lines if "asynctm.campaign step" in ln and not ln.startswith("#")]
+    assert [c.split()[-1] for c in calls] == list(steps_mod.STEPS)
+    assert all(len(c) < 2000 for c in calls)
+
+
+def _tar(path: Path, members: list[tuple[str, bytes | None, str]]) -> Path:
+    with tarfile.open(path, "w:gz") as tar:
+        for name, data, kind in members:
+            info = tarfile.TarInfo(name)
+            if kind == "sym":
+                info.type, info.linkname = tarfile.SYMTYPE, "/etc/passwd"
+                tar.addfile(info)
+            else:
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+@pytest.mark.parametrize("name,kind,match", [
+    ("results/../../evil.json", "file", "outside the tree"),
+    ("/tmp/evil.json", "file", "outside the tree"),
+    ("results/x/seed0.json", "sym", "link"),
+    ("src/asynctm/__init__.py", "file", "outside results/"),
+])
+def test_unpack_refuses_unsafe_members(tmp_path, name, kind, match):
+    out = tmp_path / "out"
+    out.mkdir()
+    _tar(out / "a.tar.gz", [("results/ok/seed0.json", b"{}", "file"), (name, b"x", kind)])
+    with pytest.raises(UnpackError, match=match):
+        unpack(out, into=tmp_path / "tree", say=lambda m: None)
+    assert not (tmp_path / "tree").exists()  # nothing written, not even the good member
+
+
+def test_unpack_keeps_identical_refuses_different_files(tmp_path):
+    out, tree = tmp_path / "out", tmp_path / "tree"
+    out.mkdir()
+    _tar(out / "a.tar.gz", [("results/e/tm_gpu/p/seed0.json", b"{\"a\": 1}", "file")])
+    assert unpack(out, into=tree, say=lambda m: None) == ["results/e/tm_gpu/p/seed0.json"]
+    assert unpack(out, into=tree, say=lambda m: None) == []
+    (tree / "results/e/tm_gpu/p/seed0.json").write_text("{}")
+    with pytest.raises(UnpackError, match="differs"):
+        unpack(out, into=tree, say=lambda m: None)
+    assert unpack(out, into=tree, overwrite=True, say=lambda m: None) == ["results/e/tm_gpu/p/seed0.json"]
+
+
+@pytest.mark.slow
+def test_dress_rehearsal_on_the_simulated_gpu(tmp_path):
+    """stage -> every step (as on the GPU machine) -> unpack -> records the tables read; then a step called
+    again skips what is recorded, and a step without budget stops cleanly."""
+    data = _processed(tmp_path / "data")
+    staged = tmp_path / "stage"
+    meta = stage(_smoke_config(data), dest=staged, wheels=_wheels(tmp_path / "w"), sdist=_sdist(tmp_path / "s"),
+                 say=lambda m: None)
+    assert meta["experiments"] == ["bbc_sport", "wsd_apple"]
+    assert (staged / "wheels" / "PyTsetlinMachineCUDA-0.1.9-py3-none-any.whl").is_file()
+    assert (staged / "data/processed/bbc_sport/paper/novel.npz").is_file()
+
+    fake = tmp_path / "fake" / "pycuda"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text(FAKE_PYCUDA)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(fake.parent), str(REPO / "src")]),
+           "PYTHONHASHSEED": "0", "OUT": str(tmp_path / "unused")}
+    out, tree = tmp_path / "out", tmp_path / "tree"
+
+    def step(name, *extra, budget="120"):
+        cmd = [sys.executable, "-m", "asynctm.campaign", "step", name, "--no-install", "--campaign-dir", str(staged),
+               "--out", str(out), "--work-dir", str(tmp_path / "work" / name), "--tree", str(tree), "--budget", budget,
+               *extra]
+        r = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+        return r
+
+    step("gpu_tests", "--select", "init_state_every_lane")
+    step("bench")
+    step("sweeps")
+    step("paper")
+    assert sorted(p.name for p in out.iterdir()) == sorted(f"{s}.{ext}" for s in steps_mod.STEPS
+                                                           for ext in ("log", "tar.gz"))
+    written = unpack(out, into=tree, say=lambda m: None)
+    assert all(w.startswith(("results/", "benchmarks/results/")) for w in written)
+
+    rec = json.loads((tree / "results/smoke/wsd_apple/tm_gpu/n20_T50_s5_e2/seed0.json").read_text())
+    assert rec["status"] == "complete" and rec["impl"] == "tm_gpu" and len(rec["epochs"]) == 2
+    gpu = rec["provenance"]["gpu"]
+    assert gpu["name"] == "Simulated GPU" and gpu["driver"] and gpu["cuda"]
+    assert len(rec["provenance"]["git_commit"] or "") == 40
+    assert (tree / "results/smoke/bbc_sport/mlp_novelty/tm_gpu.n20_T100_s15_e2/seed0.json").is_file()
+    for clauses in (10, 20):
+        assert (tree / f"results/smoke/bbc_sport/tm_gpu/n{clauses}_T100_s15_e2/seed0.json").is_file()
+
+    from asynctm.artifacts.records import load_records
+
+    records = load_records(tree / "results" / "smoke")
+    assert set(records[records["impl"] == "tm_gpu"]["experiment"]) == {"wsd_apple", "bbc_sport"}
+
+    bench = json.loads(next((tree / "benchmarks/results").glob("gpu_simulated_gpu_*.json")).read_text())
+    apple = bench["settings"][0]
+    assert apple["setting"] == "wsd_apple" and apple["results"]["tm_gpu"]["median_epoch_s"] > 0
+    assert apple["results"]["tm_gpu"]["literals_per_clause"] > 0
+    assert "PyTsetlinMachineCUDA" in apple["skipped"]["pytm_cuda"]  # not installed here: reported, not fatal
+    junit = next((tree / "benchmarks/results/campaign").glob("gpu_tests_*.xml")).read_text()
+    assert 'tests="2"' in junit and 'failures="0"' in junit
+
+    # Called again after unpack: every run is recorded already, nothing is trained.
+    step("paper")
+    manifests = sorted((tmp_path / "work" / "paper" / "benchmarks/results/campaign").glob("paper_*.json"))
+    again = json.loads(manifests[-1].read_text())
+    assert again["done"] == [] and again["stopped"] is None
+    # No budget left: the step stops before training and still packs its manifest.
+    (tree / "results/smoke/wsd_apple/tm_gpu/n20_T50_s5_e2/seed0.json").unlink()
+    step("paper", budget="0.5")
+    with tarfile.open(out / "paper.tar.gz") as tar:
+        manifest = json.loads(tar.extractfile(next(m for m in tar.getmembers() if "/campaign/" in m.name)).read())
+    assert manifest["done"] == [] and "budget" in manifest["stopped"]
