@@ -246,3 +246,118 @@ def test_atomic_open_flushes_file_and_folder_around_the_rename(tmp_path, monkeyp
     aio.write_json_atomic(tmp_path / "record.json", {"a": 1})
     assert events == [("fsync", "file"), ("replace", "record.json"), ("fsync", "dir")], events
     assert json.loads((tmp_path / "record.json").read_text()) == {"a": 1}
+
+
+# --- damaged kernel cache ------------------------------------------------------------------------------------
+
+# The kernels of a tiny model, loaded and run the way the estimators do (without importing scikit-learn).
+LOAD = """
+import numpy as np
+from asynctm.backends.cpu import CpuBackend
+from tests_cfg import CFG
+be = CpuBackend(CFG, n_threads=1)
+be.init_state()
+print("loaded", be.class_sums(np.zeros((3, 1), dtype=np.uint32)).shape)
+"""
+CFG_SOURCE = "from asynctm.backends import KernelConfig\nCFG = KernelConfig(n_classes=2, n_clauses=4, n_literals=4, T=3, s=3.0)\n"
+
+
+def _cfg():
+    from asynctm.backends import KernelConfig
+
+    return KernelConfig(n_classes=2, n_clauses=4, n_literals=4, T=3, s=3.0)
+
+
+def load_in_subprocess(tmp_path: Path, env: dict) -> subprocess.CompletedProcess:
+    # A damaged library would crash the process that loads it (SIGBUS, SIGTRAP): never this one.
+    (tmp_path / "tests_cfg.py").write_text(CFG_SOURCE)
+    return subprocess.run([sys.executable, "-c", LOAD], env={**os.environ, **env, "PYTHONPATH": str(tmp_path)},
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def good_library(tmp_path_factory) -> bytes:
+    """The library of the tiny model, compiled once for real (built, not loaded, here)."""
+    from asynctm.backends.cpu import build_library
+
+    cache = tmp_path_factory.mktemp("real-cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ASYNCTM_CACHE_DIR", str(cache))
+        return build_library(_cfg()).read_bytes()
+
+
+@pytest.fixture
+def fake_compiler_env(tmp_path, good_library, monkeypatch) -> dict:
+    """A cache whose "compiler" copies the real build (a rebuild in milliseconds, not a compile), with the
+    tiny model's library built in it; set here and returned for subprocesses."""
+    from asynctm.backends.cpu import build_library
+
+    (tmp_path / "good.so").write_bytes(good_library)
+    cxx = tmp_path / "fake-cxx"
+    cxx.write_text(f'#!/bin/sh\nfor a; do out="$a"; done\ncp "{tmp_path / "good.so"}" "$out"\n')
+    cxx.chmod(0o755)
+    env = {"ASYNCTM_CACHE_DIR": str(tmp_path / "cache"), "CXX": str(cxx)}
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    build_library(_cfg())
+    return env
+
+
+DAMAGES = {
+    "truncated": lambda b: b[: len(b) // 5],
+    "byte-damaged": lambda b: b[: len(b) // 2] + bytes(x ^ 0xFF for x in b[len(b) // 2: len(b) // 2 + 4096])
+    + b[len(b) // 2 + 4096:],
+    "empty": lambda b: b"",
+}
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
+def test_a_damaged_cached_library_is_rebuilt_with_one_notice(tmp_path, fake_compiler_env, damage):
+    from asynctm.backends.cpu import cache_entry_ok
+
+    cpu = Path(fake_compiler_env["ASYNCTM_CACHE_DIR"]) / "cpu"
+    (lib,) = cpu.glob("tm_*.so")
+    assert cache_entry_ok(lib)
+    good = lib.read_bytes()
+    lib.write_bytes(DAMAGES[damage](good))
+    assert not cache_entry_ok(lib)
+    # A compile killed earlier left its build folder; a live one (this process) must survive.
+    killed = cpu / f".build-{aio._host()}-{_dead_pid()}-x1y2z3w4"
+    killed.mkdir()
+    (killed / "tm.cu").write_text("// half a build")
+    live = aio.make_staging_dir(cpu, ".build-")
+    r = load_in_subprocess(tmp_path, fake_compiler_env)
+    assert r.returncode == 0 and "loaded (2, 3)" in r.stdout, (r.returncode, r.stderr[-2000:])
+    notices = [line for line in r.stderr.splitlines() if "rebuilding it" in line]
+    assert len(notices) == 1 and str(lib) in notices[0], r.stderr
+    assert lib.read_bytes() == good and cache_entry_ok(lib)
+    assert not killed.exists() and live.exists()
+
+
+def test_a_library_without_its_digest_is_rebuilt(tmp_path, fake_compiler_env):
+    cpu = Path(fake_compiler_env["ASYNCTM_CACHE_DIR"]) / "cpu"
+    (digest,) = cpu.glob("tm_*.so.sha256")
+    digest.unlink()  # a build interrupted between the library and its digest
+    r = load_in_subprocess(tmp_path, fake_compiler_env)
+    assert r.returncode == 0 and "has no recorded sha256" in r.stderr and digest.exists(), r.stderr
+
+
+def test_disk_full_while_building_the_kernel_cache_is_one_clear_error(tmp_path, monkeypatch):
+    import asynctm.backends.cpu as cpu
+    from asynctm.backends import BackendUnavailableError
+
+    monkeypatch.setenv("ASYNCTM_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(cpu, "make_staging_dir", _disk_full)
+    with pytest.raises(BackendUnavailableError) as e:
+        cpu.build_library(_cfg())
+    assert str(e.value).startswith("the disk is full") and "ASYNCTM_CACHE_DIR" in str(e.value)
+
+
+def test_an_unloadable_library_is_a_clear_error(tmp_path):
+    from asynctm.backends import BackendUnavailableError
+    from asynctm.backends.cpu import _load
+
+    empty = tmp_path / "tm_empty.so"
+    empty.write_bytes(b"")
+    with pytest.raises(BackendUnavailableError, match="cannot load the CPU kernel library .* delete it"):
+        _load(empty)

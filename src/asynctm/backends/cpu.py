@@ -2,23 +2,29 @@
 
 The shared library is built at first use and cached by the hash of the full kernel text, the compiler
 command and the CPU, in ``$ASYNCTM_CACHE_DIR`` (default ``~/.cache/asynctm``). Builds are written to a
-temporary name and renamed, so parallel jobs never load a half-written library.
+temporary name and renamed, so parallel jobs never load a half-written library. A complete build also
+writes the library's sha256 next to it (``tm_<key>.so.sha256``), checked before every first load in a
+process: a truncated, damaged or empty library (a full disk, a crash, a power cut) is rebuilt with a
+one-line notice instead of crashing Python in ``dlopen``. Build folders of killed compiles are removed.
 """
 
 from __future__ import annotations
 
 import ctypes
+import errno
+import hashlib
+import logging
 import os
 import platform
 import shlex
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
 from ..encoding import unpack_literals
+from ..io import is_disk_full, make_staging_dir, remove_stale
 from . import BackendUnavailableError, KernelConfig, check_training_arrays, kernel_source, s_mask_pool, source_hash
 
 DEFAULT_FLAGS = "-O3 -march=native -fopenmp -fPIC -shared -std=c++17 -x c++"
@@ -62,23 +68,73 @@ def compiler_command() -> list[str]:
     return [cxx, *shlex.split(os.environ.get("ASYNCTM_CPU_FLAGS", DEFAULT_FLAGS))]
 
 
+_BUILD = ".build-"  # build folders in the cache (asynctm.io.make_staging_dir: host and pid in the name)
+_swept: set = set()
+logger = logging.getLogger("asynctm")
+
+
+def digest_path(lib: Path) -> Path:
+    """Where the sha256 of a cached library is kept (written after a complete build)."""
+    return lib.with_name(lib.name + ".sha256")
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            h.update(block)
+    return h.hexdigest()
+
+
+def cache_entry_ok(lib: Path) -> bool:
+    """Whether ``lib`` is a complete build: its sha256 is the one written when it was built."""
+    try:
+        want = digest_path(lib).read_text().strip()
+        return len(want) == 64 and _sha256(lib) == want
+    except OSError:
+        return False
+
+
 def build_library(cfg: KernelConfig) -> Path:
     source = kernel_source(cfg)
     cmd = compiler_command()
     key = source_hash(source + "\0" + " ".join(cmd) + "\0" + _cpu_signature())
     out_dir = cache_dir() / "cpu"
     lib = out_dir / f"tm_{key}.so"
-    if lib.exists():
+    if out_dir not in _swept and out_dir.is_dir():
+        remove_stale(out_dir, _BUILD)  # what killed compiles left, once per process
+        _swept.add(out_dir)
+    if lib in _libraries or cache_entry_ok(lib):
         return lib
-    out_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=out_dir, prefix=".build-") as tmp:
-        src = Path(tmp) / "tm.cu"
-        src.write_text(source)
-        tmp_lib = Path(tmp) / "tm.so"
-        proc = subprocess.run([*cmd, str(src), "-o", str(tmp_lib)], capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise BackendUnavailableError(f"compiling the CPU kernels failed ({' '.join(cmd)}):\n{proc.stderr[-4000:]}")
-        os.replace(tmp_lib, lib)
+    if lib.exists():
+        why = ("does not match the sha256 recorded by its build" if digest_path(lib).exists()
+               else "has no recorded sha256 (an interrupted or older build)")
+        logger.warning("asynctm: the cached CPU kernel library %s %s; rebuilding it", lib, why)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        tmp = make_staging_dir(out_dir, _BUILD)
+        try:
+            src = tmp / "tm.cu"
+            src.write_text(source)
+            tmp_lib = tmp / "tm.so"
+            proc = subprocess.run([*cmd, str(src), "-o", str(tmp_lib)], capture_output=True, text=True)
+            if proc.returncode != 0:
+                if "No space left on device" in proc.stderr:
+                    raise OSError(errno.ENOSPC, "No space left on device", str(tmp_lib))
+                raise BackendUnavailableError(
+                    f"compiling the CPU kernels failed ({' '.join(cmd)}):\n{proc.stderr[-4000:]}")
+            (tmp / "digest").write_text(_sha256(tmp_lib) + "\n")
+            # The digest first: whoever finds the new library finds its digest too.
+            os.replace(tmp / "digest", digest_path(lib))
+            os.replace(tmp_lib, lib)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    except OSError as e:
+        if is_disk_full(e):
+            raise BackendUnavailableError(
+                f"the disk is full: no space left to build the CPU kernels in the cache {out_dir}; free space "
+                "there, or set ASYNCTM_CACHE_DIR to a folder on another disk") from None
+        raise
     return lib
 
 
@@ -102,7 +158,11 @@ _libraries: dict[Path, ctypes.CDLL] = {}
 
 def _load(path: Path) -> ctypes.CDLL:
     if path not in _libraries:
-        lib = ctypes.CDLL(str(path))
+        try:
+            lib = ctypes.CDLL(str(path))
+        except OSError as e:
+            raise BackendUnavailableError(f"cannot load the CPU kernel library {path} ({e}); delete it and its "
+                                          f"{digest_path(path).name} to rebuild it") from None
         for name, argtypes in _SIGNATURES.items():
             fn = getattr(lib, name)
             fn.argtypes = argtypes
