@@ -1,5 +1,6 @@
 # Shared helpers for the .smk files: config lookups and the bridge to the package's data CLI.
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -114,12 +115,25 @@ def processed_meta(experiment):
 
 
 def run_data_input(wildcards):
-    """A run's input: its processed dataset, but only while its record is missing. A finished record
-    (e.g. committed, on a fresh clone) then never waits for, nor is redone because of, the data being
-    rebuilt. (--forcerun on such a record needs the data prepared first; the run says so if not.)"""
+    """A run's input: its processed dataset, but only while its record is missing or is forced to rerun
+    (--forcerun/-R naming the record or its rule, --forceall, --force on it as a target: the data is then
+    prepared first, in the same invocation). A finished record (e.g. committed, on a fresh clone) otherwise
+    never waits for, nor is redone because of, the data being rebuilt."""
     run = {"experiment": wildcards.experiment, "impl": getattr(wildcards, "impl", "svm"),
            "params": wildcards.params, "seed": wildcards.seed}
-    return [] if Path(PLAN.record_path(config, run)).is_file() else [processed_meta(wildcards.experiment)]
+    record = PLAN.record_path(config, run)
+    if Path(record).is_file() and not _forced(record):
+        return []
+    return [processed_meta(wildcards.experiment)]
+
+
+def _forced(path):
+    """Whether this invocation's command line forces the job that writes ``path`` to run again."""
+    dag = workflow.dag_settings
+    path = os.path.normpath(path)
+    forcerun = {os.path.normpath(str(f)) for f in dag.forcerun}
+    return (dag.forceall or path in forcerun or bool(forcerun & {"run_tm", "run_tm_novelty", "run_svm"})
+            or (dag.forcetargets and path in {os.path.normpath(str(t)) for t in dag.targets}))
 
 
 def tm_threads(wildcards):

@@ -5,6 +5,9 @@
 # the table and figure files beside it. `snakemake --cores all report` builds it (and what it needs).
 #
 # Include after tables.smk and figures.smk (it uses their rules, ARTIFACTS_CONFIG and ARTIFACTS_LOGS).
+import sys
+from pathlib import Path
+
 from asynctm.artifacts import catalog
 
 
@@ -26,3 +29,13 @@ rule report:
     run:
         logged_cli("asynctm.artifacts.report", "--artifacts", ARTIFACTS, "--results", RESULTS, "--config",
                    input.config, log=log[0])
+
+
+# A workflow has one onsuccess: add other end-of-run steps here. After a run, say where the results are.
+onsuccess:
+    if Path(rules.report.output[0]).is_file():
+        print(f"\nResults: open {rules.report.output[0]} in a browser (summary, Tables 3-5, figures, provenance); "
+              f"tables in {TABLES_DIR}/, figures in {FIGURES_DIR}/, run records under {RESULTS}/.", file=sys.stderr)
+        if SMOKE:
+            print("Smoke scale: these numbers check that every step runs; they are not comparable to the paper's.",
+                  file=sys.stderr)

@@ -70,8 +70,13 @@ class Table:
         return "\n".join([self.title, *self.notes, *provenance_lines(self.used, self.config)]) + "\n"
 
 
+SMOKE_CAVEAT = ("Smoke scale: a few epochs of a few clauses on a few hundred examples, to check that every step "
+                "runs. These numbers are not comparable to the paper's; the differences from it mean nothing.")
+
+
 def provenance_lines(used: pd.DataFrame, config: dict) -> list[str]:
-    return [f"Records: {len(used)} complete run records at {config.get('scale', 'paper')} scale "
+    caveat = [SMOKE_CAVEAT] if config.get("scale") == "smoke" else []
+    return [*caveat, f"Records: {len(used)} complete run records at {config.get('scale', 'paper')} scale "
             f"(seeds {', '.join(map(str, settings.seeds(config)))}).",
             render.hardware(used), PAPER_HARDWARE]
 
