@@ -180,6 +180,8 @@ def test_plan_status_and_estimate_are_grouped_with_totals(repo_root, capsys, mon
     assert f"{requested} records requested under results/" in status
     assert status.count("\n") < requested  # grouped, not a line per record
     assert "wsd_apple     tm_cpu" in status and "wall hours on 2 cores" in status
+    sweep = [line.split()[2] for line in status.splitlines() if line.startswith("bike_sharing  tm_cpu")]
+    assert sweep == sorted(sweep, key=lambda p: plan.parse_tm_params(p)["clauses"]) and len(sweep) == 7
     assert experiments_main(["plan", "--estimate", "--cores", "2", "--budget-hours", "0"]) == 0
     est = capsys.readouterr().out
     assert "wsd_apple     tm_cpu" not in est  # complete groups are left out of --estimate

@@ -259,7 +259,8 @@ def status(config: dict, runs: list[dict], timings: Timings, exists=None) -> lis
     def order(row):
         p = plan.parse_tm_params(row.params.partition(".")[2] if row.kind == "mlp_novelty" else row.params) \
             if row.kind != "svm" else {"clauses": 0, "epochs": 0}
-        return row.experiment, row.impl, row.params.partition(".")[0], p["clauses"], p["epochs"]
+        tm_impl = row.params.partition(".")[0] if row.kind == "mlp_novelty" else ""
+        return row.experiment, row.impl, tm_impl, p["clauses"], p["epochs"]
 
     return sorted(rows.values(), key=order)
 
