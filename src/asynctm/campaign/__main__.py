@@ -20,14 +20,19 @@ from . import STAGE_DIR
 DEVICE_CALL = 'kind="nvidia-h100-x1" (or "nvidia-h200"), carry=["' + STAGE_DIR + '"], timeout_s=600'
 
 
-def device_command(step: str, commit: str | None, dirty: int | None) -> str:
-    env = f"ASYNCTM_SOURCE_COMMIT={commit} ASYNCTM_SOURCE_DIRTY={dirty} " if commit else ""
-    return f"{env}PYTHONPATH=src python3 -m asynctm.campaign step {step}"
+# One device call per entry: (step, budget in seconds or None for the default). The GPU tests and the
+# benchmark share the first call (one machine start for both; together under the 600 s a command may run).
+DEVICE_CALLS = ((("gpu_tests", 120), ("bench", 420)), (("sweeps", None),), (("paper", None),))
+
+
+def device_command(calls, commit: str | None, dirty: int | None) -> str:
+    env = f" ASYNCTM_SOURCE_COMMIT={commit} ASYNCTM_SOURCE_DIRTY={dirty}" if commit else ""
+    return f"export PYTHONPATH=src{env}; " + "; ".join(
+        f"python3 -m asynctm.campaign step {step}" + (f" --budget {budget}" if budget else "") for step, budget in calls)
 
 
 def commands(say=print) -> None:
     from ..provenance import git_info
-    from .steps import STEPS
 
     git = git_info()
     say("# 1. here: commit, then stage (the records name the commit; the staged folder must be current)")
@@ -35,8 +40,8 @@ def commands(say=print) -> None:
     say(f"# 2. the device tool's run, once per line below, with {DEVICE_CALL}; after each call, here:")
     say("#    python -m asynctm.campaign unpack <files_at of that reply>")
     say("#    (a step that stopped at its budget is continued by calling it again: recorded runs are skipped)")
-    for name in STEPS:
-        say(device_command(name, git["commit"], git["tracked_files_modified"]))
+    for calls in DEVICE_CALLS:
+        say(device_command(calls, git["commit"], git["tracked_files_modified"]))
     say("# 3. here: snakemake --cores all tables figures --config run_missing=false; commit results/ and "
         "benchmarks/results/")
 
