@@ -8,19 +8,14 @@
 import sys
 from pathlib import Path
 
-from asynctm.artifacts import catalog
-
-
-def report_records(wildcards):
-    """The requested records that any table or figure reads: the page lists the provenance of each."""
-    return sorted(str(p) for p in record_paths() if any(catalog.reads(n, config, p) for n in catalog.ARTIFACTS))
+from asynctm.artifacts.report import record_input as report_record_input
 
 
 rule report:
     input:
         tables=rules.tables.input,
         figures=rules.figures.input,
-        records=report_records,
+        records=report_record_input(config, record_paths),
         config=ARTIFACTS_CONFIG,
     output:
         f"{ARTIFACTS}/report.html",

@@ -122,6 +122,16 @@ def used_records(results_dir, config: dict) -> list[Path]:
     return out
 
 
+def record_input(config: dict, record_paths):
+    """A Snakemake input function (workflow/rules/report.smk): of the records the config requests
+    (``record_paths``, from common.smk), those any table or figure reads; the page gives the provenance of each."""
+
+    def records(wildcards):
+        return sorted(str(p) for p in record_paths() if any(catalog.reads(n, config, p) for n in catalog.ARTIFACTS))
+
+    return records
+
+
 # -- sections ----------------------------------------------------------------------------------------------
 
 def _caveat(config: dict) -> str:
