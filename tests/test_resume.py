@@ -119,7 +119,11 @@ def test_sigterm_logs_the_epoch_leaves_no_record_and_keeps_the_checkpoint(tmp_pa
     assert proc.returncode == 128 + signal.SIGTERM and took < 5.0
     assert not (tmp_path / "term.json").exists() and checkpoint_path(tmp_path / "term.json").exists()
     log = (tmp_path / "term.log").read_text()
-    assert "interrupted at epoch" in log and "(SIGTERM)" in log and "no record written" in log
+    stop = next(line for line in log.splitlines() if "interrupted at epoch" in line)
+    k = int(stop.split("interrupted at epoch ")[1].split("/")[0])
+    assert k >= 3 and f"after {k - 1} completed epoch(s)" in stop  # the epoch it stopped in, not a done one
+    assert f"epoch {k - 1}/400 acc" in log and f"epoch {k}/400 acc" not in log
+    assert "(SIGTERM)" in stop and "no record written" in stop
     assert "kept" in log and "time left" in log and "s/epoch" in log
     assert not list(tmp_path.glob(".*.tmp"))
 

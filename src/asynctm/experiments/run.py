@@ -371,7 +371,7 @@ def run_tm(settings: dict, data_dir, out, log=None, threads: int | None = None,
                 say(f"epoch 1/{n_epochs} starting: {_first_epoch_hint(settings, ds, n_classes, estimate)}")
             last_checkpoint, walls, names = time.monotonic(), [], None
             for epoch in range(len(epochs) + 1, n_epochs + 1):
-                phase = f"epoch {epoch}/{n_epochs}"
+                phase = "training"
                 wall0 = time.perf_counter()
                 heartbeat.start(epoch, n_epochs, walls[-1] if walls else estimate and estimate[0])
                 try:
@@ -391,7 +391,8 @@ def run_tm(settings: dict, data_dir, out, log=None, threads: int | None = None,
                     if write_checkpoint(ckpt, peer, state):
                         last_checkpoint, saved = time.monotonic(), ", checkpoint saved"
                 walls.append(time.perf_counter() - wall0)
-                per_epoch = statistics.fmean(walls[-10:])
+                # the last 10 epochs of this attempt; not the first once there are others (one-off costs)
+                per_epoch = statistics.fmean(walls[-10:] if len(walls) < 2 else walls[1:][-10:])
                 say(f"epoch {epoch}/{n_epochs} {_metric_line(m)} | {train_s:.3f} s/epoch (eval {eval_s:.3f} s) | "
                     f"time left {duration(per_epoch * (n_epochs - epoch))} (estimate){saved}")
             phase = "writing the record"
@@ -427,7 +428,7 @@ def run_tm(settings: dict, data_dir, out, log=None, threads: int | None = None,
                     "command resumes from it" if ckpt.exists() else "no checkpoint yet: a rerun starts from epoch 1")
         except ValueError:
             kept = f"checkpoint {ckpt.name} unreadable: a rerun starts from epoch 1"
-        where = f"at {phase}" if phase.startswith("epoch") else f"during {phase}"
+        where = f"at epoch {len(epochs) + 1}/{n_epochs}" if phase == "training" else f"during {phase}"
         say(f"interrupted {where} ({how}) after {len(epochs)} completed epoch(s): no record written; {kept}")
         raise
     finally:
