@@ -138,6 +138,25 @@ def test_svm_default_choice_records_what_was_skipped(monkeypatch):
     assert rec["implementation"]["library_choice"] == "sklearn" and rec["implementation"]["forced"] is True
 
 
+@pytest.mark.skipif("thundersvm-cpu" not in LIBS_HERE, reason="thundersvm-cpu is not installed")
+def test_thundersvm_dense_input_that_would_not_fit_falls_to_sparse_sklearn(monkeypatch):
+    monkeypatch.delenv(svmmod.ENV_LIBRARY, raising=False)
+    Xtr, ytr, Xte, yte, _ = _majority_problem(n_train=100, n_test=50)
+    need = svmmod.DENSE_BYTES_PER_ENTRY * Xtr.size + 12 * Xte.size
+    # Plenty of memory: ThunderSVM runs.
+    monkeypatch.setattr(svmmod, "_available_memory", lambda: 100 * need)
+    assert run_svm("classification", Xtr, ytr, Xte, yte, CLS_PARAMS, seed=0)["implementation"]["library"] == "ThunderSVM"
+    # Too little: the automatic choice falls to scikit-learn, and the record says why.
+    monkeypatch.setattr(svmmod, "_available_memory", lambda: need)
+    rec = run_svm("classification", sp.csr_matrix(Xtr), ytr, sp.csr_matrix(Xte), yte, CLS_PARAMS, seed=0)
+    impl = rec["implementation"]
+    assert impl["library_choice"] == "sklearn" and impl["input"] == "CSR float64"
+    assert "GiB" in impl["skipped"]["thundersvm-cpu"] and "dense input of 100 x 20" in impl["skipped"]["thundersvm-cpu"]
+    # A forced ThunderSVM is refused with one line instead of being killed for memory.
+    with pytest.raises(SVMUnavailableError, match="cannot run this dataset here: dense input"):
+        run_svm("classification", Xtr, ytr, Xte, yte, CLS_PARAMS, seed=0, library="thundersvm-cpu")
+
+
 def test_thundersvm_build_detection():
     info = svmmod.thundersvm_info()
     if info["distributions"]["thundersvm-cpu"] and not info["distributions"]["thundersvm"]:

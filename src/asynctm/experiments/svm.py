@@ -60,7 +60,10 @@ library and mapped back after ``predict``.
   float32), and it overwrites the caller's ``X.data``. Dense is also what the authors' scripts produce.
   The dense hand-over costs the conversion (untimed), the wrapper's element-by-element copy of the test matrix
   into a ctypes array (inside ``predict_s``: about 0.5 s per 10^7 entries) and memory: ``12 * n * n_features``
-  bytes for the training matrix (float64 plus the wrapper's float32 copy; SemEval, 6000 x 102176: about 7 GB).
+  bytes for the training matrix (float64 plus the wrapper's float32 copy), and the library's own copies on top:
+  SemEval (6000 x 102176) was killed for memory at 23 GB. Where the dense input would not fit
+  (``DENSE_BYTES_PER_ENTRY``, measured, against the memory available), an automatic choice falls to
+  scikit-learn's sparse path and the record says why in ``implementation.skipped``.
 - scikit-learn gets CSR ``float64`` when ``X`` is sparse (libsvm's sparse path), dense ``float64`` otherwise.
 
 Times: ``fit_s`` is the library's ``fit`` call, ``predict_s`` its ``predict`` on the test set, both with
@@ -340,6 +343,44 @@ def _check_inputs(task, X_train, y_train, X_test, y_test):
     return ys
 
 
+# Peak bytes per training-matrix entry of a ThunderSVM fit on dense input, measured: SemEval (6000 x 102,176,
+# linear SVC, thundersvm-cpu 0.3.3) was killed for memory at 23 GB resident, about 37 bytes per entry (our
+# float64 copy, the wrapper's float32 copy and the library's own kernel rows). Rounded up.
+DENSE_BYTES_PER_ENTRY = 40
+# Share of the memory available at the start that the dense hand-over may take.
+DENSE_MEMORY_SHARE = 0.6
+
+
+def _available_memory() -> int | None:
+    """MemAvailable of /proc/meminfo in bytes (None where unknown)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _dense_fits(lib: str, skipped: dict, forced: bool, X_train, X_test) -> tuple[str, dict]:
+    """ThunderSVM needs the whole matrix dense (its sparse path is broken, see the module docstring): where that
+    would not fit in memory, an automatic choice falls to scikit-learn's sparse path, with the reason recorded
+    in ``skipped``; a forced ThunderSVM is refused with a one-line error instead of being killed for memory."""
+    need = DENSE_BYTES_PER_ENTRY * X_train.shape[0] * X_train.shape[1] + 12 * X_test.shape[0] * X_test.shape[1]
+    avail = _available_memory()
+    if avail is None or need <= DENSE_MEMORY_SHARE * avail:
+        return lib, skipped
+    why = (f"dense input of {X_train.shape[0]} x {X_train.shape[1]} needs about {need / 2**30:.1f} GiB, more than "
+           f"{DENSE_MEMORY_SHARE:.0%} of the {avail / 2**30:.1f} GiB available (its sparse path is broken)")
+    if forced:
+        raise SVMUnavailableError(f"SVM library {lib} was requested but cannot run this dataset here: {why}; "
+                                  "free memory, or unset the forced library to use scikit-learn's sparse path")
+    if available_libraries().get("sklearn") != "ok":
+        raise SVMUnavailableError(f"{lib}: {why}, and scikit-learn cannot run here")
+    return "sklearn", {**skipped, lib: why}
+
+
 def _for_thundersvm(X) -> np.ndarray:
     # Dense float64, C order: the wrapper's dense path (its sparse path is broken, see the module docstring).
     return np.ascontiguousarray(X.toarray() if sp.issparse(X) else X, dtype=np.float64)
@@ -413,6 +454,8 @@ def run_svm(task: str, X_train, y_train, X_test, y_test, params: dict, seed: int
         y_fit = np.searchsorted(classes, y_train).astype(np.float64)
 
     lib, skipped, forced = select_library(library)
+    if lib.startswith("thundersvm"):
+        lib, skipped = _dense_fits(lib, skipped, forced, X_train, X_test)
     est_name = "SVR" if regression else "SVC"
     args = {"kernel": hp["kernel"], "C": hp["C"], "tol": hp["tol"]}
     if regression:
