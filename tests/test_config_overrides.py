@@ -101,7 +101,8 @@ def test_list_and_mapping_overrides_take_effect(workdir):
         ("experiments={bike_sharing: {task: classification}}",
          r"config experiments\.bike_sharing\.task: 'classification' does not fit dataset bike_sharing "
          r"\(a regression dataset\); allowed: regression"),
-        ("experiments={imdb: {protocol: clean}}", r"experiments\.imdb\.protocol: .*no protocol 'clean'; allowed: paper"),
+        ("experiments={imdb: {protocol: clean}}",
+         r"experiments\.imdb\.protocol: .*no protocol 'clean'; allowed: paper"),
         ("protocols={bbc_sport: [clean]}", r"config protocols\.bbc_sport: .*allowed: paper"),
         ("sweeps={semevl: {clauses: [2], impls: [tm_cpu], seeds: [0], epochs: 1}}",
          r"config sweeps\.semevl: there is no experiment 'semevl'; allowed: bbc_sport, bike_sharing"),

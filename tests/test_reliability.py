@@ -259,7 +259,8 @@ be = CpuBackend(CFG, n_threads=1)
 be.init_state()
 print("loaded", be.class_sums(np.zeros((3, 1), dtype=np.uint32)).shape)
 """
-CFG_SOURCE = "from asynctm.backends import KernelConfig\nCFG = KernelConfig(n_classes=2, n_clauses=4, n_literals=4, T=3, s=3.0)\n"
+CFG_SOURCE = ("from asynctm.backends import KernelConfig\n"
+              "CFG = KernelConfig(n_classes=2, n_clauses=4, n_literals=4, T=3, s=3.0)\n")
 
 
 def _cfg():
@@ -361,3 +362,116 @@ def test_an_unloadable_library_is_a_clear_error(tmp_path):
     empty.write_bytes(b"")
     with pytest.raises(BackendUnavailableError, match="cannot load the CPU kernel library .* delete it"):
         _load(empty)
+
+
+# --- model files and parameters ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def saved_models(tmp_path_factory) -> dict:
+    from asynctm import TMClassifier, TMRegressor
+
+    d = tmp_path_factory.mktemp("models")
+    X = np.array([[0, 1, 1], [1, 0, 0], [1, 1, 0], [0, 0, 1]] * 8, dtype=np.uint8)
+    TMClassifier(n_clauses=4, T=3, s=3.0, backend="cpu", n_threads=1, seed=1).fit(X, X[:, 0], epochs=1).save(
+        d / "clf.npz")
+    TMRegressor(n_clauses=4, T=3, s=3.0, backend="cpu", n_threads=1, seed=1).fit(X, X[:, 1] * 2.0, epochs=1).save(
+        d / "reg.npz")
+    return {"clf": d / "clf.npz", "reg": d / "reg.npz"}
+
+
+def _arrays(path: Path) -> dict:
+    with np.load(path, allow_pickle=False) as z:
+        return {k: z[k] for k in z.files}
+
+
+def _rewrite(tmp_path, source: Path, **changes) -> Path:
+    arrays = _arrays(source)
+    for k, v in changes.items():
+        if v is None:
+            del arrays[k]
+        else:
+            arrays[k] = v
+    out = tmp_path / "changed.npz"
+    np.savez(out, **arrays)
+    return out
+
+
+def _damaged_member(tmp_path, source: Path) -> Path:
+    data = bytearray(source.read_bytes())
+    at = data.index(b"ta_state.npy") + 200  # inside that member's data (stored uncompressed)
+    data[at:at + 16] = bytes(b ^ 0x5A for b in data[at:at + 16])
+    out = tmp_path / "damaged.npz"
+    out.write_bytes(bytes(data))
+    return out
+
+
+MODEL_FAULTS = {
+    "truncated": (lambda tp, src: (tp / "t.npz").write_bytes(src.read_bytes()[:300]) and tp / "t.npz",
+                  "not a NumPy .npz archive, or a damaged one"),
+    "foreign-text": (lambda tp, src: (tp / "t.npz").write_text("hello, not a model\n") and tp / "t.npz",
+                     "not a NumPy .npz archive"),
+    "single-npy": (lambda tp, src: (np.save(tp / "t.npy", np.arange(3)), tp / "t.npy")[1], "a single NumPy array"),
+    "damaged-member": (_damaged_member, "'ta_state' array is damaged"),
+    "missing-array": (lambda tp, src: _rewrite(tp, src, ta_state=None), "has no 'ta_state' array"),
+    "bad-json": (lambda tp, src: _rewrite(tp, src, params=np.array("{not json")), "parameters are not valid JSON"),
+    "bad-params": (lambda tp, src: _rewrite(tp, src, params=np.array(json.dumps({"T": 2**40}))),
+                   "parameters are invalid \\(T must be at most"),
+    "unknown-param": (lambda tp, src: _rewrite(tp, src, params=np.array(json.dumps({"colour": 1}))),
+                      "parameters are invalid"),
+    "unsorted-classes": (lambda tp, src: _rewrite(tp, src, classes=np.array([1, 0])), "sorted and distinct"),
+    "duplicate-classes": (lambda tp, src: _rewrite(tp, src, classes=np.array([0, 0])), "sorted and distinct"),
+    "float-states": (lambda tp, src: _rewrite(tp, src, ta_state=_arrays(src)["ta_state"].astype(np.float64)),
+                     "TA states must be integers"),
+    "negative-states": (lambda tp, src: _rewrite(tp, src, ta_state=_arrays(src)["ta_state"].astype(np.int64) - 9),
+                        "32-bit words"),
+    "feature-count": (lambda tp, src: _rewrite(tp, src, n_features_in=np.array(40)),
+                      "40 features \\(80 literals\\) need \\(8, 8, 3\\)"),
+    "float-feature-count": (lambda tp, src: _rewrite(tp, src, n_features_in=np.array(3.0)), "one integer"),
+    "bad-seed": (lambda tp, src: _rewrite(tp, src, seed=np.array("-1")), "seed '-1'"),
+    "other-kind": (lambda tp, src: _rewrite(tp, src, kind=np.array("TMRegressor")), "holds a TMRegressor"),
+}
+
+
+@pytest.mark.parametrize("fault", MODEL_FAULTS)
+def test_a_damaged_foreign_or_inconsistent_model_file_is_one_value_error(tmp_path, saved_models, fault):
+    from asynctm import TMClassifier
+
+    make, message = MODEL_FAULTS[fault]
+    path = make(tmp_path, saved_models["clf"])
+    with pytest.raises(ValueError, match=message) as e:
+        TMClassifier.load(path)
+    assert str(e.value).startswith(str(path)) and "\n" not in str(e.value)
+    assert "pickled" not in str(e.value) or "NumPy .npz" in str(e.value)
+
+
+def test_an_inconsistent_regressor_range_is_refused(tmp_path, saved_models):
+    from asynctm import TMRegressor
+
+    assert TMRegressor.load(saved_models["reg"]).y_max_ == 2.0
+    with pytest.raises(ValueError, match="y_range must be two finite numbers, the smaller first"):
+        TMRegressor.load(_rewrite(tmp_path, saved_models["reg"], y_range=np.array([2.0, 0.0])))
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"T": 2**40}, "T must be at most 2\\^30 - 1 = 1073741823"),
+    ({"T": 2**30}, "T must be at most"),
+    ({"n_clauses": 2**32}, "n_clauses must be at most 2\\^31 - 1"),
+    ({"n_threads": 2**31}, "n_threads must be at most 2\\^31 - 1"),
+])
+def test_parameters_beyond_the_kernels_integers_are_refused_up_front(params, message):
+    from asynctm import TMClassifier, TMRegressor
+
+    for cls in (TMClassifier, TMRegressor):
+        with pytest.raises(ValueError, match=message):
+            cls(**params)
+    TMClassifier(T=2**30 - 1)  # the largest T the kernels hold
+
+
+@pytest.mark.parametrize("y", [[0, "a"] * 16, np.array([0, "a"] * 16, dtype=object), (1.5, "x") * 16])
+def test_mixed_int_and_str_labels_are_a_clear_error(y):
+    from asynctm import TMClassifier
+
+    X = np.array([[0, 1], [1, 0]] * 16, dtype=np.uint8)
+    with pytest.raises(ValueError, match="y mixes strings and numbers"):
+        TMClassifier(n_clauses=4, backend="cpu", n_threads=1).fit(X, y, epochs=1)

@@ -22,12 +22,50 @@ from .backends import TALLIES as _TALLIES
 from .backends import UPDATE_RULES as _REGRESSION_RULES
 from .backends import KernelConfig, make_backend, resolve_backend
 from .io import atomic_open
+from .config_check import T_MAX
 from .encoding import check_binary_matrix, check_positive_int, pack_literals, planes_to_states
 
 logger = logging.getLogger("asynctm")
 
 SAVE_FORMAT = 1
 _BACKENDS = ("auto", "cuda", "cpu")
+_INT32_MAX = 2**31 - 1  # counts the kernels take as 32-bit ints (clauses, threads)
+
+
+def _target_array(y) -> np.ndarray:
+    """``y`` as an array; labels that mix strings and numbers are refused (NumPy would silently make them
+    all strings, and ``predict`` would then return ``'1'`` for ``1``)."""
+    arr = np.asarray(y)
+    if arr.dtype.kind in "OUS" and not (isinstance(y, np.ndarray) and y.dtype.kind in "US"):
+        kinds = {isinstance(v, (str, bytes, np.str_, np.bytes_)) for v in np.asarray(y, dtype=object).ravel()}
+        if len(kinds) > 1:
+            raise ValueError("y mixes strings and numbers as class labels; give every label the same type "
+                             "(e.g. all int, or all str)")
+    return arr
+
+
+class _BadModelFile(ValueError):
+    """A model file that :meth:`_TsetlinMachine.load` cannot use; ``load`` adds the file's name."""
+
+
+def _stored(z, key: str) -> np.ndarray:
+    """One array of a saved model, or :class:`_BadModelFile` saying it is missing or unreadable."""
+    try:
+        return z[key]
+    except KeyError:
+        raise _BadModelFile(f"it has no {key!r} array (not written by save(), or cut short)") from None
+    except Exception as e:  # noqa: BLE001 - a damaged member: zlib, zip, EOF or NumPy format errors
+        raise _BadModelFile(f"its {key!r} array is damaged ({type(e).__name__}: {e})") from None
+
+
+def _stored_int(z, key: str, minimum: int, maximum: int | None = None) -> int:
+    a = _stored(z, key)
+    if a.shape != () or a.dtype.kind not in "iu":
+        raise _BadModelFile(f"{key} must be one integer, got {a.dtype} of shape {a.shape}")
+    if a < minimum or (maximum is not None and a > maximum):
+        upper = "inf" if maximum is None else maximum
+        raise _BadModelFile(f"{key} = {int(a)} is out of range [{minimum}, {upper}]")
+    return int(a)
 
 
 class _TsetlinMachine(BaseEstimator):
@@ -60,6 +98,9 @@ class _TsetlinMachine(BaseEstimator):
             raise ValueError(f"n_clauses must be even (half the clauses of each class are positive, half negative), "
                              f"got {self.n_clauses}")
         check_positive_int(self.T, "T", 1)
+        if self.T > T_MAX:
+            raise ValueError(f"T must be at most 2^30 - 1 = {T_MAX} (the kernels compute 2T in 32-bit integers), "
+                             f"got {self.T}")
         if isinstance(self.s, bool) or not isinstance(self.s, numbers.Real) or not math.isfinite(self.s) or self.s < 1:
             raise ValueError(f"s must be a finite number >= 1 (the literal is forgotten with probability 1/s), "
                              f"got {self.s!r}")
@@ -74,6 +115,10 @@ class _TsetlinMachine(BaseEstimator):
             raise ValueError(f"backend must be one of {_BACKENDS}, got {self.backend!r}")
         if self.n_threads is not None:
             check_positive_int(self.n_threads, "n_threads", 1)
+        for name in ("n_clauses", "batch_size", "n_threads"):
+            if getattr(self, name) is not None and getattr(self, name) > _INT32_MAX:
+                raise ValueError(f"{name} must be at most 2^31 - 1 = {_INT32_MAX} (a 32-bit integer in the kernels), "
+                                 f"got {getattr(self, name)}")
         if self.tally not in _TALLIES:
             raise ValueError(f"tally must be one of {_TALLIES}, got {self.tally!r}")
         if self.regression_rule not in _REGRESSION_RULES:
@@ -211,7 +256,7 @@ class _TsetlinMachine(BaseEstimator):
             # clauses. (The same X and y objects again: nothing to redo, the tallies continue.)
             X_checked = self._check_X(X, fitting=not continuing)
             n = X_checked.shape[0]
-            y_arr = np.asarray(y)
+            y_arr = _target_array(y)
             if y_arr.ndim != 1 or y_arr.shape[0] != n:
                 raise ValueError(f"y must be 1-D with one target per row of X ({n}), got shape {y_arr.shape}")
             if not continuing:
@@ -314,30 +359,71 @@ class _TsetlinMachine(BaseEstimator):
 
     @classmethod
     def load(cls, path, backend: str | None = None, n_threads: int | None = None):
-        """Load a model saved by :meth:`save`; optionally on another backend or thread count."""
-        with np.load(path, allow_pickle=False) as z:
-            if "format" not in z.files or int(z["format"]) != SAVE_FORMAT:
-                raise ValueError(f"{path} is not an asynctm model file (format {SAVE_FORMAT})")
-            kind = str(z["kind"])
-            if kind != cls.__name__:
-                raise ValueError(f"{path} holds a {kind}, not a {cls.__name__}")
-            params = json.loads(str(z["params"]))
-            if backend is not None:
-                params["backend"] = backend
-            if n_threads is not None:
-                params["n_threads"] = n_threads
-            model = cls(**params)
-            model.n_features_in_ = int(z["n_features_in"])
-            model.n_literals_ = 2 * model.n_features_in_ if model.append_negated else model.n_features_in_
-            model.epochs_trained_ = int(z["epochs_trained"])
-            model.seed_ = int(str(z["seed"]))
-            model._load_extra_state(z)
-            model._ta_state = np.array(z["ta_state"], dtype=np.uint32)
-        expected = (model._n_outputs * model.n_clauses, model.state_bits, (model.n_literals_ + 31) // 32)
-        if model._ta_state.shape != expected:
-            raise ValueError(f"{path}: TA state has shape {model._ta_state.shape}, expected {expected}")
+        """Load a model saved by :meth:`save`; optionally on another backend or thread count.
+
+        A damaged, foreign or inconsistent file is refused with a ``ValueError`` naming the file and what is
+        wrong with it (never unpickled: the file holds plain arrays only)."""
+        try:
+            z = np.load(path, allow_pickle=False)
+        except FileNotFoundError:
+            raise
+        except Exception as e:  # noqa: BLE001 - NumPy says "pickled data" for any file it cannot read
+            raise ValueError(f"{path}: not an asynctm model file: not a NumPy .npz archive, or a damaged one "
+                             f"({type(e).__name__}: {e})") from None
+        if not hasattr(z, "files"):
+            raise ValueError(f"{path}: not an asynctm model file: a single NumPy array, not the .npz of save()")
+        try:
+            with z:
+                model = cls._from_saved(z, backend, n_threads)
+        except _BadModelFile as e:
+            raise ValueError(f"{path}: not a usable {cls.__name__} model file: {e}") from None
         model._backend = None
         model._train_ref = None
+        return model
+
+    @classmethod
+    def _from_saved(cls, z, backend, n_threads):
+        """The model in an open ``.npz`` of :meth:`save`, every array checked against the others."""
+        if "format" not in z.files or _stored(z, "format").shape != () or _stored(z, "format") != SAVE_FORMAT:
+            raise _BadModelFile(f"it is not an asynctm model file (format {SAVE_FORMAT})")
+        kind = _stored(z, "kind")
+        if kind.shape != () or kind.dtype.kind != "U" or str(kind) != cls.__name__:
+            raise _BadModelFile(f"it holds a {kind}, not a {cls.__name__}")
+        try:
+            params = json.loads(str(_stored(z, "params")))
+        except json.JSONDecodeError as e:
+            raise _BadModelFile(f"its parameters are not valid JSON ({e})") from None
+        if not isinstance(params, dict):
+            raise _BadModelFile(f"its parameters must be a JSON object, got {type(params).__name__}")
+        if backend is not None:
+            params["backend"] = backend
+        if n_threads is not None:
+            params["n_threads"] = n_threads
+        try:
+            model = cls(**params)
+        except (TypeError, ValueError) as e:
+            raise _BadModelFile(f"its parameters are invalid ({e})") from None
+        model.n_features_in_ = _stored_int(z, "n_features_in", 1, _INT32_MAX)
+        model.n_literals_ = 2 * model.n_features_in_ if model.append_negated else model.n_features_in_
+        model.epochs_trained_ = _stored_int(z, "epochs_trained", 0)
+        seed = str(_stored(z, "seed"))
+        if not seed.isdigit() or int(seed) >= 2**64:
+            raise _BadModelFile(f"seed {seed!r} is not an integer in [0, 2^64)")
+        model.seed_ = int(seed)
+        model._load_extra_state(z)
+        planes = _stored(z, "ta_state")
+        if planes.dtype.kind not in "iu":
+            raise _BadModelFile(f"the TA states must be integers (bit planes), got {planes.dtype}")
+        if planes.size and (planes.min() < 0 or planes.max() > 0xFFFFFFFF):
+            raise _BadModelFile("the TA state bit planes must be 32-bit words (0 to 2^32 - 1), found "
+                                f"{planes.min()} to {planes.max()}")
+        expected = (model._n_outputs * model.n_clauses, model.state_bits, (model.n_literals_ + 31) // 32)
+        if planes.shape != expected:
+            raise _BadModelFile(
+                f"its TA states have shape {planes.shape}, but {model._n_outputs} output(s) x {model.n_clauses} "
+                f"clauses, {model.state_bits} state bits and {model.n_features_in_} features "
+                f"({model.n_literals_} literals) need {expected}")
+        model._ta_state = np.array(planes, dtype=np.uint32)
         return model
 
 
@@ -383,7 +469,14 @@ class TMClassifier(ClassifierMixin, _TsetlinMachine):
         return {"classes": np.asarray(self.classes_)}
 
     def _load_extra_state(self, z):
-        self.classes_ = np.array(z["classes"])
+        classes = np.array(_stored(z, "classes"))
+        if classes.ndim != 1 or len(classes) < 2 or classes.dtype.kind not in "biufU":
+            raise _BadModelFile(f"classes must be a list of at least 2 numbers or strings, got {classes!r}")
+        if classes.dtype.kind == "f" and not np.all(np.isfinite(classes)):
+            raise _BadModelFile(f"classes must be finite, got {classes.tolist()}")
+        if not np.all(classes[1:] > classes[:-1]):
+            raise _BadModelFile(f"classes must be sorted and distinct (as fit stores them), got {classes.tolist()}")
+        self.classes_ = classes
 
 
 class TMRegressor(RegressorMixin, _TsetlinMachine):
@@ -418,4 +511,8 @@ class TMRegressor(RegressorMixin, _TsetlinMachine):
         return {"y_range": np.array([self.y_min_, self.y_max_])}
 
     def _load_extra_state(self, z):
-        self.y_min_, self.y_max_ = (float(v) for v in z["y_range"])
+        y_range = _stored(z, "y_range")
+        if y_range.shape != (2,) or y_range.dtype.kind not in "iuf" or not np.all(np.isfinite(y_range)) \
+                or not y_range[0] < y_range[1]:
+            raise _BadModelFile(f"y_range must be two finite numbers, the smaller first, got {y_range.tolist()}")
+        self.y_min_, self.y_max_ = (float(v) for v in y_range)
