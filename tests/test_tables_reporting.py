@@ -196,3 +196,18 @@ def test_nested_per_epoch_objects_are_not_metrics(tmp_path):
     frame = load_records(tmp_path)
     assert frame.loc[0, "last10_accuracy"] == pytest.approx(np.mean([e["accuracy"] for e in epochs[-10:]]))
     assert "diagnostics" not in frame.loc[0, "epochs"][0]
+
+
+def test_report_summary_shows_the_value_compared_with_the_paper(tmp_path):
+    from asynctm.artifacts import build, report
+
+    rng = np.random.default_rng(8)
+    runs = [accuracy_epochs(rng) for _ in range(3)]
+    for seed, epochs in enumerate(runs):
+        write(tmp_path / "results", "wsd_apple", "pytm_indexed", APPLE, seed, epochs, 2.0)
+    for name in ("table3_performance", "table5_regression", "results_summary"):
+        build(name, tmp_path / "results", CONFIG, tmp_path / "tables", host_gpu=False)
+    html = report.summary_section(tmp_path / "tables", CONFIG)
+    last10 = np.mean([np.mean([e["accuracy"] for e in run[-10:]]) for run in runs])
+    final = np.mean([run[-1]["accuracy"] for run in runs])
+    assert f"{last10:.2f}" in html and f"{final:.2f}" not in html
