@@ -145,6 +145,62 @@ def test_run_order_and_device_commands():
     assert all(len(c) < 2000 for c in calls)  # the device tool's limit on a command
 
 
+def test_a_child_past_the_deadline_is_stopped_and_packing_skips_checkpoints(tmp_path):
+    import time
+
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "campaign.json").write_text(json.dumps({"config": {}, "source": {}}))
+    step = steps_mod.Step("paper", tmp_path / "c", tmp_path / "out", 1.0, tmp_path / "work")
+    step.env = dict(os.environ)
+    t0 = time.time()
+    assert step.child([sys.executable, "-c", "import time; time.sleep(60)"]) is None
+    assert time.time() - t0 < 8
+    for name in ("seed0.json", "seed0.log", "seed1.checkpoint.npz"):
+        (tmp_path / "work/results/e/tm_gpu/p").mkdir(parents=True, exist_ok=True)
+        (tmp_path / "work/results/e/tm_gpu/p" / name).write_text("x")
+    step.close()
+    with tarfile.open(step.pack()) as tar:
+        names = tar.getnames()
+    assert "results/e/tm_gpu/p/seed0.json" in names and not any("checkpoint" in n for n in names)
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["paper.log", "paper.tar.gz"]
+
+
+def test_pytm_cuda_literal_counts_mask_the_padding(monkeypatch):
+    import types
+
+    from asynctm.campaign import bench
+
+    C, nc, n_lit, bits = 2, 3, 40, 8  # 40 literals: two 32-bit chunks, 8 valid bits in the last
+    rng = np.random.default_rng(3)
+    ta = rng.integers(0, 2**32, (C, nc, 2, bits), dtype=np.uint64).astype(np.uint32)
+    include = ta[:, :, :, bits - 1]
+    expected = [bin(int(w[0])).count("1") + bin(int(w[1]) & 0xFF).count("1") for w in include.reshape(C * nc, 2)]
+    drv = types.SimpleNamespace(memcpy_dtoh=lambda dst, src: dst.__setitem__(slice(None), src.ravel()))
+    monkeypatch.setitem(sys.modules, "pycuda", types.SimpleNamespace(driver=drv))
+    monkeypatch.setitem(sys.modules, "pycuda.driver", drv)
+    model = types.SimpleNamespace(number_of_classes=C, number_of_clauses=nc, number_of_ta_chunks=2,
+                                  number_of_state_bits=bits, number_of_features=n_lit, ta_state_gpu=ta)
+    assert bench._pytm_cuda_literal_counts(model).tolist() == expected
+
+
+def test_benchmark_comparison_and_goal():
+    from asynctm.campaign.bench import compare
+
+    def res(median, finals):
+        return {"median_epoch_s": median, "timed_epochs": 5, "seeds": [0, 1, 2], "final_metric": float(np.mean(finals)),
+                "final_metric_std": float(np.std(finals, ddof=1))}
+
+    c = compare("semeval", "classification", "accuracy", {"tm_gpu": res(1.0, [90, 91, 92]),
+                                                          "pytm_cuda": res(2.5, [90.5, 91, 91.5])})
+    assert c["speedup_vs_pytm_cuda"] == 2.5 and c["goal"]["met"]
+    c = compare("semeval", "classification", "accuracy", {"tm_gpu": res(1.0, [88, 88, 88]),
+                                                          "pytm_cuda": res(2.5, [90, 90, 90])})
+    assert c["goal"]["speed_met"] and not c["goal"]["accuracy_within"] and not c["goal"]["met"]
+    c = compare("wsd_apple", "classification", "accuracy", {"tm_gpu": res(1.0, [93, 94, 95]),
+                                                            "tm_cpu": res(3.0, [92, 95, 98])})
+    assert c["tm_gpu_within_spread"]["tm_cpu"]["within"] and c["goal"] is None
+
+
 def _tar(path: Path, members: list[tuple[str, bytes | None, str]]) -> Path:
     with tarfile.open(path, "w:gz") as tar:
         for name, data, kind in members:
@@ -243,6 +299,7 @@ def test_dress_rehearsal_on_the_simulated_gpu(tmp_path):
     assert apple["setting"] == "wsd_apple" and apple["results"]["tm_gpu"]["median_epoch_s"] > 0
     assert apple["results"]["tm_gpu"]["literals_per_clause"] > 0
     assert "PyTsetlinMachineCUDA" in apple["skipped"]["pytm_cuda"]  # not installed here: reported, not fatal
+    assert apple["results"]["tm_cpu"]["timed_epochs"] == 1 and "tm_cpu" in apple["comparison"]["tm_gpu_within_spread"]
     junit = next((tree / "benchmarks/results/campaign").glob("gpu_tests_*.xml")).read_text()
     assert 'tests="2"' in junit and 'failures="0"' in junit
 

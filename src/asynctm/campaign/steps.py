@@ -186,8 +186,10 @@ class Step:
             return None
         out = open(log_path, "a") if log_path else self.log_fh
         try:
+            # Its own process group (to kill it with its children), but not a new session: the device tool
+            # ends a command's session when the command ends, so nothing outlives the step.
             proc = subprocess.Popen(cmd, cwd=REPO, env=self.env, stdout=out, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
+                                    process_group=0)
             try:
                 return proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
