@@ -55,3 +55,10 @@ def test_a_callback_that_is_not_callable_is_refused():
     X, y = _data()
     with pytest.raises(TypeError, match="callback must be callable"):
         TMClassifier(10, 5, 3.0, backend="cpu", n_threads=1).fit(X, y, epochs=1, callback="print")
+
+
+def test_a_numpy_true_from_the_callback_stops_too():
+    X, y = _data()
+    tm = TMClassifier(10, 5, 3.0, backend="cpu", n_threads=1, seed=1)
+    tm.fit(X, y, epochs=5, callback=lambda est, epoch, train_s: np.float64(epoch) > 1.5)  # np.bool_
+    assert tm.epochs_trained_ == 2

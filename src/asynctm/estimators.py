@@ -218,7 +218,7 @@ class _TsetlinMachine(BaseEstimator):
         tallies).
 
         ``callback(estimator, epoch, train_s)``, if given, is called after every epoch (``epoch``: this call's
-        epoch, from 1; ``train_s``: its seconds); returning ``True`` stops training after that epoch.
+        epoch, from 1; ``train_s``: its seconds); a true return value stops training after that epoch.
         ``verbose`` (scikit-learn's convention): 0 prints nothing, 1 or more prints one line per epoch to
         stderr: epoch k/N, seconds per epoch and the estimated time left."""
         if isinstance(epochs, bool) or not isinstance(epochs, numbers.Integral) or epochs < 1:
@@ -239,7 +239,7 @@ class _TsetlinMachine(BaseEstimator):
                 print(f"[{type(self).__name__}] epoch {epoch}/{epochs}: {train_s:.3f} s, "
                       f"{per_epoch:.3f} s/epoch, about {per_epoch * (epochs - epoch):.0f} s left",
                       file=sys.stderr, flush=True)
-            if callback is not None and callback(self, epoch, train_s) is True:
+            if callback is not None and callback(self, epoch, train_s):
                 break
         return self
 
