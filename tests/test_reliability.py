@@ -475,3 +475,32 @@ def test_mixed_int_and_str_labels_are_a_clear_error(y):
     X = np.array([[0, 1], [1, 0]] * 16, dtype=np.uint8)
     with pytest.raises(ValueError, match="y mixes strings and numbers"):
         TMClassifier(n_clauses=4, backend="cpu", n_threads=1).fit(X, y, epochs=1)
+
+
+def test_a_killed_process_not_yet_reaped_counts_as_gone(tmp_path):
+    p = subprocess.Popen([sys.executable, "-c", "pass"])  # not waited for: a zombie once it exits
+    stat = Path(f"/proc/{p.pid}/stat")
+    deadline = time.time() + 30
+    while stat.read_text().rsplit(")", 1)[1].split()[0] != "Z" and time.time() < deadline:
+        time.sleep(0.05)
+    try:
+        left = tmp_path / f".fetch-{aio._host()}-{p.pid}-abcdefgh"
+        left.mkdir()
+        assert aio.remove_stale(tmp_path, ".fetch-") == [left] and not left.exists()
+    finally:
+        p.wait()
+
+
+def test_a_killed_prepare_leaves_no_staging_after_the_next_one(tmp_path):
+    from asynctm.datasets.base import ProcessedDataset, load_processed, save_processed
+
+    out = tmp_path / "processed" / "toy" / "paper"
+    out.parent.mkdir(parents=True)
+    left = out.parent / f".paper.tmp-{aio._host()}-{_dead_pid()}-abcdefgh"
+    left.mkdir()
+    (left / "train.npz").write_bytes(b"half")
+    X = np.array([[0, 1], [1, 0]], dtype=np.uint8)
+    y = np.array([0, 1])
+    save_processed(ProcessedDataset("toy", "paper", "classification", X, y, X, y, ["a", "b"], ["0", "1"]), out)
+    assert sorted(p.name for p in out.parent.iterdir()) == ["paper"]
+    assert load_processed(out).X_train.tolist() == X.tolist()

@@ -93,7 +93,11 @@ def _pid_alive(pid: int) -> bool:
         return False
     except PermissionError:  # someone else's live process
         return True
-    return True
+    try:  # a killed process whose parent has not reaped it yet still answers kill(pid, 0): a zombie
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state not in ("Z", "X")
 
 
 def _abandoned(path: Path, kind: str, max_age_s: float) -> bool:
