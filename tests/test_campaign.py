@@ -165,6 +165,28 @@ def test_a_child_past_the_deadline_is_stopped_and_packing_skips_checkpoints(tmp_
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["paper.log", "paper.tar.gz"]
 
 
+def test_runs_that_cannot_fit_are_passed_over(tmp_path):
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "campaign.json").write_text(json.dumps({"config": load_config([]), "source": {}}))
+    tree = tmp_path / "tree"
+    sweep = tree / "results/semeval/tm_gpu/n40_T15_s3.9_e5/seed0.json"
+    sweep.parent.mkdir(parents=True)
+    sweep.write_text(json.dumps({"epochs": [{}] * 5, "timing": {"train_s_total": 40.0, "eval_s_total": 10.0,
+                                                                  "setup": {"compile_s": 3.0}}}))
+    killed = "results/wsd_apple/tm_gpu/n300_T50_s5_e100/seed0.json"
+    manifest = tree / "benchmarks/results/campaign/paper_gpu_20260101T000000Z.json"
+    manifest.parent.mkdir(parents=True)
+    manifest.write_text(json.dumps({"past_budget": [{"run": killed, "budget_s": 480, "elapsed_s": 480}]}))
+    step = steps_mod.Step("paper", tmp_path / "c", tmp_path / "out", 480, tmp_path / "work", tree=tree)
+    assert steps_mod.estimate_s(step, "semeval", "n40_T15_s3.9_e100") == pytest.approx(10.0 * 100 + 3.0)
+    assert steps_mod.estimate_s(step, "semeval", "n80_T15_s3.9_e100") is None
+    steps_mod._tm_runs(step, [("wsd_apple", "n300_T50_s5_e100", 0), ("semeval", "n40_T15_s3.9_e100", 0)])
+    reasons = [s["reason"] for s in step.manifest["skipped"]]
+    assert "larger --budget" in reasons[0] and "would not fit: about 1003 s needed" in reasons[1]
+    assert step.manifest["done"] == []
+    step.close()
+
+
 def test_pytm_cuda_literal_counts_mask_the_padding(monkeypatch):
     import types
 

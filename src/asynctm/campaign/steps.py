@@ -305,12 +305,51 @@ def step_bench(step: Step, select: str | None = None) -> None:
         step.manifest["done"].append(f"benchmarks/results/{name}.json")
 
 
+def estimate_s(step: Step, name: str, params: str) -> float | None:
+    """Seconds a tm_gpu run should take, from a recorded tm_gpu run of the same experiment and clauses (any
+    epochs; e.g. a sweep point): its time per epoch, training and evaluation, times the epochs, plus its
+    set-up. None when no such record is here."""
+    want = plan.parse_tm_params(params)
+    root = plan.results_root(step.config)
+    for base in (step.work, step.tree):
+        for path in sorted((base / root / name / "tm_gpu").glob("n*/seed*.json")):
+            try:
+                got = plan.parse_tm_params(path.parent.name)
+                if got["clauses"] != want["clauses"]:
+                    continue
+                rec = json.loads(path.read_text())
+                n = max(1, len(rec["epochs"]))
+                per_epoch = (rec["timing"]["train_s_total"] + rec["timing"]["eval_s_total"]) / n
+                return per_epoch * want["epochs"] + sum(v for v in rec["timing"]["setup"].values()
+                                                        if isinstance(v, (int, float)))
+            except (plan.PlanError, KeyError, ValueError, TypeError):
+                continue
+    return None
+
+
+def past_budget(step: Step) -> dict[str, float]:
+    """Runs that an earlier call of this step had to kill at its deadline, with that budget (from its
+    manifests in the checkout, unpacked from earlier calls)."""
+    out: dict[str, float] = {}
+    for path in sorted((step.tree / "benchmarks/results/campaign").glob(f"{step.name}_*.json")):
+        try:
+            for entry in json.loads(path.read_text()).get("past_budget", []):
+                out[entry["run"]] = max(out.get(entry["run"], 0.0), float(entry["budget_s"]))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            continue
+    return out
+
+
 def _tm_runs(step: Step, runs: list[tuple[str, str, int]]) -> None:
     """``(experiment, params, seed)`` tm_gpu runs in order, each through ``python -m asynctm.experiments tm``
-    (novelty experiments: then the MLP stage on its class sums). An experiment whose last run took longer than
-    the time left is passed over for the next one."""
+    (novelty experiments: then the MLP stage on its class sums). A run that would not fit in the time left
+    (estimated from a recorded run of the same experiment and clauses, or from the last run of the
+    experiment in this step) is passed over for the next one; so is a run that an earlier call had to kill at
+    a budget at least as large as this one's."""
     config = step.config
     took: dict[str, float] = {}
+    killed_before = past_budget(step)
+    step.manifest.setdefault("past_budget", [])
     for name, params, seed in runs:
         if step.manifest["stopped"]:
             return
@@ -323,15 +362,20 @@ def _tm_runs(step: Step, runs: list[tuple[str, str, int]]) -> None:
             if left < 5:
                 step.stop("the budget is spent")
                 return
-            if took.get(name, 0) > left:
-                step.skip(rel, f"would not fit: the last {name} run took {took[name]:.0f} s, {left:.0f} s left")
+            if killed_before.get(rel, 0) >= step.manifest["budget_s"]:
+                step.skip(rel, f"an earlier call killed it at its {killed_before[rel]:.0f} s budget; call this "
+                               "step with a larger --budget (at most about 570 s) to try it again")
+                continue
+            need = estimate_s(step, name, params) or took.get(name, 0)
+            if need > left:
+                step.skip(rel, f"would not fit: about {need:.0f} s needed, {left:.0f} s left")
                 continue
             settings = plan.tm_run_settings(config, name, "tm_gpu", params, seed)
             out = step.work / rel
             out.parent.mkdir(parents=True, exist_ok=True)
             log = out.with_suffix(".log")
             t0 = time.time()
-            step.say(f"{rel}: training ({left:.0f} s left)")
+            step.say(f"{rel}: training ({left:.0f} s left" + (f", about {need:.0f} s needed)" if need else ")"))
             rc = step.child([step.python, "-m", "asynctm.experiments", "tm", "--settings",
                              json.dumps(settings, sort_keys=True), "--data-dir", str(step.data_dir),
                              "--out", str(out), "--log", str(log)])
@@ -340,6 +384,8 @@ def _tm_runs(step: Step, runs: list[tuple[str, str, int]]) -> None:
                 for partial in (log, out.with_name(out.name.removesuffix(".json") + ".scores.npz")):
                     partial.unlink(missing_ok=True)
                 if rc is None:
+                    step.manifest["past_budget"].append({"run": rel, "budget_s": step.manifest["budget_s"],
+                                                         "elapsed_s": round(took[name], 1)})
                     step.stop(f"{rel} ran past the budget ({took[name]:.0f} s); not recorded")
                     return
                 step.failed(rel, f"exit status {rc} (see the log)")
