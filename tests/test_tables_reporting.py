@@ -211,3 +211,21 @@ def test_report_summary_shows_the_value_compared_with_the_paper(tmp_path):
     last10 = np.mean([np.mean([e["accuracy"] for e in run[-10:]]) for run in runs])
     final = np.mean([run[-1]["accuracy"] for run in runs])
     assert f"{last10:.2f}" in html and f"{final:.2f}" not in html
+
+
+def test_figure_over_epochs_uses_and_names_the_reduced_records(tmp_path):
+    from asynctm.artifacts import figures
+    from asynctm.experiments import plan
+
+    config = {**CONFIG, "reduced": {"bike_sharing": {"impls": ["pytm_nonindexed"], "seeds": [0], "epochs": 5}}}
+    params = plan.main_params(config, "bike_sharing", "pytm_nonindexed")
+    rng = np.random.default_rng(9)
+    write(tmp_path, "bike_sharing", "pytm_nonindexed", params, 0,
+          [{"mae": float(v), "rmse": float(v)} for v in 30 + rng.random(5)], 2.0,
+          protocol_scope=plan.protocol_scope(config, "bike_sharing", "pytm_nonindexed", params))
+    figure = figures.FIGURE_FUNCTIONS["fig_bike_mae_over_epochs"](load_records(tmp_path), config, False)
+    import matplotlib.pyplot as plt
+
+    plt.close(figure.figure)
+    assert "Records used: 1" in figure.caption  # the e5 record, found at the implementation's own params
+    assert "pytm_nonindexed ran a reduced protocol: 1 seeds x the first 5 epochs" in figure.caption

@@ -215,9 +215,11 @@ def _over_epochs(records, config, host_gpu, name, experiment, column, ylabel, ti
     configured = experiment in config["experiments"]
     main = settings.main_params(config, experiment) if configured else ""
     impls = settings.impls(config, experiment) if configured else []
-    series, used = [], []
+    series, used, reduced = [], [], []
     for impl in impls:
-        recs = select(records, experiment, impl, main, settings.seeds(config))
+        # each implementation's own main-setting records: a reduced protocol (config reduced) runs fewer
+        recs = select(records, experiment, impl, settings.main_params(config, experiment, impl),
+                      settings.seeds(config, experiment, impl))
         epochs = epochs_frame(recs)
         if recs.empty or column not in epochs:
             continue
@@ -229,6 +231,9 @@ def _over_epochs(records, config, host_gpu, name, experiment, column, ylabel, ti
             s.std.append(std)
         series.append(s)
         used.append(recs)
+        labels = sorted({str(v) for v in recs["protocol_scope"] if isinstance(v, str) and v})
+        if labels:
+            reduced.append(f"{impl} ran a reduced protocol: {'; '.join(labels)}.")
     with _style():
         fig, ax = _new_figure()
         _draw(ax, series, "epoch", ylabel, log_x2=False, markers=False, from_zero=from_zero)
@@ -236,7 +241,7 @@ def _over_epochs(records, config, host_gpu, name, experiment, column, ylabel, ti
     not_run = _gaps(config, experiment, impls, {s.impl for s in series}, host_gpu)
     setting = (f"The config has no experiment {experiment}." if not configured else
                f"Main setting {main}; seeds {', '.join(map(str, settings.seeds(config)))}; band: ± sample "
-               "standard deviation over seeds where there are several.")
+               "standard deviation over seeds where there are several." + "".join(f" {r}" for r in reduced))
     return Figure(name, fig, _caption(title, paper_caption, f"{what} {setting}", series, not_run, [], used,
                                       config))
 
