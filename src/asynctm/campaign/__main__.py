@@ -28,7 +28,8 @@ DEVICE_CALLS = ((("gpu_tests", 120), ("bench", 420)), (("sweeps", None),), (("pa
 def device_command(calls, commit: str | None, dirty: int | None) -> str:
     env = f" ASYNCTM_SOURCE_COMMIT={commit} ASYNCTM_SOURCE_DIRTY={dirty}" if commit else ""
     return f"export PYTHONPATH=src{env}; " + "; ".join(
-        f"python3 -m asynctm.campaign step {step}" + (f" --budget {budget}" if budget else "") for step, budget in calls)
+        f"python3 -m asynctm.campaign step {step}" + (f" --budget {budget}" if budget else "")
+        for step, budget in calls)
 
 
 def commands(say=print) -> None:

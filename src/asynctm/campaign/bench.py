@@ -236,7 +236,8 @@ def markdown(record: dict) -> str:
                 lines.append(f"| {label} | – | – | – | – | {s['skipped'].get(impl, 'not run')[:160]} |")
                 continue
             med = f"{r['median_epoch_s']:.4f}" if r["median_epoch_s"] else "–"
-            metric = f"{r['final_metric']:.2f} ± {r['final_metric_std']:.2f}" if r["final_metric"] is not None else "–"
+            metric = ("–" if r["final_metric"] is None
+                      else f"{r['final_metric']:.2f} ± {r['final_metric_std']:.2f}")
             lines.append(f"| {label} | {med} | {r['warmup_s']:.2f} | {metric} | {r['literals_per_clause']:.1f} | "
                          f"{r['timed_epochs']} |")
         c = s["comparison"]

@@ -33,7 +33,8 @@ from . import STAGE_DIR, TRAVEL_BUDGET_BYTES
 
 PYTM_CUDA = "pytsetlinmachinecuda==0.1.9"
 SDIST_NAME = re.compile(r"^pytsetlinmachinecuda-0\.1\.9\.tar\.gz$", re.IGNORECASE)
-WHEEL_NAME = re.compile(r"^(?P<dist>[A-Za-z0-9_.]+)-(?P<version>[^-]+)-(?P<py>[^-]+)-(?P<abi>[^-]+)-(?P<plat>[^-]+)\.whl$")
+WHEEL_NAME = re.compile(r"^(?P<dist>[A-Za-z0-9_.]+)-(?P<version>[^-]+)-(?P<py>[^-]+)-(?P<abi>[^-]+)"
+                        r"-(?P<plat>[^-]+)\.whl$")
 DATA_FILES = ("train.npz", "test.npz", "novel.npz", "meta.json")
 
 
@@ -160,7 +161,8 @@ def _wheel_from_sdist(sdist: Path, wheels: Path) -> Path:
     version = root.split("-")[-1]
     info = f"{pkg}-{version}.dist-info"
     files[f"{info}/METADATA"] = metadata
-    files[f"{info}/WHEEL"] = b"Wheel-Version: 1.0\nGenerator: asynctm.campaign\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    files[f"{info}/WHEEL"] = (b"Wheel-Version: 1.0\nGenerator: asynctm.campaign\nRoot-Is-Purelib: true\n"
+                              b"Tag: py3-none-any\n")
     files[f"{info}/top_level.txt"] = f"{pkg}\n".encode()
     record = "".join(f"{name},{digest(data)},{len(data)}\n" for name, data in files.items()) + f"{info}/RECORD,,\n"
     files[f"{info}/RECORD"] = record.encode()

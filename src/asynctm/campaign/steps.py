@@ -415,8 +415,8 @@ def _mlp_run(step: Step, name: str, params: str, seed: int) -> None:
     out = step.work / rel
     out.parent.mkdir(parents=True, exist_ok=True)
     settings = plan.mlp_run_settings(config, name, mlp_params, seed)
-    rc = step.child([step.python, "-m", "asynctm.experiments", "mlp", "--settings", json.dumps(settings, sort_keys=True),
-                     "--scores", str(scores), "--out", str(out), "--log",
+    rc = step.child([step.python, "-m", "asynctm.experiments", "mlp", "--settings",
+                     json.dumps(settings, sort_keys=True), "--scores", str(scores), "--out", str(out), "--log",
                      str(out.with_suffix(".log"))])
     if rc == 0 and out.is_file():
         step.manifest["done"].append(rel)
@@ -493,7 +493,8 @@ def run_step(name: str, campaign_dir: Path | None = None, out_dir: Path | None =
         step.gpu = info.get("gpu")
         step.manifest.update(gpu=step.gpu, versions=info.get("versions"))
         if not step.gpu or "name" not in step.gpu:
-            step.stop(f"no CUDA GPU found by PyCUDA ({info.get('error') or (step.gpu or {}).get('error') or 'no device'})")
+            why = info.get("error") or (step.gpu or {}).get("error") or "no device"
+            step.stop(f"no CUDA GPU found by PyCUDA ({why})")
             step.pack()
             return 1
         step.say(f"GPU: {step.gpu.get('name')}, driver {step.gpu.get('driver')}, CUDA {step.gpu.get('cuda')}; "
