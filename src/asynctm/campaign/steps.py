@@ -126,6 +126,8 @@ def child_env(campaign: dict, site: Path | None) -> dict:
     flags = _curand_include()
     if flags:
         env["PYCUDA_DEFAULT_NVCC_FLAGS"] = " ".join([env.get("PYCUDA_DEFAULT_NVCC_FLAGS", ""), *flags]).strip()
+    if shutil.which("nvcc", path=env.get("PATH")) is None and Path("/usr/local/cuda/bin/nvcc").exists():
+        env["PATH"] = os.pathsep.join(["/usr/local/cuda/bin", env.get("PATH", "")])  # PyCUDA runs nvcc
     env.setdefault("PYCUDA_CACHE_DIR", "/tmp/asynctm-pycuda-cache")
     Path(env["PYCUDA_CACHE_DIR"]).mkdir(parents=True, exist_ok=True)
     source = campaign.get("source") or {}
@@ -279,6 +281,9 @@ def step_gpu_tests(step: Step, select: str | None = None) -> None:
     step.manifest["pytest"] = {"returncode": rc, "summary": summary.strip("= ").strip()}
     for line in text.splitlines()[-40:]:
         step.log_fh.write(line + "\n")
+    for line in text.splitlines():
+        if line.startswith(("FAILED", "ERROR")):
+            print(line[:300], flush=True)  # the device tool's reply shows the end of stdout
     if rc is None:
         step.stop("pytest ran past the budget")
     else:
@@ -303,6 +308,9 @@ def step_bench(step: Step, select: str | None = None) -> None:
         step.failed("benchmark", f"exit status {rc} (see the log)")
     else:
         step.manifest["done"].append(f"benchmarks/results/{name}.json")
+    table = step.work / "benchmarks" / "results" / f"{name}.md"
+    if table.is_file():
+        print(table.read_text(), flush=True)  # the device tool's reply shows the end of stdout
 
 
 def estimate_s(step: Step, name: str, params: str) -> float | None:
