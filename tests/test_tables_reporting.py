@@ -182,6 +182,8 @@ def test_reduced_protocol_records_from_the_config(tmp_path):
     pytm = row(table, "pytm_indexed").loc["wsd_apple"]
     assert pytm["params"] == params and pytm["n_runs"] == 2 and pytm["status"] == "ok"
     assert "reduced protocol: 2 seeds x the first 5 epochs" in pytm["note"] and "of 5 seeds" not in pytm["note"]
+    # its cost at the full protocol, from its own per-epoch time: 5 seeds x 100 epochs x 2.0 s = 0.28 h
+    assert "the full protocol (5 seeds x 100 epochs) would take about 0.28 h of training" in pytm["note"]
     ours = row(table, "tm_cpu").loc["wsd_apple"]
     assert ours["speedup"] == pytest.approx(2.0 / 0.05) and "over pytm_indexed's reduced protocol" in ours["note"]
     assert catalog.reads("table3_performance", config, f"results/wsd_apple/pytm_indexed/{params}/seed1.json")

@@ -23,7 +23,7 @@ BASE_COLUMNS = [
     "train_s_mean", "train_s_total", "fit_s", "epochs",
     "library", "library_version", "device", "threads",
     "cpu_model", "logical_cores", "gpu_name", "gpu_driver", "gpu_cuda",
-    "seeded", "protocol_scope", "resumed",
+    "seeded", "protocol_scope", "full_protocol_runs", "full_protocol_epochs", "resumed",
 ]
 LAST_EPOCHS = 10  # Tables 3 and 5 report the final epoch and the mean of this many last epochs (last10_<metric>)
 
@@ -99,6 +99,17 @@ def reduced_protocol(record: dict) -> str | None:
     return label
 
 
+def _full_protocol(record: dict) -> dict:
+    """The full protocol a reduced record stands in for (``protocol_scope.full``: its seeds and epochs), for
+    the tables' estimate of its cost; None where the record does not say."""
+    scope = record.get("protocol_scope")
+    full = scope.get("full") if isinstance(scope, dict) else None
+    seeds = full.get("seeds") if isinstance(full, dict) else None
+    epochs = full.get("epochs") if isinstance(full, dict) else None
+    return {"full_protocol_runs": len(seeds) if isinstance(seeds, list) else None,
+            "full_protocol_epochs": epochs if isinstance(epochs, int) and not isinstance(epochs, bool) else None}
+
+
 def _resumed(record: dict) -> int:
     """How many times the run was resumed from a checkpoint (``resume.count``; 0 when absent)."""
     resume = record.get("resume")
@@ -143,7 +154,8 @@ def parse_record(record, path: Path, rel: Path) -> dict | None:
         "logical_cores": prov.get("logical_cores"),
         "gpu_name": (gpu or {}).get("name"), "gpu_driver": (gpu or {}).get("driver"),
         "gpu_cuda": (gpu or {}).get("cuda"),
-        "seeded": _seeded(impl), "protocol_scope": reduced_protocol(record), "resumed": _resumed(record),
+        "seeded": _seeded(impl), "protocol_scope": reduced_protocol(record), **_full_protocol(record),
+        "resumed": _resumed(record),
     }
     if kind == "tm":
         row["train_s_mean"] = float(_require(record, "timing.train_s_mean", path, _finite_number, "a number"))

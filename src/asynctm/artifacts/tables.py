@@ -204,10 +204,24 @@ def distinct_runs(frame: pd.DataFrame) -> tuple[pd.DataFrame, str]:
                       f"{same}{why})")
 
 
-def reduced_note(*frames: pd.DataFrame) -> str:
-    """The reduced protocol(s) the records ran under ('' for the full protocol)."""
+def reduced_note(*frames: pd.DataFrame, cost: bool = False) -> str:
+    """The reduced protocol(s) the records ran under ('' for the full protocol); with ``cost``, what the full
+    protocol would take, from these records' mean per-epoch training time (the first epochs only: an
+    estimate)."""
     labels = sorted({str(v) for f in frames for v in _column(f, "protocol_scope") if finite(v) and v})
-    return f"reduced protocol: {'; '.join(labels)}" if labels else ""
+    if not labels:
+        return ""
+    note = f"reduced protocol: {'; '.join(labels)}"
+    reduced = pd.concat([f for f in frames if not f.empty]).drop_duplicates("path")
+    reduced = reduced[[finite(v) and bool(v) for v in reduced["protocol_scope"]]]
+    runs, epochs = set(_column(reduced, "full_protocol_runs")), set(_column(reduced, "full_protocol_epochs"))
+    per_epoch = stat(_column(reduced, "train_s_mean")).mean
+    if cost and len(runs) == 1 and len(epochs) == 1 and all(finite(x) for x in (*runs, *epochs, per_epoch)):
+        n, e = int(runs.pop()), int(epochs.pop())
+        hours = n * e * per_epoch / 3600
+        note += (f"; the full protocol ({n} seeds x {e} epochs) would take about {render.sig(hours, 2)} h of training "
+                 f"on this machine ({per_epoch:.3g} s/epoch over the epochs run)")
+    return note
 
 
 def machines_note(frame: pd.DataFrame, name: str) -> str:
@@ -272,7 +286,7 @@ def _metric_rows(records, config, reference, host_gpu, datasets, metrics, baseli
                         "speedup_over": baseline if is_fast else "",
                         "speedup_paper": paper_value(reference, source, dataset, impl, "speedup")[0],
                         "speedup_machine": host})
-            notes = [reduced_note(metric_recs, time_recs), distinct_note]
+            notes = [reduced_note(metric_recs, time_recs, cost=True), distinct_note]
             if metric_recs.empty and time_recs.empty:
                 notes.append(reason)
             else:
