@@ -1,0 +1,142 @@
+"""The README's commands: each calls the virtual environment (they work right after the two set-up commands),
+the rerun recipes plan exactly the runs they promise plus the tables, figures and report built from them (dry
+runs through a real shell, in a copy of the workflow with the committed records), and the quick start's report
+target builds the page and says where it is."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+README = REPO / "README.md"
+WORKFLOW_FILES = ("Snakefile", "config", "workflow", "profiles", "paper_tables")
+RECORD = re.compile(r"results/(\w+)/(\w+)/([\w.]+)/seed(\d+)\.json")
+
+
+def bash_blocks(text: str) -> list[tuple[str, list[str]]]:
+    """``(heading above it, lines)`` of every ```bash block."""
+    out, heading, block = [], "", None
+    for line in text.splitlines():
+        if block is None and line.startswith("#"):
+            heading = line.lstrip("#").strip()
+        if line.startswith("```"):
+            if block is None and line.strip() == "```bash":
+                block = []
+            elif block is not None:
+                out.append((heading, block))
+                block = None
+            continue
+        if block is not None and line.strip():
+            block.append(line)
+    return out
+
+
+BARE = re.compile(r"(?:^|[|;&]\s*|\bxargs\s+)(snakemake|python3?|pytest|pip)\b(?!3? -m venv)")
+
+
+def test_every_readme_command_calls_the_virtualenv():
+    text = README.read_text()
+    problems = []
+    for heading, lines in bash_blocks(text):
+        for line in lines:
+            if line.startswith("export PYTHONPATH=src;"):
+                continue  # a command for the GPU machine (GPU campaign), run there, not here
+            if BARE.search(line.split("  #")[0]):
+                problems.append(f"[{heading}] {line}")
+    # Inline commands in the prose too (not the generated results block, nor the GPU machine's commands).
+    prose = re.sub(r"<!-- results:start -->.*?<!-- results:end -->", "", text, flags=re.S)
+    prose = re.sub(r"\n## GPU campaign\n.*?(?=\n## )", "", prose, flags=re.S)  # its blocks are checked above
+    for span in re.findall(r"(?<!`)`([^`\n]+)`(?!`)", prose):
+        if re.match(r"(snakemake|python3?|pytest|pip) ", span) and not span.startswith("python3 -m venv"):
+            problems.append(f"inline: {span}")
+    assert not problems, "README commands that need an activated virtualenv:\n" + "\n".join(problems)
+
+
+def _recipes() -> dict[str, str]:
+    """The rerun recipes by their comment."""
+    blocks = [lines for heading, lines in bash_blocks(README.read_text()) if heading.startswith("Rerunning")]
+    assert blocks, "README has no 'Rerunning ...' section with a bash block"
+    return {line.split("#", 1)[1].strip(): line.split("  #")[0].strip() for line in blocks[0]}
+
+
+@pytest.fixture(scope="module")
+def clone(tmp_path_factory):
+    """<tmp>/repo: the workflow, the committed records and artifacts (modification times kept, as in a checkout
+    where they are up to date), and <tmp>/shared/datasets."""
+    root = tmp_path_factory.mktemp("clone")
+    repo = root / "repo"
+    repo.mkdir()
+    for name in WORKFLOW_FILES:
+        src = REPO / name
+        (shutil.copytree if src.is_dir() else shutil.copy2)(src, repo / name)
+    shutil.copytree(REPO / "results", repo / "results", ignore=shutil.ignore_patterns("smoke"))
+    shutil.copytree(REPO / "artifacts", repo / "artifacts", ignore=shutil.ignore_patterns("report.html"))
+    (root / "shared" / "datasets").mkdir(parents=True)
+    (repo / ".venv" / "bin").mkdir(parents=True)
+    (repo / ".venv" / "bin" / "snakemake").symlink_to(Path(sys.executable).with_name("snakemake"))
+    return repo
+
+
+def _dry_run(repo: Path, command: str) -> tuple[set, dict, str]:
+    """Run a README line through bash with -n right after snakemake; (planned records, job counts, output)."""
+    line = command.replace(".venv/bin/snakemake", ".venv/bin/snakemake -n", 1)
+    r = subprocess.run(["bash", "-c", line], cwd=repo, capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"})
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, f"{command}\n{out[-3000:]}"
+    planned = set(re.findall(r"^\s+output: .*?(results/\w+/\w+/[\w.]+/seed\d+\.json)", out, re.M))
+    stats = out.split("Job stats:", 1)[1].split("\n\n", 1)[0] if "Job stats:" in out else ""
+    jobs = {m[0]: int(m[1]) for m in re.findall(r"^(\w+)\s+(\d+)$", stats, re.M)}
+    return planned, jobs, out
+
+
+def _committed(pattern: str) -> set:
+    return {p.relative_to(REPO).as_posix() for p in REPO.glob(pattern)}
+
+
+def test_rerun_one_record_rebuilds_what_depends_on_it(clone):
+    command = _recipes()["one record"]
+    planned, jobs, out = _dry_run(clone, command)
+    record = RECORD.search(command).group(0)
+    assert planned == {record}, planned
+    assert jobs.get("run_tm") == 1 and "run_svm" not in jobs
+    assert {"prepare", "table3_performance", "results_summary", "report"} <= set(jobs), jobs  # data first; same run
+
+
+def test_rerun_one_experiment(clone):
+    planned, jobs, _ = _dry_run(clone, _recipes()["one experiment"])
+    assert planned >= _committed("results/wsd_apple/*/*/seed*.json") - _committed("results/wsd_apple/*/*_e5/seed*.json")
+    assert {RECORD.match(p).group(1) for p in planned} == {"wsd_apple"}
+    assert {"table3_performance", "table4_svm_time", "report"} <= set(jobs)
+
+
+def test_rerun_one_implementation(clone):
+    planned, jobs, _ = _dry_run(clone, _recipes()["one implementation"])
+    assert planned == _committed("results/*/tm_cpu/*/seed*.json") and planned
+    assert {"table3_performance", "table5_regression", "figures", "report"} <= set(jobs)
+
+
+@pytest.mark.parametrize("recipe", ["changed hyperparameters, from a file", "the same on the command line"])
+def test_a_changed_hyperparameter_gives_new_records(clone, recipe):
+    planned, jobs, _ = _dry_run(clone, _recipes()[recipe])
+    tm = {p for p in planned if "/svm/" not in p}
+    assert tm and all(RECORD.match(p).group(3) == "n300_T100_s5_e100" for p in tm), planned
+    assert {RECORD.match(p).group(2) for p in tm} >= {"tm_cpu", "pytm_indexed", "pytm_nonindexed"}
+
+
+def test_quick_start_report_builds_the_page_and_names_the_outputs(clone):
+    command = next(line for heading, lines in bash_blocks(README.read_text()) if heading.startswith("Quick start")
+                   for line in lines if " report " in line)
+    r = subprocess.run(["bash", "-c", command.split("  #")[0]], cwd=clone, capture_output=True, text=True,
+                       timeout=600, env={**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"})
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert (clone / "artifacts" / "report.html").is_file()
+    assert "Results: open artifacts/report.html in a browser" in r.stderr
+    assert "run records under results/" in r.stderr
