@@ -250,12 +250,17 @@ class Step:
 
 
 def probe(step: Step) -> dict:
-    r = subprocess.run([step.python, "-c", PROBE], cwd=REPO, env=step.env, capture_output=True, text=True,
-                       timeout=max(30.0, min(180.0, step.remaining())))
+    try:
+        r = subprocess.run([step.python, "-c", PROBE], cwd=REPO, env=step.env, capture_output=True, text=True,
+                           timeout=max(30.0, min(180.0, step.remaining())))
+    except subprocess.TimeoutExpired:
+        raise StageError("the GPU probe (PyCUDA's driver and device query) did not answer in time") from None
     if r.returncode != 0 or not r.stdout.strip():
         raise StageError(f"the GPU probe failed: {(r.stderr or r.stdout).strip()[-800:]}")
-    info = json.loads(r.stdout.strip().splitlines()[-1])
-    return info
+    try:
+        return json.loads(r.stdout.strip().splitlines()[-1])
+    except ValueError:
+        raise StageError(f"the GPU probe printed no JSON: {r.stdout.strip()[-400:]}") from None
 
 
 # -- the steps ----------------------------------------------------------------------------------------------------
