@@ -96,24 +96,27 @@ def test_list_and_mapping_overrides_take_effect(workdir):
 
 
 @pytest.mark.parametrize(
-    "override, message",
+    "overrides, messages",
     [
-        ("experiments={bike_sharing: {task: classification}}",
-         r"config experiments\.bike_sharing\.task: 'classification' does not fit dataset bike_sharing "
-         r"\(a regression dataset\); allowed: regression"),
-        ("experiments={imdb: {protocol: clean}}",
-         r"experiments\.imdb\.protocol: .*no protocol 'clean'; allowed: paper"),
-        ("protocols={bbc_sport: [clean]}", r"config protocols\.bbc_sport: .*allowed: paper"),
-        ("sweeps={semevl: {clauses: [2], impls: [tm_cpu], seeds: [0], epochs: 1}}",
-         r"config sweeps\.semevl: there is no experiment 'semevl'; allowed: bbc_sport, bike_sharing"),
-        (f"experiments={{wsd_apple: {{T: {2**40}}}}}", r"1099511627776 is greater than the maximum of 1073741823"),
-        ("seeds=[0,x]", r"'x' is not of type 'integer'"),
+        # Problems of meaning are reported together, one line each.
+        (["experiments={bike_sharing: {task: classification}, imdb: {protocol: clean}}",
+          "protocols={bbc_sport: [clean]}", "sweeps={semevl: {clauses: [2], impls: [tm_cpu], seeds: [0], epochs: 1}}"],
+         [r"config experiments\.bike_sharing\.task: 'classification' does not fit dataset bike_sharing "
+          r"\(a regression dataset\); allowed: regression",
+          r"config experiments\.imdb\.protocol: dataset imdb has no protocol 'clean'; allowed: paper",
+          r"config protocols\.bbc_sport: dataset bbc_sport has no protocol 'clean'; allowed: paper",
+          r"config sweeps\.semevl: there is no experiment 'semevl'; allowed: bbc_sport, bike_sharing"]),
+        ([f"experiments={{wsd_apple: {{T: {2**40}}}}}"], [r"1099511627776 is greater than the maximum of 1073741823"]),
+        (["seeds=[0,x]"], [r"'x' is not of type 'integer'"]),
     ],
+    ids=["meaning", "T", "seeds"],
 )
-def test_impossible_settings_are_refused_before_anything_runs(workdir, override, message):
-    r = snakemake(workdir, "--cores", "2", "-n", "--config", override)
+def test_impossible_settings_are_refused_before_anything_runs(workdir, overrides, messages):
+    r = snakemake(workdir, "--cores", "2", "-n", "--config", *overrides)
     out = r.stdout + r.stderr
-    assert r.returncode != 0 and re.search(message, out), out[-3000:]
+    assert r.returncode != 0, out[-3000:]
+    for message in messages:
+        assert re.search(message, out), (message, out[-3000:])
     assert "fetch" not in re.findall(r"^rule (\w+):", out, re.M)
     assert not (workdir / "data").exists() and not (workdir / "results").exists()
 
@@ -138,10 +141,14 @@ def test_the_repository_config_passes_and_each_check_can_fail():
     config["experiments"]["semeval"]["T"] = T_MAX + 1
     config["experiments"]["bbc_sport"]["task"] = "classification"
     config["sweeps"]["nothing"] = config["sweeps"]["semeval"]
+    config["reduced"] = {"imbd": {"impls": ["pytm_indexed"], "seeds": [0], "epochs": 5}}
+    config["experiments"]["imdb"]["clauses"] = 2**31
     with pytest.raises(ConfigError) as e:
         check_config(config)
     lines = str(e.value).splitlines()
-    assert len(lines) == 3, lines
+    assert len(lines) == 5, lines
+    assert "config reduced.imbd: there is no experiment 'imbd'; allowed: bbc_sport" in lines[-1]
+    assert any(line.startswith("config experiments.imdb.clauses: 2147483648 is out of range") for line in lines)
     assert any(line.startswith("config experiments.semeval.T: 1073741824 is out of range") for line in lines)
     assert any("experiments.bbc_sport.task" in line and "allowed: novelty" in line for line in lines)
 

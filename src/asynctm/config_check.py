@@ -21,6 +21,7 @@ import yaml
 # The kernels compute |target - v| and 2T in 32-bit signed integers (kernels/tm.cu, the update draw):
 # T up to 2^30 - 1 keeps both in range. The estimators enforce the same bound.
 T_MAX = 2**30 - 1
+INT32_MAX = 2**31 - 1  # clause counts are 32-bit ints in the kernels
 
 
 class ConfigError(ValueError):
@@ -152,10 +153,20 @@ def semantic_errors(config: dict) -> list[str]:
         if isinstance(T, int) and not isinstance(T, bool) and not 1 <= T <= T_MAX:
             errors.append(f"config experiments.{name}.T: {T} is out of range; allowed: 1 to {T_MAX} "
                           "(2^30 - 1: the kernels compute 2T in 32-bit integers)")
-    for name in sorted(config.get("sweeps") or {}):
-        if name not in experiments:
-            errors.append(f"config sweeps.{name}: there is no experiment {name!r}; allowed: "
-                          f"{', '.join(sorted(experiments))}")
+        clauses = exp.get("clauses")
+        if isinstance(clauses, int) and clauses > INT32_MAX:
+            errors.append(f"config experiments.{name}.clauses: {clauses} is out of range; allowed: 1 to {INT32_MAX}")
+    # Sweeps and reduced protocols name experiments: a typo would silently run nothing.
+    for key in ("sweeps", "reduced"):
+        for name in sorted(config.get(key) or {}):
+            if name not in experiments:
+                errors.append(f"config {key}.{name}: there is no experiment {name!r}; allowed: "
+                              f"{', '.join(sorted(experiments))}")
+            elif key == "sweeps":
+                points = (config[key][name] or {}).get("clauses") or ()
+                big = [c for c in points if isinstance(c, int) and c > INT32_MAX]
+                if big:
+                    errors.append(f"config sweeps.{name}.clauses: {big[0]} is out of range; allowed: 1 to {INT32_MAX}")
     return errors
 
 
