@@ -504,3 +504,31 @@ def test_a_killed_prepare_leaves_no_staging_after_the_next_one(tmp_path):
     save_processed(ProcessedDataset("toy", "paper", "classification", X, y, X, y, ["a", "b"], ["0", "1"]), out)
     assert sorted(p.name for p in out.parent.iterdir()) == ["paper"]
     assert load_processed(out).X_train.tolist() == X.tolist()
+
+
+def test_a_concurrent_fetch_installing_the_same_folder_first_is_accepted(tmp_path, monkeypatch):
+    import shutil as _shutil
+
+    import asynctm.datasets.fetch as fetch_mod
+    from asynctm.datasets.base import RawFolder, digest_lines
+
+    docs = {"1.txt": b"one\n", "2.txt": b"two\n"}
+    m = tmp_path / "mirror" / "toy"
+    m.mkdir(parents=True)
+    with zipfile.ZipFile(m / "docs.zip", "w") as z:
+        for k, v in docs.items():
+            z.writestr(f"docs/{k}", v)
+    src = Source(url=DEAD_URL, mirror_path="toy/docs.zip", kind="zip",
+                 members=(RawFolder("docs", digest_lines({k: sha(v) for k, v in docs.items()})),))
+    raw = tmp_path / "raw"
+    real_replace = os.replace
+
+    def racing_replace(a, b):
+        if Path(b) == raw / "docs" and not Path(b).exists():  # another fetch wins the race
+            _shutil.copytree(Path(a), raw / "docs")
+        return real_replace(a, b)
+
+    monkeypatch.setattr(fetch_mod.os, "replace", racing_replace)
+    fetch(toy(src), raw, tmp_path / "mirror")
+    assert sorted(p.name for p in (raw / "docs").iterdir()) == ["1.txt", "2.txt"]
+    assert left_in(raw) == [MANIFEST, "docs"]

@@ -19,6 +19,7 @@ is the Snakemake output of the fetch rule.
 
 from __future__ import annotations
 
+import errno
 import json
 import lzma
 import os
@@ -312,13 +313,24 @@ def download(url: str, dest: str | os.PathLike, timeout: float = 60.0, log: Log 
 
 
 def _install(staging: Path, raw_dir: Path, members) -> None:
-    """Rename verified members from staging into the raw folder (each rename is atomic)."""
-    for m in members:
+    """Rename verified members from staging into the raw folder (each rename is atomic).
+
+    A folder already there is first renamed into staging (removed with it), never deleted in place, so a
+    reader sees the old folder or the new one. When a concurrent fetch installs the same member between
+    the two renames, its copy is kept if it verifies."""
+    for i, m in enumerate(members):
         src, dst = staging / m.path, raw_dir / m.path
         dst.parent.mkdir(parents=True, exist_ok=True)
         if dst.is_dir() and not dst.is_symlink():
-            shutil.rmtree(dst)
-        os.replace(src, dst)
+            try:
+                os.replace(dst, staging / f"replaced-{i}")
+            except FileNotFoundError:  # a concurrent fetch moved it away first
+                pass
+        try:
+            os.replace(src, dst)
+        except OSError as e:
+            if e.errno not in (errno.ENOTEMPTY, errno.EEXIST) or not _present(raw_dir, Source("", "", "", (m,))):
+                raise
 
 
 def _from_file(path: Path, kind: str, source: Source, staging: Path, raw_dir: Path, name: str, origin: str,
