@@ -27,6 +27,7 @@ include: "workflow/rules/experiments.smk"
 include: "workflow/rules/tables.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/ablation.smk"
 
 
 # The processed datasets only: `snakemake --cores all data`.

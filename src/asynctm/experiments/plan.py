@@ -259,3 +259,75 @@ def requested_runs(config: dict, host_gpu: bool) -> list[dict]:
 
 def record_path(config: dict, run: dict) -> str:
     return f"{results_root(config)}/{run['experiment']}/{run['impl']}/{run['params']}/seed{run['seed']}.json"
+
+
+# -- the tally ablation (config ``ablation``; kernels/README.md, "Tallies") ------------------------------------
+
+ABLATION_DIR = "ablation"
+
+
+def ablation_variants(config: dict, name: str) -> list[str]:
+    """``<tally>_<regression_rule>`` of every variant an ablation experiment runs: each tally with the linear
+    rule, and for regression experiments each tally with each configured rule."""
+    abl = config["ablation"]
+    rules = abl["regression_rules"] if experiment(config, name)["task"] == "regression" else ["linear"]
+    return [f"{tally}_{rule}" for tally in abl["tallies"] for rule in rules]
+
+
+def parse_ablation_variant(variant: str) -> dict:
+    tally, _, rule = variant.partition("_")
+    if tally not in ("async", "sync") or rule not in ("linear", "quadratic"):
+        raise PlanError(f"ablation variant {variant!r} does not read <async|sync>_<linear|quadratic>")
+    return {"tally": tally, "regression_rule": rule}
+
+
+def ablation_runs(config: dict) -> list[dict]:
+    """Every run of the ablation: ``{experiment, impl, params, variant, seed}``, the main settings (at the
+    configured scale) of its experiments and the points of its clause sweep, sorted, unique."""
+    abl = config["ablation"]
+    impl = abl["impl"]
+    named = [*abl["experiments"], *([abl["sweep"]["experiment"]] if abl.get("sweep") else [])]
+    unknown = sorted(set(named) - set(config["experiments"]))
+    if unknown:
+        raise PlanError(f"config ablation names unknown experiments: {', '.join(unknown)}; config/config.yaml "
+                        f"defines: {', '.join(sorted(config['experiments']))}")
+    runs = {}
+
+    def add(name, params, seeds):
+        for variant in ablation_variants(config, name):
+            for seed in seeds:
+                runs[(name, params, variant, int(seed))] = {"experiment": name, "impl": impl, "params": params,
+                                                             "variant": variant, "seed": int(seed)}
+
+    smoke = is_smoke(config)
+    for name in abl["experiments"]:
+        add(name, main_params(config, name), config["smoke"]["seeds"] if smoke else abl["seeds"])
+    sweep = abl.get("sweep")
+    if sweep:
+        name = sweep["experiment"]
+        exp = experiment(config, name)
+        clauses = [_even(exp["task"], c) for c in config["smoke"]["sweep_clauses"]] if smoke else sweep["clauses"]
+        epochs = config["smoke"]["epochs"] if smoke else exp["epochs"]
+        for c in dict.fromkeys(clauses):
+            _check_clauses(exp, c)
+            add(name, tm_params_name(c, exp["T"], exp["s"], epochs), config["smoke"]["seeds"] if smoke else
+                sweep["seeds"])
+    return [runs[k] for k in sorted(runs)]
+
+
+def ablation_record_path(config: dict, run: dict) -> str:
+    return (f"{results_root(config)}/{ABLATION_DIR}/{run['experiment']}/{run['impl']}/{run['params']}/"
+            f"{run['variant']}/seed{run['seed']}.json")
+
+
+def ablation_run_settings(config: dict, name: str, impl: str, params: str, variant: str, seed: int) -> dict:
+    """The runner's settings of one ablation run: a TM run whose hyperparameters add ``tally`` and
+    ``regression_rule`` (the record repeats them)."""
+    if impl not in ("tm_cpu", "tm_gpu"):
+        raise PlanError(f"the ablation runs our TM only (tm_cpu or tm_gpu), not {impl!r}")
+    switches = parse_ablation_variant(variant)
+    if experiment(config, name)["task"] != "regression" and switches["regression_rule"] != "linear":
+        raise PlanError(f"{name}: the regression rule applies to regression experiments only ({variant!r})")
+    settings = tm_run_settings(config, name, impl, params, seed)
+    settings["hyperparameters"].update(switches)
+    return settings

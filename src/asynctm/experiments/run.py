@@ -266,11 +266,28 @@ def make_tm_peer(settings: dict, threads: int | None):
             raise BackendUnavailableError(
                 "tm_gpu needs an NVIDIA GPU with PyCUDA (pip install -e '.[cuda]'), and none was found on this "
                 "host. Run tm_cpu instead, or leave config gpu: auto so that tm_gpu runs are not requested here.")
-        return make_peer("asynctm", task, h["n_clauses"], h["T"], h["s"], backend="cuda", **common)
+        return _with_switches(make_peer("asynctm", task, h["n_clauses"], h["T"], h["s"], backend="cuda", **common), h)
     if impl == "tm_cpu":
-        return make_peer("asynctm", task, h["n_clauses"], h["T"], h["s"], backend="cpu", n_threads=threads,
-                         **common)
+        return _with_switches(make_peer("asynctm", task, h["n_clauses"], h["T"], h["s"], backend="cpu",
+                                        n_threads=threads, **common), h)
     return make_peer("pytm", task, h["n_clauses"], h["T"], h["s"], indexed=impl == "pytm_indexed", **common)
+
+
+def _with_switches(peer, h: dict):
+    """Our TM with the settings' ``tally`` and ``regression_rule`` (kernels/README.md), where they name them."""
+    switches = {k: h[k] for k in ("tally", "regression_rule") if k in h}
+    if switches:
+        peer.model.set_params(**switches)
+    return peer
+
+
+def _diagnostics(peer) -> dict:
+    """The epoch's training diagnostics of our TM (literals per clause, Type Ia/Ib/II feedback events), as
+    ``{"diagnostics": {...}}`` for the record's epoch entry; nothing for the other implementations."""
+    history = getattr(getattr(peer, "model", None), "epoch_diagnostics_", None)
+    if not history:
+        return {}
+    return {"diagnostics": {k: v for k, v in history[-1].items() if k != "epoch"}}
 
 
 def _metric_line(m: dict) -> str:
@@ -384,7 +401,7 @@ def run_tm(settings: dict, data_dir, out, log=None, threads: int | None = None,
                 finally:
                     heartbeat.end()
                 m, names = evaluate(settings["task"], ds.y_test, pred, settings["f1"])
-                epochs.append({"epoch": epoch, "train_s": train_s, "eval_s": eval_s, **m})
+                epochs.append({"epoch": epoch, "train_s": train_s, "eval_s": eval_s, **m, **_diagnostics(peer)})
                 saved = ""
                 if epoch < n_epochs and time.monotonic() - last_checkpoint >= every:
                     state = {"key": key, "cpu_model": cpu_model, "epochs": epochs, "resume": history}
@@ -409,7 +426,7 @@ def run_tm(settings: dict, data_dir, out, log=None, threads: int | None = None,
             timing = {"setup": {"load_data_s": load_s, "construct_s": construct_s, **setup},
                       "train_s_total": sum(train), "train_s_mean": statistics.fmean(train),
                       "train_s_median": statistics.median(train), "eval_s_total": sum(e["eval_s"] for e in epochs)}
-            final = {k: v for k, v in epochs[-1].items() if k not in ("epoch", "train_s", "eval_s")}
+            final = {k: v for k, v in epochs[-1].items() if k not in ("epoch", "train_s", "eval_s", "diagnostics")}
             resume = {"count": len(history), "after_epochs": [r["after_epoch"] for r in history],
                       "history": history, "checkpoint_every_s": every, "supported": peer.resume_exact is not None,
                       "exact": peer.resume_exact, "note": peer.resume_note}

@@ -1,0 +1,149 @@
+"""The tally ablation: its plan, its table and figures from records alone, and its DAG end to end (smoke)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from asynctm.artifacts import ablation
+from asynctm.experiments import plan
+
+
+@pytest.fixture
+def config(repo_root):
+    return yaml.safe_load((repo_root / "config" / "config.yaml").read_text())
+
+
+def test_plan_covers_every_variant_seed_and_sweep_point(config):
+    runs = plan.ablation_runs(config)
+    apple = {(r["variant"], r["seed"]) for r in runs if r["experiment"] == "wsd_apple"}
+    assert apple == {(v, s) for v in ("async_linear", "sync_linear") for s in range(5)}
+    bike = [r for r in runs if r["experiment"] == "bike_sharing"]
+    assert {r["variant"] for r in bike} == {"async_linear", "sync_linear", "async_quadratic", "sync_quadratic"}
+    assert sorted({plan.parse_tm_params(r["params"])["clauses"] for r in bike}) == [40, 80, 160, 320, 640, 1280, 2560]
+    assert len(runs) == len({plan.ablation_record_path(config, r) for r in runs})  # the main point is not doubled
+    path = plan.ablation_record_path(config, runs[0])
+    assert path.startswith("results/ablation/") and path.endswith("/seed0.json")
+    s = plan.ablation_run_settings(config, "bike_sharing", "tm_cpu", "n1280_T1280_s1.5_e100", "sync_quadratic", 3)
+    assert s["hyperparameters"]["tally"] == "sync" and s["hyperparameters"]["regression_rule"] == "quadratic"
+    with pytest.raises(plan.PlanError, match="regression experiments only"):
+        plan.ablation_run_settings(config, "wsd_apple", "tm_cpu", "n300_T50_s5_e100", "sync_quadratic", 0)
+    bad = copy.deepcopy(config)
+    bad["ablation"]["experiments"] = ["wsd_banana"]
+    with pytest.raises(plan.PlanError, match="unknown experiments: wsd_banana"):
+        plan.ablation_runs(bad)
+
+
+def _record(experiment, params, variant, seed, metric, values, literals, task):
+    tally, _, rule = variant.split("_")[0], None, variant.split("_")[1]
+    clauses = plan.parse_tm_params(params)["clauses"]
+    epochs = [{"epoch": i + 1, "train_s": 0.5, "eval_s": 0.1, metric: v,
+               "diagnostics": {"literals_per_clause": lit, "positive_literals_per_clause": lit / 4,
+                               "negated_literals_per_clause": 3 * lit / 4, "type_ia_feedback": 10 * (i + 1),
+                               "type_ib_feedback": 20, "type_ii_feedback": 30}}
+              for i, (v, lit) in enumerate(zip(values, literals))]
+    return {"schema": 1, "status": "complete", "kind": "tm", "experiment": experiment, "impl": "tm_cpu",
+            "params": params, "seed": seed, "scale": "paper", "task": task,
+            "hyperparameters": {"n_clauses": clauses, "tally": tally, "regression_rule": rule},
+            "epochs": epochs, "timing": {"train_s_mean": 0.5 + seed / 10},
+            "provenance": {"threads": 1, "cpu_model": "Test CPU", "load_average_1min_at_end": 2.5 + seed}}
+
+
+def _write(root: Path, rec: dict, variant: str) -> Path:
+    path = root / "ablation" / rec["experiment"] / "tm_cpu" / rec["params"] / variant / f"seed{rec['seed']}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(rec))
+    return path
+
+
+@pytest.fixture
+def records(tmp_path):
+    root = tmp_path / "results"
+    for seed in (0, 1):
+        for variant, base in (("async_linear", 90.0), ("sync_linear", 80.0)):
+            _write(root, _record("wsd_apple", "n300_T50_s5_e100", variant, seed, "accuracy",
+                                 [base + seed + i for i in range(12)], [100.0 + i for i in range(12)],
+                                 "classification"), variant)
+    for clauses in (40, 1280):
+        for variant in ("async_linear", "sync_quadratic"):
+            _write(root, _record("bike_sharing", f"n{clauses}_T1280_s1.5_e100", variant, 0, "mae",
+                                 [50.0 - i for i in range(3)], [5.0] * 3, "regression"), variant)
+    return root
+
+
+def test_table_and_figures_from_records_alone(records, tmp_path):
+    written = ablation.build(records, tmp_path / "t", tmp_path / "f")
+    md = (tmp_path / "t" / "ablation.md").read_text()
+    csv = (tmp_path / "t" / "ablation.csv").read_text().splitlines()
+    # WSD apple async: seeds 0 and 1 end at 90+11 and 91+11 -> final 101.50 ± 0.71; last 10 epochs 2..11.
+    assert "| WSD Apple | 300 | async | linear | 2 | accuracy (%) | 101.50 ± 0.71 | 97.00 ± 0.71 | 111.0 ± 0.0 | 83.2 ± 0.0 |" in md
+    assert "| WSD Apple | 300 | sync | linear | 2 | accuracy (%) | 91.50 ± 0.71 |" in md
+    assert "75 / 20 / 30" in md  # Type Ia per epoch: mean of 30..120 over the last 10 epochs
+    assert "load average at the end of the runs 2.50-3.50" in md
+    assert csv[1].startswith("wsd_apple,n300_T50_s5_e100,300,async,linear,2,accuracy,101.5,0.707107,")
+    assert [l.split(",")[2] for l in csv[1:]] == ["300"] * 2 + ["40", "40", "1280", "1280"]
+    assert sorted(p.name for p in (tmp_path / "f").iterdir()) == sorted(
+        f"{n}.{e}" for n in ablation.FIGURES for e in ("png", "pdf", "caption.txt"))
+    assert "4 records" in (tmp_path / "f" / "fig_ablation_vs_clauses.caption.txt").read_text()
+    first = {p: p.read_bytes() for p in written}
+    ablation.build(records, tmp_path / "t", tmp_path / "f")
+    assert all(p.read_bytes() == b for p, b in first.items())  # byte-stable
+
+
+def test_a_bad_record_is_named_and_nothing_is_written(records, tmp_path, capsys):
+    path = next((records / "ablation" / "wsd_apple").rglob("sync_linear/seed0.json"))
+    rec = json.loads(path.read_text())
+    rec["hyperparameters"]["tally"] = "async"
+    path.write_text(json.dumps(rec))
+    assert ablation.main(["--results", str(records), "--tables-dir", str(tmp_path / "t"),
+                          "--figures-dir", str(tmp_path / "f")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(path) in err and "tally='async'" in err
+    assert not (tmp_path / "t").exists() and not (tmp_path / "f").exists()
+
+
+WORKFLOW_FILES = ("Snakefile", "config", "workflow", "profiles", "paper_tables")
+
+
+def test_the_ablation_dag_end_to_end_on_the_mirror(repo_root, tmp_path, mirror):
+    """`snakemake ablation` at smoke scale, cut to Bike Sharing (both tallies x both update rules; its sweep
+    point equals the main setting) to keep it short: every record, with the switches in its hyperparameters and
+    the diagnostics in every epoch entry, then the table and figures. (Classification records go through the
+    same runner in the main smoke DAG, tests/test_workflow.py.)"""
+    for name in WORKFLOW_FILES:
+        src = repo_root / name
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / name)
+    cfg_path = tmp_path / "config" / "config.yaml"
+    cfg = yaml.safe_load(cfg_path.read_text())
+    cfg["datasets"] = ["bike_sharing"]
+    cfg["ablation"]["experiments"] = ["bike_sharing"]
+    cfg["smoke"]["sweep_clauses"] = [cfg["smoke"]["max_clauses"]]
+    cfg_path.write_text(yaml.safe_dump(cfg))
+    r = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "2", "ablation", "--config", "scale=smoke",
+                        f"data_mirror={mirror}"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    records = sorted((tmp_path / "results" / "smoke" / "ablation").rglob("seed*.json"))
+    assert len(records) == 4  # 2 tallies x 2 rules
+    for path in records:
+        rec = json.loads(path.read_text())
+        h = rec["hyperparameters"]
+        assert path.parent.name == f"{h['tally']}_{h['regression_rule']}"
+        assert rec["provenance"]["threads"] == 1
+        for e in rec["epochs"]:
+            d = e["diagnostics"]
+            assert d["literals_per_clause"] == pytest.approx(d["positive_literals_per_clause"] +
+                                                             d["negated_literals_per_clause"])
+            assert min(d["type_ia_feedback"], d["type_ib_feedback"], d["type_ii_feedback"]) >= 0
+        assert "diagnostics" not in rec["final"]
+    md = (tmp_path / "results" / "smoke" / "artifacts" / "tables" / "ablation.md").read_text()
+    assert md.count("| Bike Sharing |") == 4 and "| sync | quadratic | 1 | MAE |" in md
+    again = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "2", "-n", "ablation", "--config",
+                            "scale=smoke", f"data_mirror={mirror}"], cwd=tmp_path, capture_output=True, text=True)
+    assert "Nothing to be done" in again.stdout + again.stderr

@@ -1,0 +1,63 @@
+# The tally ablation (config `ablation`; kernels/README.md, "Tallies"): our TM with asynchronous and
+# synchronous voting tallies (regression also with both update rules), one record per run under
+# {RESULTS}/ablation/<experiment>/<impl>/<params>/<tally>_<rule>/seed<k>.json (results/README.md), then one
+# table and three figures built from those records alone. Not in the default target:
+#   snakemake --cores all ablation
+# Include after common.smk (RESULTS, ARTIFACTS, run_tm_job, logged_cli).
+_ABL_RUN = f"{RESULTS}/{PLAN.ABLATION_DIR}/{{experiment}}/{{impl}}/{{params}}/{{variant}}/seed{{seed}}"
+ABLATION_RUNS = PLAN.ablation_runs(config)
+# With run_missing: false, only the records on disk (nothing is trained).
+ABLATION_RECORDS = [
+    p for p in (PLAN.ablation_record_path(config, r) for r in ABLATION_RUNS) if config["run_missing"] or Path(p).is_file()
+]
+
+
+rule run_ablation:
+    input:
+        # As run_tm: the processed dataset, only while the record is missing.
+        meta=lambda wc: [] if Path(f"{_ABL_RUN}.json".format(**wc)).is_file() else [processed_meta(wc.experiment)],
+    output:
+        record=f"{_ABL_RUN}.json",
+    log:
+        f"{_ABL_RUN}.log",
+    wildcard_constraints:
+        experiment="|".join(EXPERIMENTS),
+        impl="tm_cpu|tm_gpu",
+        params=r"n\d+_T\d+_s[^/]+_e\d+",
+        variant=r"(async|sync)_(linear|quadratic)",
+        seed=r"\d+",
+    params:
+        settings=lambda wc: json.dumps(
+            PLAN.ablation_run_settings(config, wc.experiment, wc.impl, wc.params, wc.variant, int(wc.seed)),
+            sort_keys=True,
+        ),
+    threads: config["ablation"]["threads"]
+    resources:
+        gpu=lambda wc: int(wc.impl == "tm_gpu"),
+    run:
+        run_tm_job(input, output, params, threads, log)
+
+
+rule ablation_artifacts:
+    input:
+        records=ABLATION_RECORDS,
+    output:
+        table=f"{ARTIFACTS}/tables/ablation.md",
+        csv=f"{ARTIFACTS}/tables/ablation.csv",
+        figures=[
+            f"{ARTIFACTS}/figures/{name}.{ext}"
+            for name in ("fig_ablation_literals_over_epochs", "fig_ablation_metric_over_epochs",
+                         "fig_ablation_vs_clauses")
+            for ext in ("png", "pdf", "caption.txt")
+        ],
+    log:
+        f"{RESULTS}/{PLAN.ABLATION_DIR}/artifacts.log",
+    run:
+        logged_cli("asynctm.artifacts.ablation", "--results", RESULTS, "--tables-dir", f"{ARTIFACTS}/tables",
+                   "--figures-dir", f"{ARTIFACTS}/figures", log=log[0])
+
+
+# The records, the table and the figures of the ablation.
+rule ablation:
+    input:
+        rules.ablation_artifacts.output,
