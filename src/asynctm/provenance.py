@@ -17,8 +17,14 @@ _DISTS = ("numpy", "scipy", "pandas", "scikit-learn", "nltk", "snakemake", "pyTs
           "thundersvm-cpu", "pycuda", "pyTsetlinMachineCUDA")
 
 
+# Paths of the checkout that hold results, not code (see git_info).
+RESULT_PATHS = ("results", "benchmarks/results", "artifacts", "paper_tables", "figures")
+
+
 def git_info() -> dict:
-    """``{"commit", "tracked_files_modified"}`` of the checkout (None where git or the repo is missing)."""
+    """``{"commit", "tracked_files_modified"}`` of the checkout (None where git or the repo is missing). Committed
+    results (run records, benchmark results, generated tables and figures) do not count as modifications: a run
+    that replaces a committed record, or one started while others write theirs, still ran committed code."""
     def git(*args):
         # --no-optional-locks: read-only, never refreshes the index.
         try:
@@ -27,7 +33,7 @@ def git_info() -> dict:
             return None
         return r.stdout.strip() if r.returncode == 0 else None
 
-    status = git("status", "--porcelain", "--untracked-files=no")
+    status = git("status", "--porcelain", "--untracked-files=no", "--", ".", *(f":(exclude){p}" for p in RESULT_PATHS))
     commit = git("rev-parse", "HEAD")
     if commit is None and os.environ.get("ASYNCTM_SOURCE_COMMIT"):
         # A copy of the checkout without .git (the GPU campaign's machine): the commit it was copied from,

@@ -1,0 +1,29 @@
+"""Provenance: a run that replaces a committed record still ran committed code."""
+
+import subprocess
+
+from asynctm import provenance
+
+
+def _git(repo, *args):
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=repo, check=True,
+                   capture_output=True)
+
+
+def test_git_info_counts_code_changes_not_committed_results(tmp_path, monkeypatch):
+    (tmp_path / "results" / "x").mkdir(parents=True)
+    (tmp_path / "src").mkdir()
+    record, code = tmp_path / "results" / "x" / "seed0.json", tmp_path / "src" / "m.py"
+    record.write_text("{}")
+    code.write_text("a = 1\n")
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", ".")
+    _git(tmp_path, "commit", "-q", "-m", "init")
+    monkeypatch.setattr(provenance, "REPO", tmp_path)
+    monkeypatch.delenv("ASYNCTM_SOURCE_COMMIT", raising=False)
+    assert provenance.git_info()["tracked_files_modified"] == 0
+    record.unlink()  # a rerun replaces a committed record
+    assert provenance.git_info()["tracked_files_modified"] == 0
+    code.write_text("a = 2\n")
+    info = provenance.git_info()
+    assert info["tracked_files_modified"] == 1 and len(info["commit"]) == 40
