@@ -8,7 +8,9 @@ _ABL_RUN = f"{RESULTS}/{PLAN.ABLATION_DIR}/{{experiment}}/{{impl}}/{{params}}/{{
 ABLATION_RUNS = PLAN.ablation_runs(config)
 # With run_missing: false, only the records on disk (nothing is trained).
 ABLATION_RECORDS = [
-    p for p in (PLAN.ablation_record_path(config, r) for r in ABLATION_RUNS) if config["run_missing"] or Path(p).is_file()
+    p
+    for p in (PLAN.ablation_record_path(config, r) for r in ABLATION_RUNS)
+    if config["run_missing"] or Path(p).is_file()
 ]
 
 

@@ -25,6 +25,7 @@ import numpy as np
 from ..io import atomic_open
 
 LAST = 10  # "mean of the last epochs": the last 10
+EARLY = 10  # the table also shows the literals per clause after this epoch
 ORDER = ("wsd_apple", "semeval", "bike_sharing")  # the paper's order where it names them; others after
 VARIANT_STYLE = {  # label, colour, line style
     "async_linear": ("async", "#1f77b4", "-"),
@@ -121,6 +122,8 @@ def summarise(group: list[dict]) -> dict:
            "final": _mean_sd([r["epochs"][-1][metric] for r in group]),
            "last": _mean_sd([float(np.mean([e[metric] for e in es])) for es in last]),
            "literals": _mean_sd([_diag(r["epochs"][-1], "literals_per_clause") for r in group]),
+           "literals_early": _mean_sd([_diag(r["epochs"][EARLY - 1], "literals_per_clause") for r in group
+                                       if len(r["epochs"]) >= EARLY]),
            "negated": _mean_sd([_diag(r["epochs"][-1], "negated_literals_per_clause") for r in group]),
            "s_epoch": _mean_sd([r["train_s_mean"] for r in group])}
     for key in ("type_ia_feedback", "type_ib_feedback", "type_ii_feedback"):
@@ -163,32 +166,37 @@ def _hardware(rows) -> str:
 def table(rows) -> tuple[str, str]:
     """(Markdown, CSV) of the ablation."""
     md = [HEADER, "", "#### Ablation: asynchronous vs synchronous voting tallies (our TM).", "",
-          "| Dataset | clauses | tally | update rule | seeds | metric | final | last-10 mean | literals/clause | "
-          "of them negated | Type Ia / Ib / II per epoch | s/epoch |",
-          "|---|---:|---|---|---:|---|---:|---:|---:|---:|---:|---:|"]
+          "| Dataset | clauses | tally | update rule | seeds | metric | final | last-10 mean | "
+          f"literals/clause after epoch {EARLY} | literals/clause | of them negated | Type Ia / Ib / II per epoch | "
+          "s/epoch |",
+          "|---|---:|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
     csv = ["experiment,params,clauses,tally,regression_rule,seeds,metric,final_mean,final_sd,last10_mean,last10_sd,"
-           "literals_per_clause_mean,literals_per_clause_sd,negated_literals_per_clause_mean,type_ia_per_epoch,"
+           f"literals_per_clause_epoch{EARLY}_mean,literals_per_clause_mean,literals_per_clause_sd,"
+           "negated_literals_per_clause_mean,type_ia_per_epoch,"
            "type_ib_per_epoch,type_ii_per_epoch,s_per_epoch_mean,s_per_epoch_sd"]
     for (experiment, params, variant), group in _groups(rows):
         s = summarise(group)
         tally, _, rule = variant.partition("_")
         metric, metric_label = _metric(group[0]["task"])
+        spread = f" ± {_sig(s['s_epoch'][1], 2)}" if math.isfinite(s["s_epoch"][1]) else ""
         events = " / ".join(f"{s[k][0]:.0f}" for k in ("type_ia_feedback", "type_ib_feedback", "type_ii_feedback"))
         md.append(f"| {DATASET_NAMES.get(experiment, experiment)} | {group[0]['clauses']} | {tally} | {rule} | "
                   f"{s['seeds']} | {metric_label} | {_pm(s['final'], 2)} | {_pm(s['last'], 2)} | "
-                  f"{_pm(s['literals'], 1)} | {_pm(s['negated'], 1)} | {events} | "
-                  f"{_sig(s['s_epoch'][0])}{' ± ' + _sig(s['s_epoch'][1], 2) if math.isfinite(s['s_epoch'][1]) else ''} |")
-        values = [s["final"][0], s["final"][1], s["last"][0], s["last"][1], s["literals"][0], s["literals"][1],
+                  f"{_pm(s['literals_early'], 1)} | {_pm(s['literals'], 1)} | {_pm(s['negated'], 1)} | "
+                  f"{events} | {_sig(s['s_epoch'][0])}{spread} |")
+        values = [s["final"][0], s["final"][1], s["last"][0], s["last"][1], s["literals_early"][0],
+                  s["literals"][0], s["literals"][1],
                   s["negated"][0], s["type_ia_feedback"][0], s["type_ib_feedback"][0], s["type_ii_feedback"][0],
                   s["s_epoch"][0], s["s_epoch"][1]]
         csv.append(",".join([experiment, params, str(group[0]["clauses"]), tally, rule, str(s["seeds"]), metric,
                              *(f"{v:.6g}" if math.isfinite(v) else "" for v in values)]))
     md += ["", f"Mean ± sample standard deviation (ddof=1) over the seeds. final: after the last epoch; last-10 "
            f"mean: each seed's mean over its last {LAST} epochs. literals/clause: included literals per clause "
-           "(all clauses of all classes) after the last epoch, and of them the negated ones. Type Ia / Ib / II: "
-           f"feedback events per epoch (a clause given that feedback on one example), mean over the last {LAST} "
-           "epochs and the seeds. s/epoch: mean training time per epoch (timing.train_s_mean; diagnostics "
-           "included). async: the paper's Algorithm 1; sync: every clause's vote refreshed before any feedback; "
+           f"(all clauses of all classes) after epoch {EARLY} and after the last epoch, and of them the negated "
+           "ones. Type Ia / Ib / II: feedback events per epoch (a clause given that feedback on one example), "
+           f"mean over the last {LAST} epochs and the seeds. s/epoch: mean training time per epoch "
+           "(timing.train_s_mean; diagnostics included). async: the paper's Algorithm 1; sync: every clause's "
+           "vote refreshed before any feedback; "
            "update rule: P(update) = |y - v| / 2T (linear) or ((y - v) / T)^2 (quadratic); kernels/README.md.",
            "", f"Hardware: {_hardware(rows)}." if rows else "No ablation records yet.", ""]
     return "\n".join(md), "\n".join(csv) + "\n"
@@ -230,6 +238,11 @@ def _epoch_lines(ax, rows, experiment: str, value, ylabel: str) -> int:
     return used
 
 
+def _legend(ax):
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend()
+
+
 def _empty(ax, what: str):
     ax.text(0.5, 0.5, f"no {what} records", ha="center", va="center", transform=ax.transAxes)
     ax.set_xticks([])
@@ -249,7 +262,7 @@ def figures(rows) -> dict:
                    for ax, e in zip(axes, exps))
         if not exps:
             _empty(axes[0], "ablation")
-        axes[0].legend()
+        _legend(axes[0])
         out["fig_ablation_literals_over_epochs"] = (fig, (
             "Included literals per clause (mean over all clauses) after each epoch, asynchronous vs synchronous "
             f"tallies, at each experiment's main setting; mean over seeds, band ± 1 sd. {used} records. {hw}."))
@@ -260,7 +273,7 @@ def figures(rows) -> dict:
             used += _epoch_lines(ax, rows, e, lambda ep, m=metric: float(ep[m]), f"test {label}")
         if not exps:
             _empty(axes[0], "ablation")
-        axes[0].legend()
+        _legend(axes[0])
         out["fig_ablation_metric_over_epochs"] = (fig, (
             "Test accuracy (classification) or MAE (regression) after each epoch, asynchronous vs synchronous "
             f"tallies (and update rules), at each experiment's main setting; mean over seeds, band ± 1 sd. {used} "
@@ -292,7 +305,7 @@ def figures(rows) -> dict:
             ax.set_ylabel(f"test {mlabel}, last-{LAST} mean")
         if not swept:
             _empty(axes[0], "clause sweep")
-        axes[0].legend()
+        _legend(axes[0])
         out["fig_ablation_vs_clauses"] = (fig, (
             f"Test metric (mean of the last {LAST} epochs; mean over seeds) against the number of clauses, "
             f"asynchronous vs synchronous tallies (and update rules). {used} records. {hw}."))
