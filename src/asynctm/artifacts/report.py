@@ -147,7 +147,9 @@ def _caveat(config: dict) -> str:
 
 def summary_section(tables_dir: Path, config: dict) -> str:
     parts = ['<section id="summary">', "<h2>Results summary</h2>", _caveat(config)]
-    parts += [f"<p>{_esc(p)}</p>" for p in _summary_preamble(tables_dir / "results_summary.md")]
+    # (the smoke caveat of the Markdown summary is the banner above)
+    parts += [f"<p>{_esc(p)}</p>" for p in _summary_preamble(tables_dir / "results_summary.md")
+              if not p.startswith("Smoke scale:")]
     rows, gaps, cells = [], Counter(), 0
     for name, (column, label, decimals) in SUMMARY_METRICS.items():
         for row in _read_csv_rows(tables_dir / f"{name}.csv"):
