@@ -25,7 +25,7 @@ BIKE = "n1280_T1280_s1.5_e100"
 XEON, EPYC = "Intel(R) Xeon(R) Test", "AMD EPYC Test"
 
 
-def write(root: Path, experiment, impl, params, seed, epochs, speed, cpu=XEON, threads=None, **fields):
+def write(root: Path, experiment, impl, params, seed, epochs, speed, cpu=XEON, threads=None, load=None, **fields):
     """A TM record: ``epochs`` is a list of per-epoch metric dicts; ``fields`` go to the top level (or,
     ``seeded``, to ``implementation``)."""
     entries = [{"epoch": i + 1, "train_s": speed, "eval_s": 0.01, **m} for i, m in enumerate(epochs)]
@@ -41,7 +41,7 @@ def write(root: Path, experiment, impl, params, seed, epochs, speed, cpu=XEON, t
         "final": {k: v for k, v in entries[-1].items() if k not in ("epoch", "train_s", "eval_s", "diagnostics")},
         "timing": {"train_s_mean": speed, "train_s_total": speed * len(epochs)},
         "provenance": {"cpu_model": cpu, "logical_cores": 2, "threads": threads or (1 if impl.startswith("pytm") else 2),
-                       "gpu": None},
+                       "gpu": None, **({} if load is None else {"load_average_1min_at_end": load})},
         **fields,
     }
     path = root / experiment / impl / params / f"seed{seed}.json"
@@ -117,6 +117,23 @@ def test_speedup_only_from_one_machine(tmp_path):
         write(tmp_path, "wsd_apple", "tm_cpu", APPLE, seed, accuracy_epochs(rng), 0.05, threads=1 + seed % 2)
     r = row(build(tmp_path, "table3_performance"), "tm_cpu").loc["wsd_apple"]
     assert math.isnan(r["speedup"]) and "ran on 1 and 2 threads" in r["note"]
+
+
+def test_speedup_leaves_out_times_taken_on_a_busy_machine(tmp_path):
+    rng = np.random.default_rng(5)
+    for seed in range(5):
+        write(tmp_path, "wsd_apple", "tm_cpu", APPLE, seed, accuracy_epochs(rng), 0.05, load=2.0)
+        # pytm seed 0 shared the 2 cores with other work (load 6.5): its slow epoch must not inflate the speed-up
+        write(tmp_path, "wsd_apple", "pytm_indexed", APPLE, seed, accuracy_epochs(rng), 6.0 if seed == 0 else 2.0,
+              load=6.5 if seed == 0 else 1.1)
+    r = row(build(tmp_path, "table3_performance"), "tm_cpu").loc["wsd_apple"]
+    assert r["speedup"] == pytest.approx(2.0 / 0.05)
+    assert "1 of 5 pytm_indexed records left out of the speed-up: timed on a busy machine (load average 6.5" in r["note"]
+    # Every record busy: no speed-up, and the note says why.
+    for seed in range(5):
+        write(tmp_path, "wsd_apple", "pytm_indexed", APPLE, seed, accuracy_epochs(rng), 6.0, load=7.0)
+    r = row(build(tmp_path, "table3_performance"), "tm_cpu").loc["wsd_apple"]
+    assert math.isnan(r["speedup"]) and "not computed: 5 of 5 pytm_indexed records" in r["note"]
 
 
 def test_repeats_of_one_run_show_one_distinct_run(tmp_path):

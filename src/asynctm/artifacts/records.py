@@ -23,7 +23,7 @@ BASE_COLUMNS = [
     "train_s_mean", "train_s_total", "fit_s", "epochs",
     "library", "library_version", "device", "threads",
     "cpu_model", "logical_cores", "gpu_name", "gpu_driver", "gpu_cuda",
-    "seeded", "protocol_scope", "full_protocol_runs", "full_protocol_epochs", "resumed",
+    "seeded", "protocol_scope", "full_protocol_runs", "full_protocol_epochs", "resumed", "load_at_end",
 ]
 LAST_EPOCHS = 10  # Tables 3 and 5 report the final epoch and the mean of this many last epochs (last10_<metric>)
 
@@ -156,6 +156,7 @@ def parse_record(record, path: Path, rel: Path) -> dict | None:
         "gpu_cuda": (gpu or {}).get("cuda"),
         "seeded": _seeded(impl), "protocol_scope": reduced_protocol(record), **_full_protocol(record),
         "resumed": _resumed(record),
+        "load_at_end": prov.get("load_average_1min_at_end") if _number(prov.get("load_average_1min_at_end")) else None,
     }
     if kind == "tm":
         row["train_s_mean"] = float(_require(record, "timing.train_s_mean", path, _finite_number, "a number"))

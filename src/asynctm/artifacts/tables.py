@@ -140,6 +140,30 @@ def _machines(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
     return {key: frame[[k == key for k in keys]] for key in sorted(set(keys))}
 
 
+# A time measured while the machine ran more than its cores plus one (1-minute load average at the end of the
+# run) shared its cores with other work: such a record's accuracy stands, its time does not enter a ratio.
+DISTURBED_LOAD_ABOVE_CORES = 1.0
+
+
+def disturbed(frame: pd.DataFrame) -> pd.Series:
+    """True where a record's time was taken on a busy machine (see DISTURBED_LOAD_ABOVE_CORES)."""
+    if frame.empty or "load_at_end" not in frame:
+        return pd.Series(False, index=frame.index)
+    return pd.Series([finite(load) and finite(cores) and float(load) > float(cores) + DISTURBED_LOAD_ABOVE_CORES
+                      for load, cores in zip(frame["load_at_end"], frame["logical_cores"])], index=frame.index)
+
+
+def _quiet(frame: pd.DataFrame, name: str) -> tuple[pd.DataFrame, str]:
+    """The records whose time was taken on a quiet machine, and a note on those left out."""
+    busy = disturbed(frame)
+    if not busy.any():
+        return frame, ""
+    loads = [float(v) for v in frame.loc[busy, "load_at_end"]]
+    return frame[~busy], (f"{int(busy.sum())} of {len(frame)} {name} records left out of the ratio: timed on a busy "
+                          f"machine (load average {min(loads):.1f}-{max(loads):.1f} at the end on "
+                          f"{int(frame.loc[busy, 'logical_cores'].max())} cores; rerun them on a quiet one)")
+
+
 def same_machine_ratio(numerator: pd.DataFrame, denominator: pd.DataFrame, column: str,
                        num_name: str, den_name: str) -> tuple[float, str, str]:
     """mean(numerator[column]) / mean(denominator[column]) from records of ONE machine (CPU model, and GPU)
@@ -148,6 +172,15 @@ def same_machine_ratio(numerator: pd.DataFrame, denominator: pd.DataFrame, colum
     left out). Where several machines hold both, the one with the most records is used."""
     if numerator.empty or denominator.empty:
         return math.nan, "", ""
+    (numerator, busy_num), (denominator, busy_den) = _quiet(numerator, num_name), _quiet(denominator, den_name)
+    busy = "; ".join(n for n in (busy_num, busy_den) if n)
+    if numerator.empty or denominator.empty:
+        return math.nan, "", f"ratio not computed: {busy}"
+    value, host, note = _same_machine_ratio(numerator, denominator, column, num_name, den_name)
+    return value, host, "; ".join(n for n in (note, busy) if n)
+
+
+def _same_machine_ratio(numerator, denominator, column, num_name, den_name) -> tuple[float, str, str]:
     for name, frame in ((num_name, numerator), (den_name, denominator)):
         threads = _threads(frame)
         if len(threads) > 1:
@@ -397,8 +430,10 @@ def compared_note(rows: list[dict], used: pd.DataFrame, metric: str, unit: str) 
 
 SPEEDUP_NOTE = (
     "A speed-up is computed only from records of one machine (same CPU model, and GPU where one is used) with "
-    "each implementation on the one thread count its protocol gives it; where records of several machines "
-    "meet, the note names the machine used and what was left out, or why no speed-up is shown."
+    "each implementation on the one thread count its protocol gives it, timed on a quiet machine (a 1-minute "
+    "load average at the end of the run at most the cores plus one); where records of several machines "
+    "meet, or some were timed on a busy machine, the note names what was used and what was left out, or why no "
+    "speed-up is shown."
 )
 DISTINCT_NOTE = (
     "Records whose per-epoch metrics are identical are the same run repeated and count once in the mean ± sd; "
