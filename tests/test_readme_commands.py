@@ -140,3 +140,13 @@ def test_quick_start_report_builds_the_page_and_names_the_outputs(clone):
     assert (clone / "artifacts" / "report.html").is_file()
     assert "Results: open artifacts/report.html in a browser" in r.stderr
     assert "run records under results/" in r.stderr
+
+
+def test_the_readme_plan_commands_run():
+    lines = [line.split("  #")[0].strip() for _, lines in bash_blocks(README.read_text()) for line in lines
+             if line.startswith(".venv/bin/python -m asynctm.experiments plan")]
+    assert len(lines) >= 3, lines
+    for line in lines:
+        argv = [sys.executable, *line.split()[1:]]
+        r = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0 and r.stdout.strip(), f"{line}\n{r.stderr[-2000:]}"
