@@ -7,11 +7,26 @@ it); tests that need it skip with the reason when it is absent.
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+# What a copy of the workflow needs (tests that run snakemake in a temporary folder).
+WORKFLOW_FILES = ("Snakefile", "config", "workflow", "profiles", "paper_tables")
+
+
+def copy_workflow(dest: Path, copy=shutil.copy) -> Path:
+    """Copy the workflow's files (WORKFLOW_FILES) into ``dest``; ``copy`` copies the single files (folders keep
+    their files' times)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in WORKFLOW_FILES:
+        src = REPO / name
+        (shutil.copytree if src.is_dir() else copy)(src, dest / name)
+    return dest
 
 
 def mirror_path() -> Path:
@@ -21,6 +36,12 @@ def mirror_path() -> Path:
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return REPO
+
+
+@pytest.fixture
+def workdir(tmp_path) -> Path:
+    """A copy of the workflow in a temporary folder."""
+    return copy_workflow(tmp_path)
 
 
 @pytest.fixture(scope="session")

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import copy
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from conftest import copy_workflow
 
 from asynctm.artifacts import ablation
 from asynctm.experiments import plan
@@ -110,17 +110,12 @@ def test_a_bad_record_is_named_and_nothing_is_written(records, tmp_path, capsys)
     assert not (tmp_path / "t").exists() and not (tmp_path / "f").exists()
 
 
-WORKFLOW_FILES = ("Snakefile", "config", "workflow", "profiles", "paper_tables")
-
-
 def test_the_ablation_dag_end_to_end_on_the_mirror(repo_root, tmp_path, mirror):
     """`snakemake ablation` at smoke scale, cut to Bike Sharing (both tallies x both update rules; its sweep
     point equals the main setting) to keep it short: every record, with the switches in its hyperparameters and
     the diagnostics in every epoch entry, then the table and figures. (Classification records go through the
     same runner in the main smoke DAG, tests/test_workflow.py.)"""
-    for name in WORKFLOW_FILES:
-        src = repo_root / name
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / name)
+    copy_workflow(tmp_path)
     cfg_path = tmp_path / "config" / "config.yaml"
     cfg = yaml.safe_load(cfg_path.read_text())
     cfg["datasets"] = ["bike_sharing"]

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import copy_workflow
 
 from asynctm.config_check import T_MAX, ConfigError, check_config, coerce, load_config, load_schema, semantic_errors
 
-WORKFLOW_FILES = ("Snakefile", "config", "workflow", "profiles", "paper_tables")
 DOCS = ("README.md", "config/README.md")
 REPO = Path(__file__).resolve().parents[1]
 
@@ -58,11 +58,7 @@ def as_dry_run(args: list[str]) -> list[str]:
 def workdir(tmp_path) -> Path:
     # <tmp>/repo is the checkout; <tmp>/shared/datasets stands for the mirror the docs name (a dry run only
     # checks that it is a folder).
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    for name in WORKFLOW_FILES:
-        src = REPO / name
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, repo / name)
+    repo = copy_workflow(tmp_path / "repo")
     (tmp_path / "shared" / "datasets").mkdir(parents=True)
     return repo
 

@@ -3,7 +3,6 @@ interrupted Snakemake run leaves no record, no lock and nothing that needs --unl
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -11,6 +10,7 @@ import textwrap
 import time
 
 import pytest
+from conftest import copy_workflow
 
 # One epoch of this machine takes 15+ s on 2 cores: far longer than the few seconds an interrupt may take.
 LONG_EPOCH = textwrap.dedent("""
@@ -49,7 +49,6 @@ def test_a_pytm_epoch_in_c_ends_within_seconds(sig):
     assert took < 3.0, f"{sig.name} took {took:.1f} s to end the process"
 
 
-WORKFLOW_FILES = ("Snakefile", "config", "workflow", "profiles", "paper_tables")
 RECORD = "results/wsd_apple/pytm_nonindexed/n300_T50_s5_e100/seed0.json"
 
 
@@ -77,11 +76,7 @@ def test_snakemake_stops_within_seconds_and_reruns_without_unlock(repo_root, tmp
     """The signal goes to the snakemake process only (not its process group, as a terminal's Ctrl-C would):
     Snakemake alone would wait for the pyTsetlinMachine run (100 epochs of several seconds each)."""
     pytest.importorskip("pyTsetlinMachine.tm", reason="pyTsetlinMachine is not installed")
-    import shutil
-
-    for name in WORKFLOW_FILES:
-        src = repo_root / name
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / name)
+    copy_workflow(tmp_path)
     _write_dataset(tmp_path, 2000, 3000)
     log = tmp_path / RECORD.replace(".json", ".log")
     proc = subprocess.Popen(_snakemake_args(), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

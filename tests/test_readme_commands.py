@@ -13,10 +13,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import copy_workflow
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
-WORKFLOW_FILES = ("Snakefile", "config", "workflow", "profiles", "paper_tables")
 RECORD = re.compile(r"results/(\w+)/(\w+)/([\w.]+)/seed(\d+)\.json")
 
 
@@ -71,11 +71,7 @@ def clone(tmp_path_factory):
     """<tmp>/repo: the workflow, the committed records and artifacts (modification times kept, as in a checkout
     where they are up to date), and <tmp>/shared/datasets."""
     root = tmp_path_factory.mktemp("clone")
-    repo = root / "repo"
-    repo.mkdir()
-    for name in WORKFLOW_FILES:
-        src = REPO / name
-        (shutil.copytree if src.is_dir() else shutil.copy2)(src, repo / name)
+    repo = copy_workflow(root / "repo", copy=shutil.copy2)
     shutil.copytree(REPO / "results", repo / "results", ignore=shutil.ignore_patterns("smoke"))
     shutil.copytree(REPO / "artifacts", repo / "artifacts", ignore=shutil.ignore_patterns("report.html"))
     (root / "shared" / "datasets").mkdir(parents=True)

@@ -25,7 +25,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from test_workflow import WORKFLOW_FILES
 
 IN_CI = os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
 RECORD = "results/smoke/wsd_apple/tm_cpu/n20_T50_s5_e2/seed0.json"
@@ -93,14 +92,6 @@ def cluster(repo_root) -> dict:
         unavailable(f"node {node['NodeName']} has {node['CPUTot']} CPUs and {node['RealMemory']} MB, less than "
                     f"one profiles/slurm job asks ({res['cpus_per_task']} CPUs, {res['mem_mb']} MB)")
     return res
-
-
-@pytest.fixture
-def workdir(repo_root, tmp_path) -> Path:
-    for name in WORKFLOW_FILES:
-        src = repo_root / name
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / name)
-    return tmp_path
 
 
 def snakemake_cmd(mirror: Path, *extra: str) -> list[str]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,22 +18,12 @@ import yaml
 from asynctm.datasets import DATASETS, load_processed
 from asynctm.datasets.fetch import read_manifest
 
-WORKFLOW_FILES = ("Snakefile", "config", "workflow", "profiles", "paper_tables")
-
 
 def snakemake(workdir: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "snakemake", "--cores", "2", *args],
         cwd=workdir, capture_output=True, text=True, timeout=timeout,
     )
-
-
-@pytest.fixture
-def workdir(repo_root, tmp_path) -> Path:
-    for name in WORKFLOW_FILES:
-        src = repo_root / name
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / name)
-    return tmp_path
 
 
 def set_config(workdir: Path, **changes) -> None:

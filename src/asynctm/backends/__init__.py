@@ -74,6 +74,18 @@ def _s_mask_pool(seed: int, ones: int, pool_bits: int) -> np.ndarray:
     return pool
 
 
+class FeedbackEvents:
+    """What both backends share on top of ``feedback_event_counts()`` (per clause, uint64 (G, 3))."""
+
+    def take_feedback_events(self) -> np.ndarray:
+        """Type Ia, Ib and II feedback events of all clauses since the previous call (or since the backend was
+        made), int64 (3,)."""
+        total = self.feedback_event_counts().sum(axis=0, dtype=np.uint64).astype(np.int64)
+        taken = getattr(self, "_events_taken", np.zeros(3, dtype=np.int64))
+        self._events_taken = total
+        return total - taken
+
+
 @dataclass(frozen=True)
 class KernelConfig:
     """The compile-time constants of one model."""

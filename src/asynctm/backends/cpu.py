@@ -25,7 +25,8 @@ import numpy as np
 
 from ..encoding import unpack_literals
 from ..io import is_disk_full, make_staging_dir, remove_stale
-from . import BackendUnavailableError, KernelConfig, check_training_arrays, kernel_source, s_mask_pool, source_hash
+from . import (BackendUnavailableError, FeedbackEvents, KernelConfig, check_training_arrays, kernel_source, s_mask_pool,
+               source_hash)
 
 DEFAULT_FLAGS = "-O3 -march=native -fopenmp -fPIC -shared -std=c++17 -x c++"
 
@@ -182,7 +183,7 @@ def _ptr(a: np.ndarray) -> int:
     return a.ctypes.data
 
 
-class CpuBackend:
+class CpuBackend(FeedbackEvents):
     """The kernels on CPU threads. Arrays live in NumPy; see kernels/README.md for their layout."""
 
     name = "cpu"
@@ -253,14 +254,6 @@ class CpuBackend:
     def feedback_event_counts(self) -> np.ndarray:
         """Type Ia, Ib and II feedback events of each clause since the backend was made, uint64 (G, 3)."""
         return self.feedback_events.copy()
-
-    def take_feedback_events(self) -> np.ndarray:
-        """Type Ia, Ib and II feedback events of all clauses since the previous call (or since the backend was
-        made), int64 (3,)."""
-        total = self.feedback_event_counts().sum(axis=0, dtype=np.uint64).astype(np.int64)
-        taken = getattr(self, "_events_taken", np.zeros(3, dtype=np.int64))
-        self._events_taken = total
-        return total - taken
 
     def include_counts(self, first_negated: int) -> np.ndarray:
         """Included literals of each clause below ``first_negated`` and from it on, int32 (G, 2)."""

@@ -12,7 +12,7 @@ import os
 import numpy as np
 
 from ..encoding import unpack_literals
-from . import BackendUnavailableError, KernelConfig, check_training_arrays, kernel_source, s_mask_pool
+from . import BackendUnavailableError, FeedbackEvents, KernelConfig, check_training_arrays, kernel_source, s_mask_pool
 
 BLOCK = 128
 MAX_GRID = 65535
@@ -95,7 +95,7 @@ def _module(cfg: KernelConfig):
     return _modules[source]
 
 
-class CudaBackend:
+class CudaBackend(FeedbackEvents):
     """The kernels on a GPU; arrays live in device memory (freed by :meth:`close`)."""
 
     name = "cuda"
@@ -217,14 +217,6 @@ class CudaBackend:
         out = np.empty(self.events_shape, dtype=np.uint64)
         self.drv.memcpy_dtoh(out, self.feedback_events)
         return out
-
-    def take_feedback_events(self) -> np.ndarray:
-        """Type Ia, Ib and II feedback events of all clauses since the previous call (or since the backend was
-        made), int64 (3,)."""
-        total = self.feedback_event_counts().sum(axis=0, dtype=np.uint64).astype(np.int64)
-        taken = getattr(self, "_events_taken", np.zeros(3, dtype=np.int64))
-        self._events_taken = total
-        return total - taken
 
     def include_counts(self, first_negated: int) -> np.ndarray:
         """Included literals of each clause below ``first_negated`` and from it on, int32 (G, 2)."""
