@@ -558,7 +558,7 @@ def _ours_cpu(results: list[dict]) -> list[dict]:
 
 
 def goal_check(task: str, results: list[dict], goal: dict | None) -> dict | None:
-    """Issue 7's goal for a setting: ours on all cores (the most threads run) at least ``min_speedup`` times
+    """The CPU speed goal for a setting: ours on all cores (the most threads run) at least ``min_speedup`` times
     faster per median epoch than ``peer``, at equal accuracy (:func:`metric_ok`). Every CPU row of ours is
     also checked (``by_implementation``); ``met`` is the all-cores row's verdict."""
     if not goal:
@@ -604,7 +604,7 @@ def compare(task: str, results: list[dict], goal: dict | None = None) -> dict:
         out["metric_minus_baseline"][label] = (None if r["final_metric"] is None or base["final_metric"] is None
                                                else r["final_metric"] - base["final_metric"])
     if task == "classification":
-        # Issue 2's goals (apple: >= 4x), kept for the records that README.md quotes.
+        # The first speed round's goals (apple: >= 4x), kept for the records that README.md quotes.
         ours = {r["label"]: r for r in _ours_cpu(results)}
         if ours:
             best = min(ours.values(), key=lambda r: r["median_epoch_s"])
