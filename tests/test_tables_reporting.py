@@ -248,3 +248,16 @@ def test_figure_over_epochs_uses_and_names_the_reduced_records(tmp_path):
     plt.close(figure.figure)
     assert "Records used: 1" in figure.caption  # the e5 record, found at the implementation's own params
     assert "pytm_nonindexed ran a reduced protocol: 1 seeds x the first 5 epochs" in figure.caption
+
+
+def test_time_figure_caption_names_records_timed_on_a_busy_machine(tmp_path):
+    from asynctm.artifacts import figures
+
+    rng = np.random.default_rng(6)
+    for clauses, load in ((20, 1.9), (40, 6.5)):
+        write(tmp_path, "semeval", "tm_cpu", f"n{clauses}_T15_s3.9_e5", 0, accuracy_epochs(rng, 5), 0.01 * clauses,
+              load=load)
+    caption = figures.fig_semeval_time_vs_clauses(load_records(tmp_path), CONFIG, False).caption
+    assert "Timed on a busy machine: 1 of 2 records (1-minute load average 6.5-6.5 at the end on 2 cores)" in caption
+    assert "semeval/tm_cpu/n40_T15_s3.9_e5/seed0.json" in caption.split("Timed on a busy machine")[1]
+    assert "n20_T15" not in caption.split("Timed on a busy machine")[1].split("\n")[0]

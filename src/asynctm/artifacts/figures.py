@@ -23,7 +23,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLocator
 
 from . import render, settings
-from .records import epochs_frame, select
+from .records import disturbed, epochs_frame, select
 
 COLUMN_WIDTH_IN = 3.3
 STYLE = {
@@ -159,7 +159,7 @@ def _concat(frames: list[pd.DataFrame], records: pd.DataFrame) -> pd.DataFrame:
 
 
 def _caption(title: str, paper_caption: str, what: str, series: list[Series], not_run: list[str],
-             missing: list[str], used: pd.DataFrame, config: dict) -> str:
+             missing: list[str], used: pd.DataFrame, config: dict, timed: bool = False) -> str:
     counts = ", ".join(f"{s.impl} {s.records}" for s in series) or "none"
     lines = [title, f"Counterpart of the paper's figure \"{paper_caption.rstrip('.')}\".", what,
              f"Records used: {len(used)} complete run records at {config.get('scale', 'paper')} scale "
@@ -168,6 +168,13 @@ def _caption(title: str, paper_caption: str, what: str, series: list[Series], no
         lines.append("Not run: " + "; ".join(not_run) + ".")
     if missing:
         lines.append("Missing points: " + "; ".join(missing) + ".")
+    busy = disturbed(used) if timed else None
+    if busy is not None and busy.any():
+        loads = [float(v) for v in used.loc[busy, "load_at_end"]]
+        lines.append(f"Timed on a busy machine: {int(busy.sum())} of {len(used)} records (1-minute load average "
+                     f"{min(loads):.1f}-{max(loads):.1f} at the end on {int(used.loc[busy, 'logical_cores'].max())} "
+                     "cores), so their times are longer than a quiet machine's: "
+                     + ", ".join(sorted(used.loc[busy, "path"])) + ".")
     lines.append(render.hardware(used))
     return "\n".join(lines) + "\n"
 
@@ -206,7 +213,7 @@ def _versus_clauses(records, config, host_gpu, name, experiment, column, ylabel,
     else:
         setting = f"The config has no clause sweep for {experiment}."
     return Figure(name, fig, _caption(title, paper_caption, f"{what} {setting}", series, not_run, missing,
-                                      _concat(used, records), config))
+                                      _concat(used, records), config, timed=column.startswith("train_s")))
 
 
 def _over_epochs(records, config, host_gpu, name, experiment, column, ylabel, title, paper_caption, what,
@@ -243,7 +250,7 @@ def _over_epochs(records, config, host_gpu, name, experiment, column, ylabel, ti
                f"Main setting {main}; seeds {', '.join(map(str, settings.seeds(config)))}; band: ± sample "
                "standard deviation over seeds where there are several." + "".join(f" {r}" for r in reduced))
     return Figure(name, fig, _caption(title, paper_caption, f"{what} {setting}", series, not_run, [], used,
-                                      config))
+                                      config, timed=column.startswith("train_s")))
 
 
 TIME_WHAT = "Execution time: training time per epoch (timing.train_s_mean of each run; mean over seeds)."

@@ -28,6 +28,19 @@ BASE_COLUMNS = [
 LAST_EPOCHS = 10  # Tables 3 and 5 report the final epoch and the mean of this many last epochs (last10_<metric>)
 
 
+# A time measured while the machine ran more than its cores plus one (1-minute load average at the end of the
+# run) shared its cores with other work: such a record's accuracy stands, its time does not enter a ratio.
+DISTURBED_LOAD_ABOVE_CORES = 1.0
+
+
+def disturbed(frame: pd.DataFrame) -> pd.Series:
+    """True where a record's time was taken on a busy machine (see DISTURBED_LOAD_ABOVE_CORES)."""
+    if frame.empty or "load_at_end" not in frame:
+        return pd.Series(False, index=frame.index)
+    return pd.Series([_number(load) and _number(cores) and float(load) > float(cores) + DISTURBED_LOAD_ABOVE_CORES
+                      for load, cores in zip(frame["load_at_end"], frame["logical_cores"])], index=frame.index)
+
+
 class RecordError(ValueError):
     """A run record that does not follow results/README.md."""
 

@@ -20,7 +20,7 @@ import pandas as pd
 
 from . import render, settings
 from .catalog import TABLE3_DATASETS, TABLE4_DATASETS, TABLE5_DATASETS
-from .records import LAST_EPOCHS, select
+from .records import LAST_EPOCHS, disturbed, select
 from .reference import paper_value
 from .render import Grid, finite, pm, seconds, speedup, text
 
@@ -138,19 +138,6 @@ def _machines(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
         return {}
     keys = [machine(r) for r in frame.itertuples()]
     return {key: frame[[k == key for k in keys]] for key in sorted(set(keys))}
-
-
-# A time measured while the machine ran more than its cores plus one (1-minute load average at the end of the
-# run) shared its cores with other work: such a record's accuracy stands, its time does not enter a ratio.
-DISTURBED_LOAD_ABOVE_CORES = 1.0
-
-
-def disturbed(frame: pd.DataFrame) -> pd.Series:
-    """True where a record's time was taken on a busy machine (see DISTURBED_LOAD_ABOVE_CORES)."""
-    if frame.empty or "load_at_end" not in frame:
-        return pd.Series(False, index=frame.index)
-    return pd.Series([finite(load) and finite(cores) and float(load) > float(cores) + DISTURBED_LOAD_ABOVE_CORES
-                      for load, cores in zip(frame["load_at_end"], frame["logical_cores"])], index=frame.index)
 
 
 def _quiet(frame: pd.DataFrame, name: str) -> tuple[pd.DataFrame, str]:
