@@ -290,7 +290,7 @@ def test_bad_prediction_input(xor_data):
     tm = TMClassifier(4, 5, 3.0, backend="cpu").fit(X_train[:100], y_train[:100], epochs=1)
     with pytest.raises(ValueError, match="has 11 features, but this model was trained with 12"):
         tm.predict(X_train[:, :11])
-    with pytest.raises(ValueError, match="epochs must be an integer >= 0"):
+    with pytest.raises(ValueError, match="epochs must be an integer >= 1"):
         tm.fit(X_train, y_train, epochs=-1)
     with pytest.raises(ValueError, match="class 5"):
         tm.fit(X_train[:3], np.array([0, 1, 5]), epochs=1, incremental=True)

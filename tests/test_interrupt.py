@@ -30,8 +30,10 @@ LONG_EPOCH = textwrap.dedent("""
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_a_pytm_epoch_in_c_ends_within_seconds(sig):
     pytest.importorskip("pyTsetlinMachine.tm", reason="pyTsetlinMachine is not installed")
+    # A shell's background job starts with SIGINT ignored, and Python then never raises KeyboardInterrupt:
+    # give the child the default disposition whatever started this test.
     proc = subprocess.Popen([sys.executable, "-c", LONG_EPOCH], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         assert proc.stdout.readline().strip() == "epoch started"
         time.sleep(1.0)  # well inside the C call
