@@ -532,3 +532,22 @@ def test_a_concurrent_fetch_installing_the_same_folder_first_is_accepted(tmp_pat
     fetch(toy(src), raw, tmp_path / "mirror")
     assert sorted(p.name for p in (raw / "docs").iterdir()) == ["1.txt", "2.txt"]
     assert left_in(raw) == [MANIFEST, "docs"]
+
+
+def test_a_run_that_fills_the_disk_says_so_in_one_line(tmp_path, monkeypatch, capsys):
+    import errno
+
+    from asynctm.experiments import __main__ as cli
+    from asynctm.experiments import run
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(run, "run_tm", full)
+    out = tmp_path / "results" / "x" / "seed0.json"
+    code = cli.main(["tm", "--settings", "{}", "--data-dir", str(tmp_path), "--out", str(out),
+                     "--log", str(tmp_path / "seed0.log")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and len(err) == 1
+    assert "the disk is full" in err[0] and "free space on" in err[0] and str(out.parent) in err[0]
+    assert not out.exists()

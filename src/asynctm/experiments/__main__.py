@@ -17,6 +17,9 @@ import argparse
 import json
 import sys
 import traceback
+from pathlib import Path
+
+from ..io import is_disk_full
 
 
 def main(argv=None) -> int:
@@ -92,11 +95,20 @@ def main(argv=None) -> int:
               file=sys.stderr)
         return 128 + signum
     except Exception as exc:  # noqa: BLE001 - one clear line for the user, the traceback for the log
+        full = is_disk_full(exc)
         if args.log:
-            with open(args.log, "a") as fh:
-                traceback.print_exc(file=fh)
+            try:
+                with open(args.log, "a") as fh:
+                    traceback.print_exc(file=fh)
+            except OSError:
+                full = True  # nor can the log be written
         else:
             traceback.print_exc()
+        if full:
+            print(f"asynctm.experiments {args.cmd} failed ({args.out}): the disk is full ({exc}); free space on "
+                  f"{Path(args.out).resolve().parent} (a checkpoint beside the record, if any, resumes the run) "
+                  "and rerun", file=sys.stderr)
+            return 1
         print(f"asynctm.experiments {args.cmd} failed ({args.out}): {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     return 0
