@@ -5,7 +5,6 @@ nothing half-written behind."""
 from __future__ import annotations
 
 import errno
-import hashlib
 import io
 import json
 import os
@@ -13,12 +12,13 @@ import subprocess
 import sys
 import tarfile
 import time
-import types
 import zipfile
 from pathlib import Path
 
 import numpy as np
 import pytest
+from test_data_fetch import DEAD_URL, sha
+from test_data_fetch import dataset as toy
 
 from asynctm import io as aio
 from asynctm.datasets import DATASETS
@@ -26,18 +26,7 @@ from asynctm.datasets.__main__ import main as data_cli
 from asynctm.datasets.base import RawFile, Source
 from asynctm.datasets.fetch import MANIFEST, STAGING, ExtractionLimitError, FetchError, fetch, unpack
 
-DEAD_URL = "http://127.0.0.1:9/nothing.zip"  # closed port: fails at once, offline
 CSV = b"a,b,target\n" + b"1,2,3\n" * 2000
-
-
-def sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def toy(*sources: Source, name: str = "toy") -> types.ModuleType:
-    mod = types.ModuleType(f"asynctm.datasets.{name}")
-    mod.NAME, mod.SOURCES = name, tuple(sources)
-    return mod
 
 
 def zip_source(**kw) -> Source:
