@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 # What a copy of the workflow needs (tests that run snakemake in a temporary folder).
-WORKFLOW_FILES = ("Snakefile", "config", "workflow", "profiles", "paper_tables")
+WORKFLOW_FILES = ("Snakefile", "config", "workflow", "profiles", "paper_tables/reference")
 
 
 def copy_workflow(dest: Path, copy=shutil.copy) -> Path:

@@ -138,7 +138,7 @@ def test_the_ablation_dag_end_to_end_on_the_mirror(repo_root, tmp_path, mirror):
                                                              d["negated_literals_per_clause"])
             assert min(d["type_ia_feedback"], d["type_ib_feedback"], d["type_ii_feedback"]) >= 0
         assert "diagnostics" not in rec["final"]
-    md = (tmp_path / "results" / "smoke" / "artifacts" / "tables" / "ablation.md").read_text()
+    md = (tmp_path / "results" / "smoke" / "paper_tables" / "ablation.md").read_text()
     assert md.count("| Bike Sharing |") == 4 and "| sync | quadratic | 1 | MAE |" in md
     again = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "2", "-n", "ablation", "--config",
                             "scale=smoke", f"data_mirror={mirror}"], cwd=tmp_path, capture_output=True, text=True)

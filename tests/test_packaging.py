@@ -49,11 +49,11 @@ def test_importing_the_package_does_not_touch_a_gpu():
 
 
 def test_readme_results_block_is_the_committed_summary():
-    """The README's Results section is artifacts/tables/results_summary.md, verbatim (regenerate it with
+    """The README's Results section is paper_tables/results_summary.md, verbatim (regenerate it with
     `snakemake --cores all tables --config run_missing=false`, then paste it between the markers)."""
-    summary = REPO / "artifacts" / "tables" / "results_summary.md"
+    summary = REPO / "paper_tables" / "results_summary.md"
     readme = (REPO / "README.md").read_text()
     block = re.search(r"<!-- results:start -->\n(.*?)\n<!-- results:end -->", readme, re.S)
     assert block, "README.md lacks the <!-- results:start/end --> block"
-    assert summary.is_file(), "artifacts/tables/results_summary.md is missing: build the tables"
+    assert summary.is_file(), "paper_tables/results_summary.md is missing: build the tables"
     assert block.group(1).strip() == summary.read_text().strip()

@@ -73,7 +73,9 @@ def clone(tmp_path_factory):
     root = tmp_path_factory.mktemp("clone")
     repo = copy_workflow(root / "repo", copy=shutil.copy2)
     shutil.copytree(REPO / "results", repo / "results", ignore=shutil.ignore_patterns("smoke"))
-    shutil.copytree(REPO / "artifacts", repo / "artifacts", ignore=shutil.ignore_patterns("report.html"))
+    shutil.copytree(REPO / "paper_tables", repo / "paper_tables", ignore=shutil.ignore_patterns("report.html", "reference"),
+                    dirs_exist_ok=True)
+    shutil.copytree(REPO / "figures", repo / "figures")
     (root / "shared" / "datasets").mkdir(parents=True)
     (repo / ".venv" / "bin").mkdir(parents=True)
     (repo / ".venv" / "bin" / "snakemake").symlink_to(Path(sys.executable).with_name("snakemake"))
@@ -133,8 +135,8 @@ def test_quick_start_report_builds_the_page_and_names_the_outputs(clone):
     r = subprocess.run(["bash", "-c", command.split("  #")[0]], cwd=clone, capture_output=True, text=True,
                        timeout=600, env={**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"})
     assert r.returncode == 0, r.stderr[-3000:]
-    assert (clone / "artifacts" / "report.html").is_file()
-    assert "Results: open artifacts/report.html in a browser" in r.stderr
+    assert (clone / "paper_tables" / "report.html").is_file()
+    assert "Results: open paper_tables/report.html in a browser" in r.stderr
     assert "run records under results/" in r.stderr
 
 

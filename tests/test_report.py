@@ -46,11 +46,12 @@ class _Page(HTMLParser):
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     """The report of the committed paper-scale artifacts, written beside copies of them."""
-    out = tmp_path_factory.mktemp("report") / "artifacts"
-    for part in ("tables", "figures"):
-        shutil.copytree(REPO / "artifacts" / part, out / part)
-    args = [sys.executable, "-m", "asynctm.artifacts.report", "--artifacts", str(out), "--results",
-            str(REPO / "results"), "--config", str(REPO / "artifacts" / "artifacts_config.yaml")]
+    root = tmp_path_factory.mktemp("report")
+    shutil.copytree(REPO / "paper_tables", root / "paper_tables", ignore=shutil.ignore_patterns("report.html"))
+    shutil.copytree(REPO / "figures", root / "figures")
+    out = root / "paper_tables"
+    args = [sys.executable, "-m", "asynctm.artifacts.report", "--tables", str(out), "--figures",
+            str(root / "figures"), "--results", str(REPO / "results"), "--config", str(out / "artifacts_config.yaml")]
     r = subprocess.run(args, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     return out, args, r
@@ -81,7 +82,7 @@ def test_the_report_opens_on_the_summary_then_tables_figures_and_provenance(buil
     from asynctm.artifacts.report import _split_md_row
 
     for name in catalog.TABLES:
-        rows = [ln for ln in (out / "tables" / f"{name}.md").read_text().splitlines() if ln.startswith("|")]
+        rows = [ln for ln in (out / f"{name}.md").read_text().splitlines() if ln.startswith("|")]
         for line in rows[2:]:
             for cell in _split_md_row(line):
                 assert f">{html.escape(cell)}</td>" in text, (name, cell)
@@ -112,9 +113,9 @@ def test_smoke_report_says_its_numbers_are_not_comparable(built, tmp_path):
     from asynctm.artifacts.report import build_report
 
     out, _, _ = built
-    config = load_config(REPO / "artifacts" / "artifacts_config.yaml")
+    config = load_config(REPO / "paper_tables" / "artifacts_config.yaml")
     config.update(scale="smoke", smoke={"epochs": 2, "max_clauses": 20, "max_train": 300, "seeds": [0]})
-    text = build_report(out, tmp_path / "no-records", config)
+    text = build_report(out, out.parent / "figures", [], config)
     assert "Smoke scale." in text and "not comparable to the paper" in text
     assert "2 epochs, at most 20 clauses, at most 300 training examples" in text
 

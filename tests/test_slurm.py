@@ -28,7 +28,7 @@ import yaml
 
 IN_CI = os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
 RECORD = "results/smoke/wsd_apple/tm_cpu/n20_T50_s5_e2/seed0.json"
-TARGET = "results/smoke/artifacts/tables/table3_performance.csv"
+TARGET = "results/smoke/paper_tables/table3_performance.csv"
 # No accounting here: job states come from squeue; a short first status check keeps the run quick.
 PLUGIN_ARGS = ("--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "2",
                "--slurm-no-account")

@@ -132,8 +132,8 @@ def check_smoke_dag(workdir: Path) -> None:
         rec = json.loads(p.read_text())
         assert rec["status"] == "complete" and rec["scale"] == "smoke", p
         assert (p.with_suffix(".log")).is_file(), p
-    tables = workdir / "results" / "smoke" / "artifacts" / "tables"
-    figures = workdir / "results" / "smoke" / "artifacts" / "figures"
+    tables = workdir / "results" / "smoke" / "paper_tables"
+    figures = workdir / "results" / "smoke" / "figures"
     assert {p.name for p in tables.glob("*.csv")} == {"table3_performance.csv", "table4_svm_time.csv",
                                                       "table5_regression.csv"}
     assert len(list(figures.glob("*.png"))) == len(list(figures.glob("*.pdf"))) == 8

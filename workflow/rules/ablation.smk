@@ -3,7 +3,7 @@
 # {RESULTS}/ablation/<experiment>/<impl>/<params>/<tally>_<rule>/seed<k>.json (results/README.md), then one
 # table and three figures built from those records alone. Not in the default target:
 #   snakemake --cores all ablation
-# Include after common.smk (RESULTS, ARTIFACTS, run_tm_job, logged_cli).
+# Include after common.smk (RESULTS, TABLES_DIR, FIGURES_DIR, run_tm_job, logged_cli).
 _ABL_RUN = f"{RESULTS}/{PLAN.ABLATION_DIR}/{{experiment}}/{{impl}}/{{params}}/{{variant}}/seed{{seed}}"
 ABLATION_RUNS = PLAN.ablation_runs(config)
 # With run_missing: false, only the records on disk (nothing is trained).
@@ -44,10 +44,10 @@ rule ablation_artifacts:
     input:
         records=ABLATION_RECORDS,
     output:
-        table=f"{ARTIFACTS}/tables/ablation.md",
-        csv=f"{ARTIFACTS}/tables/ablation.csv",
+        table=f"{TABLES_DIR}/ablation.md",
+        csv=f"{TABLES_DIR}/ablation.csv",
         figures=[
-            f"{ARTIFACTS}/figures/{name}.{ext}"
+            f"{FIGURES_DIR}/{name}.{ext}"
             for name in ("fig_ablation_literals_over_epochs", "fig_ablation_metric_over_epochs",
                          "fig_ablation_vs_clauses")
             for ext in ("png", "pdf", "caption.txt")
@@ -55,8 +55,8 @@ rule ablation_artifacts:
     log:
         f"{RESULTS}/{PLAN.ABLATION_DIR}/artifacts.log",
     run:
-        logged_cli("asynctm.artifacts.ablation", "--results", RESULTS, "--tables-dir", f"{ARTIFACTS}/tables",
-                   "--figures-dir", f"{ARTIFACTS}/figures", log=log[0])
+        logged_cli("asynctm.artifacts.ablation", "--results", RESULTS, "--tables-dir", TABLES_DIR,
+                   "--figures-dir", FIGURES_DIR, log=log[0])
 
 
 # The records, the table and the figures of the ablation.

@@ -70,8 +70,11 @@ from asynctm.experiments import plan as PLAN
 HOST_GPU = cuda_available()
 SMOKE = PLAN.is_smoke(config)
 RESULTS = PLAN.results_root(config)
-# Tables and figures: artifacts/ at paper scale (committed), <results>/smoke/artifacts at smoke scale.
-ARTIFACTS = f"{RESULTS}/artifacts" if SMOKE else "artifacts"
+# Tables (and the report beside them) in paper_tables/, figures in figures/ at paper scale (committed); the
+# same two folders under <results>/smoke/ at smoke scale, so smoke numbers never mix with the paper's.
+_ARTIFACTS_ROOT = f"{RESULTS}/" if SMOKE else ""
+TABLES_DIR = f"{_ARTIFACTS_ROOT}paper_tables"
+FIGURES_DIR = f"{_ARTIFACTS_ROOT}figures"
 EXPERIMENTS = list(config["experiments"])
 NOVELTY = [n for n in EXPERIMENTS if PLAN.experiment(config, n)["task"] == "novelty"]
 RUNS = PLAN.requested_runs(config, HOST_GPU)

@@ -1,14 +1,13 @@
 # The paper's figures (Section 4) from the run records, built by `python -m asynctm.artifacts` (one process
-# per job): {ARTIFACTS}/figures/<name>.{png,pdf} at column width and <name>.caption.txt naming the
-# hardware, the records used and the implementations not run; `snakemake figures` builds all.
+# per job): {FIGURES_DIR}/<name>.{png,pdf} at column width and <name>.caption.txt naming the
+# hardware, the records used and the implementations not run (figures/ at paper scale, results/smoke/figures/
+# at smoke scale); `snakemake figures` builds all.
 #
 # Include after tables.smk (it defines ARTIFACTS_CONFIG and ARTIFACTS_LOGS).
 from pathlib import Path
 
 from asynctm.artifacts import catalog
 from asynctm.artifacts.rules import cli_args, record_input
-
-FIGURES_DIR = f"{ARTIFACTS}/figures"
 
 
 for _name in catalog.FIGURES:

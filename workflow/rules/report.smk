@@ -1,8 +1,9 @@
 # One HTML page of the results, built by `python -m asynctm.artifacts.report`: the results summary, Tables 3-5
 # (ours beside the paper's, gaps with their reasons), every figure with its caption, and how each number was
-# produced (the records' commits, machines, libraries and dataset protocols). Output: {ARTIFACTS}/report.html
-# (artifacts/ at paper scale, <results>/smoke/artifacts at smoke scale); figures are embedded, links point to
-# the table and figure files beside it. `snakemake --cores all report` builds it (and what it needs).
+# produced (the records' commits, machines, libraries and dataset protocols). Output: {TABLES_DIR}/report.html,
+# beside the tables it shows (paper_tables/report.html at paper scale, results/smoke/paper_tables/report.html at
+# smoke scale; git-ignored); figures are embedded, links point to the table and figure files.
+# `snakemake --cores all report` builds it (and what it needs).
 #
 # Include after tables.smk and figures.smk (it uses their rules, ARTIFACTS_CONFIG and ARTIFACTS_LOGS).
 import sys
@@ -18,12 +19,12 @@ rule report:
         records=report_record_input(config, record_paths),
         config=ARTIFACTS_CONFIG,
     output:
-        f"{ARTIFACTS}/report.html",
+        f"{TABLES_DIR}/report.html",
     log:
         f"{ARTIFACTS_LOGS}/report.log",
     run:
-        logged_cli("asynctm.artifacts.report", "--artifacts", ARTIFACTS, "--results", RESULTS, "--config",
-                   input.config, log=log[0])
+        logged_cli("asynctm.artifacts.report", "--tables", TABLES_DIR, "--figures", FIGURES_DIR, "--config",
+                   input.config, "--out", output[0], "--records", *input.records, log=log[0])
 
 
 # A workflow has one onsuccess: add other end-of-run steps here. After a run, say where the results are.

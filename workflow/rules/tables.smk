@@ -1,8 +1,9 @@
 # Tables 3-5 of the paper and the README's results block, ours next to the paper's published numbers
 # (paper_tables/reference/), built by `python -m asynctm.artifacts` (one process per job) from the run
-# records. Outputs: {ARTIFACTS}/tables/<name>.{csv,md,tex,caption.txt}; `snakemake tables` builds all.
+# records. Outputs: {TABLES_DIR}/<name>.{csv,md,tex,caption.txt} (paper_tables/ beside reference/ at paper
+# scale, results/smoke/paper_tables/ at smoke scale); `snakemake tables` builds all.
 #
-# Uses from common.smk / experiments.smk: RESULTS (records root of this scale), ARTIFACTS (output root),
+# Uses from common.smk / experiments.smk: RESULTS (records root of this scale), TABLES_DIR (output folder),
 # record_paths(experiments=...) (the records this config requests) and HOST_GPU. The CLI also reads
 # records of the same cells that are on disk but not requested here (e.g. tm_gpu records made on a GPU
 # host, when this one has none); a missing run shows as a gap that says why.
@@ -14,11 +15,10 @@ import yaml
 from asynctm.artifacts import catalog
 from asynctm.artifacts.rules import cli_args, record_input
 
-TABLES_DIR = f"{ARTIFACTS}/tables"
 PAPER_NUMBERS = "paper_tables/reference/paper_numbers.csv"
 # The config the artifacts are built from as Snakemake sees it (--config overrides included), cut to the
 # keys they read, so that e.g. another data_mirror does not rebuild them.
-ARTIFACTS_CONFIG = f"{ARTIFACTS}/artifacts_config.yaml"
+ARTIFACTS_CONFIG = f"{TABLES_DIR}/artifacts_config.yaml"
 ARTIFACTS_CONFIG_KEYS = ("scale", "results_dir", "gpu", "datasets", "seeds", "impls", "tm", "experiments", "sweeps",
                          "reduced", "svm", "smoke")
 ARTIFACTS_LOGS = f"logs/artifacts/{config['scale']}"

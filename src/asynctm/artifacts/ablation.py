@@ -4,8 +4,8 @@ Records: ``<results>/ablation/<experiment>/<impl>/<params>/<tally>_<rule>/seed<k
 each a TM run record whose ``hyperparameters`` name its ``tally`` and ``regression_rule`` and whose epoch entries
 carry the training diagnostics (kernels/README.md, "Training diagnostics").
 
-    python -m asynctm.artifacts.ablation --results results --tables-dir artifacts/tables \\
-        --figures-dir artifacts/figures
+    python -m asynctm.artifacts.ablation --results results --tables-dir paper_tables \\
+        --figures-dir figures
 
 writes ``ablation.{md,csv}`` and the figures ``fig_ablation_literals_over_epochs``,
 ``fig_ablation_metric_over_epochs`` and ``fig_ablation_vs_clauses`` (PNG, PDF, caption). The same records

@@ -1,13 +1,15 @@
 """One self-contained HTML page of the results: the summary, Tables 3-5, every figure, and how each number was
 produced.
 
-    python -m asynctm.artifacts.report --artifacts DIR --results DIR --config FILE
+    python -m asynctm.artifacts.report --tables DIR --figures DIR --config FILE (--records FILE... | --results DIR)
+        [--out FILE]
 
-reads the tables and figures already built in ``DIR`` (``tables/<name>.{csv,md,caption.txt}``,
-``tables/results_summary.md``, ``figures/<name>.{png,caption.txt}``) and the run records they were built from,
-and writes ``DIR/report.html``: figures embedded as data URIs, links only to the table and figure files beside
-it. No timestamps: the same inputs give the same bytes. The Snakemake rule ``html_report``
-(workflow/rules/report.smk) runs it.
+reads the tables and figures already built (``<tables>/<name>.{csv,md,caption.txt}``,
+``<tables>/results_summary.md``, ``<figures>/<name>.{png,caption.txt}``) and the run records they were built
+from (``--records``: those files, as the Snakemake rule ``report`` passes its declared inputs; ``--results``:
+every record under that root that a table or figure reads), and writes ``<tables>/report.html`` (or ``--out``):
+figures embedded as data URIs, links only to the table and figure files (relative to the page). No timestamps:
+the same inputs give the same bytes. The rule ``report`` (workflow/rules/report.smk) runs it.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import argparse
 import base64
 import html
 import json
+import os
 import re
 import sys
 from collections import Counter
@@ -192,20 +195,28 @@ def summary_section(tables_dir: Path, config: dict) -> str:
     return "\n".join(parts)
 
 
-def tables_section(tables_dir: Path) -> str:
+def _link(target: Path, page_dir: Path) -> str:
+    """``target`` relative to the page's folder, with forward slashes (an href)."""
+    return Path(os.path.relpath(target, page_dir)).as_posix()
+
+
+def tables_section(tables_dir: Path, page_dir: Path | None = None) -> str:
+    page_dir = tables_dir if page_dir is None else page_dir
     parts = ['<section id="tables">', "<h2>Tables 3-5, ours beside the paper's</h2>"]
     for name in catalog.TABLES:
         caption = (tables_dir / f"{name}.caption.txt").read_text(encoding="utf-8").splitlines()
         parts += [f'<h3 id="{name}-title">{_esc(caption[0])}</h3>',
                   md_table_to_html((tables_dir / f"{name}.md").read_text(encoding="utf-8"), name),
                   '<div class="notes">', *(f"<p>{_esc(line)}</p>" for line in caption[1:] if line.strip()), "</div>",
-                  f'<p>Files: <a href="tables/{name}.csv">CSV</a>, <a href="tables/{name}.md">Markdown</a>, '
-                  f'<a href="tables/{name}.tex">LaTeX</a>.</p>']
+                  "<p>Files: " + ", ".join(f'<a href="{_link(tables_dir / f"{name}.{ext}", page_dir)}">{label}</a>'
+                                          for ext, label in (("csv", "CSV"), ("md", "Markdown"), ("tex", "LaTeX")))
+                  + ".</p>"]
     parts.append("</section>")
     return "\n".join(parts)
 
 
-def figures_section(figures_dir: Path) -> str:
+def figures_section(figures_dir: Path, page_dir: Path | None = None) -> str:
+    page_dir = figures_dir if page_dir is None else page_dir
     parts = ['<section id="figures">', "<h2>Figures</h2>"]
     for name in catalog.FIGURES:
         caption = (figures_dir / f"{name}.caption.txt").read_text(encoding="utf-8").splitlines()
@@ -214,7 +225,8 @@ def figures_section(figures_dir: Path) -> str:
                   f'<img alt="{_esc(caption[0] if caption else name)}" src="data:image/png;base64,{data}">',
                   "<figcaption>", f"<p><strong>{_esc(caption[0] if caption else name)}</strong></p>",
                   *(f"<p>{_esc(line)}</p>" for line in caption[1:] if line.strip()),
-                  f'<p>Files: <a href="figures/{name}.pdf">PDF</a>, <a href="figures/{name}.png">PNG</a>.</p>',
+                  "<p>Files: " + ", ".join(f'<a href="{_link(figures_dir / f"{name}.{ext}", page_dir)}">{label}</a>'
+                                          for ext, label in (("pdf", "PDF"), ("png", "PNG"))) + ".</p>",
                   "</figcaption>", "</figure>"]
     parts.append("</section>")
     return "\n".join(parts)
@@ -272,28 +284,30 @@ def provenance_section(records: list[Path], config: dict) -> str:
 
 # -- the page ----------------------------------------------------------------------------------------------
 
-def build_report(artifacts_dir, results_dir, config: dict) -> str:
-    """The page's HTML, from the built tables and figures in ``artifacts_dir`` and the records they used."""
-    root = Path(artifacts_dir)
+def build_report(tables_dir, figures_dir, records, config: dict, page_dir=None) -> str:
+    """The page's HTML, from the built tables and figures and the records they used (paths); links are
+    relative to ``page_dir`` (default: the tables' folder, where the page goes)."""
+    tables_dir, figures_dir = Path(tables_dir), Path(figures_dir)
+    page_dir = tables_dir if page_dir is None else Path(page_dir)
     scale = config.get("scale", "paper")
-    records = used_records(results_dir, config)
+    records = [Path(p) for p in records]
     body = [f"<h1>Massively parallel and asynchronous Tsetlin Machine: reproduction results ({_esc(scale)} scale)"
             "</h1>",
             '<nav><a href="#summary">Summary</a><a href="#tables">Tables 3-5</a><a href="#figures">Figures</a>'
             '<a href="#provenance">How each number was produced</a></nav>',
-            summary_section(root / "tables", config), tables_section(root / "tables"),
-            figures_section(root / "figures"), provenance_section(records, config)]
+            summary_section(tables_dir, config), tables_section(tables_dir, page_dir),
+            figures_section(figures_dir, page_dir), provenance_section(records, config)]
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
             f"<title>asynctm results ({_esc(scale)} scale)</title>\n"
             "<!-- generated by python -m asynctm.artifacts.report from the tables, figures and run records -->\n"
             f"<style>{STYLE}</style>\n</head>\n<body>\n" + "\n".join(body) + "\n</body>\n</html>\n")
 
 
-def write_report(artifacts_dir, results_dir, config: dict, out=None) -> Path:
+def write_report(tables_dir, figures_dir, records, config: dict, out=None) -> Path:
     from ..io import atomic_open
 
-    out = Path(out) if out is not None else Path(artifacts_dir) / PAGE
-    page = build_report(artifacts_dir, results_dir, config)
+    out = Path(out) if out is not None else Path(tables_dir) / PAGE
+    page = build_report(tables_dir, figures_dir, records, config, out.parent)
     with atomic_open(out, "wb") as f:
         f.write(page.encode("utf-8"))
     return out
@@ -301,13 +315,19 @@ def write_report(artifacts_dir, results_dir, config: dict, out=None) -> Path:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m asynctm.artifacts.report", description=__doc__.split("\n")[0])
-    parser.add_argument("--artifacts", required=True, help="the folder holding tables/ and figures/")
-    parser.add_argument("--results", required=True, help="the records root (results/ or results/smoke/)")
+    parser.add_argument("--tables", required=True, help="the folder of the built tables (paper_tables/)")
+    parser.add_argument("--figures", required=True, help="the folder of the built figures (figures/)")
     parser.add_argument("--config", required=True, help="the pipeline config YAML (artifacts_config.yaml)")
-    parser.add_argument("--out", default=None, help=f"the page to write (default: ARTIFACTS/{PAGE})")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--records", nargs="*", help="the run records the tables and figures were built from")
+    source.add_argument("--results", help="a records root (results/ or results/smoke/): every record under it "
+                        "that a table or figure reads")
+    parser.add_argument("--out", default=None, help=f"the page to write (default: TABLES/{PAGE})")
     args = parser.parse_args(argv)
     try:
-        print(write_report(args.artifacts, args.results, load_config(args.config), args.out))
+        config = load_config(args.config)
+        records = args.records if args.records is not None else used_records(args.results, config)
+        print(write_report(args.tables, args.figures, records, config, args.out))
     except (OSError, ValueError, KeyError) as exc:
         print(f"error: {exc} (build the tables and figures first: snakemake --cores all tables figures)",
               file=sys.stderr)

@@ -13,7 +13,8 @@ machine without a GPU:
    finished into ``$OUT/<name>.tar.gz`` (rewritten after every finished run) and ``$OUT/<name>.log``.
 3. Here, ``python -m asynctm.campaign unpack <folder>`` checks each tarball (no links, no paths outside
    ``results/`` and ``benchmarks/results/``) and puts the records in place; then
-   ``snakemake --cores all tables figures --config run_missing=false`` rebuilds the tables and figures.
+   ``snakemake --cores all tables figures --config run_missing=false`` rebuilds the tables (paper_tables/) and
+   the figures (figures/).
 
 ``python -m asynctm.campaign commands`` prints the device-tool commands, in order.
 """

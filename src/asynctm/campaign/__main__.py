@@ -43,8 +43,8 @@ def commands(say=print) -> None:
     say("#    (a step that stopped at its budget is continued by calling it again: recorded runs are skipped)")
     for calls in DEVICE_CALLS:
         say(device_command(calls, git["commit"], git["tracked_files_modified"]))
-    say("# 3. here: snakemake --cores all tables figures --config run_missing=false; commit results/ and "
-        "benchmarks/results/")
+    say("# 3. here: snakemake --cores all tables figures --config run_missing=false; commit results/, "
+        "benchmarks/results/, paper_tables/ and figures/")
 
 
 def main(argv=None) -> int:
