@@ -5,7 +5,7 @@ One command, one process, per setting: our CPU build with 1 thread and with all 
 ``indexed=True`` and ``indexed=False`` (1 thread, as in the paper), pyTsetlinMachineParallel on all cores (in
 a worker process run by its own virtual environment, ``benchmarks/setup_pytm_parallel.sh``), and, when a CUDA
 GPU is present, our CUDA backend and PyTsetlinMachineCUDA. Identical hyperparameters and data for all
-(mapping and the differences by design: :mod:`asynctm.baselines.pytm`). Prints a table and writes
+(mapping and the differences by design: :mod:`asynctm.peers`). Prints a table and writes
 ``benchmarks/results/<name>.json`` and ``benchmarks/results/<name>.md`` (the Markdown table).
 
     python benchmarks/bench_tm.py                          # apple and bike, default epochs
@@ -51,7 +51,6 @@ from asynctm.provenance import (
     cpu_info,
     git_info,
     gpu_info,
-    gpu_present,
     versions,
 )
 
@@ -332,10 +331,10 @@ def parallel_python(args) -> Path:
 
 
 def build_peer(runner: dict, task: str, hp: dict, seed: int, args):
-    from asynctm.baselines import make_peer
+    from asynctm.peers import make_peer
 
     if runner["peer"] == "pytm_parallel":
-        from asynctm.baselines import PyTMParallelPeer
+        from asynctm.baselines.pytm_parallel import PyTMParallelPeer
 
         python = parallel_python(args)
         if not python.exists():
@@ -865,7 +864,9 @@ def default_name(args, gpu: bool) -> str:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    gpu = gpu_present()
+    from asynctm.backends import cuda_available
+
+    gpu = cuda_available()
     name = args.name or default_name(args, gpu)
     record = {
         "generated_by": "benchmarks/bench_tm.py",

@@ -1,4 +1,4 @@
-"""The baseline adapters (asynctm.baselines) and the benchmark script, in a few seconds each.
+"""The peers (asynctm.peers: ours and the baseline adapters of asynctm.baselines) and the benchmark script, in a few seconds each.
 
 pyTsetlinMachine tests skip cleanly where it is not installed; the benchmark test needs the dataset
 mirror (skipped with the reason without it) and runs on a tiny subset in --quick mode.
@@ -14,7 +14,7 @@ import sys
 import numpy as np
 import pytest
 
-from asynctm.baselines import PEERS, available_peers, make_peer
+from asynctm.peers import PEERS, available_peers, make_peer
 
 
 def _noisy_xor(n: int, seed: int, noise: float = 0.1):

@@ -270,7 +270,7 @@ def test_parallel_peer_when_its_environment_exists(bench):
     python = Path(bench.parse_args([]).pytm_parallel_python)
     if not python.exists():
         pytest.skip(f"no pyTsetlinMachineParallel environment at {python}")
-    from asynctm.baselines import PyTMParallelPeer
+    from asynctm.baselines.pytm_parallel import PyTMParallelPeer
 
     X, y = (np.array([[a, b] for a in (0, 1) for b in (0, 1)] * 25, dtype=np.uint8),
             np.array([0, 1, 1, 0] * 25))

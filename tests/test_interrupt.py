@@ -15,7 +15,7 @@ from conftest import copy_workflow
 # One epoch of this machine takes 15+ s on 2 cores: far longer than the few seconds an interrupt may take.
 LONG_EPOCH = textwrap.dedent("""
     import numpy as np, sys
-    from asynctm.baselines.pytm import make_peer
+    from asynctm.peers import make_peer
     rng = np.random.default_rng(0)
     X = rng.integers(0, 2, size=(2000, 2000), dtype=np.uint8)
     y = X[:, 0] ^ X[:, 1]

@@ -144,11 +144,7 @@ def assert_backend_equals_reference(be, tm: ReferenceTM, n_examples: int, contex
 
 
 def _cuda_or_skip():
-    try:
-        available = backends.cuda_available()
-    except Exception as exc:  # noqa: BLE001 - any failure to probe means no usable GPU
-        pytest.skip(f"CUDA probe failed: {exc}")
-    if not available:
+    if not backends.cuda_available():  # never raises: a failed probe is "no GPU"
         pytest.skip("no CUDA GPU (or PyCUDA) on this machine")
 
 

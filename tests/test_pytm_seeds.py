@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from asynctm.baselines import make_peer
+from asynctm.peers import make_peer
 from asynctm.baselines.pytm import _libc, libc_seed
 
 pytm = pytest.importorskip("pyTsetlinMachine.tm", reason="pyTsetlinMachine is not installed")
@@ -23,7 +23,7 @@ pytm = pytest.importorskip("pyTsetlinMachine.tm", reason="pyTsetlinMachine is no
 _ONE_EPOCH = """
 import hashlib, sys
 import numpy as np
-from asynctm.baselines import make_peer
+from asynctm.peers import make_peer
 rng = np.random.default_rng(7)
 X = rng.integers(0, 2, size=(120, 16), dtype=np.uint8)
 y = (X[:, 0] ^ X[:, 1]).astype(np.uint32)

@@ -132,7 +132,7 @@ def test_checkpoint_of_other_settings_is_not_used(tmp_path, capsys):
     _toy(tmp_path)
     out = tmp_path / "r.json"
     ckpt = checkpoint_path(out)
-    from asynctm.baselines import pytm as peers
+    from asynctm import peers
 
     real, calls = peers.AsyncTMPeer.fit_epoch, {"n": 0}
 

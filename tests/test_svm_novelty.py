@@ -1,5 +1,5 @@
-"""The SVM baseline (asynctm.experiments.svm), the novelty MLP stage and its scores file
-(asynctm.experiments.novelty), and the class sums of every peer (asynctm.baselines.pytm).
+"""The SVM baseline (asynctm.baselines.thundersvm), the novelty MLP stage and its scores file
+(asynctm.experiments.novelty), and the class sums of every peer (asynctm.peers).
 
 Every SVM library importable here is run (forced by name); pyTsetlinMachine tests skip where it is missing.
 """
@@ -15,10 +15,10 @@ import pytest
 import scipy.sparse as sp
 from sklearn.metrics import accuracy_score, f1_score
 
-from asynctm.experiments import svm as svmmod
+from asynctm.baselines import thundersvm as svmmod
 from asynctm.experiments.metrics import regression_metrics
 from asynctm.experiments.novelty import load_scores, run_mlp_novelty, save_scores
-from asynctm.experiments.svm import SVMUnavailableError, available_libraries, run_svm
+from asynctm.baselines.thundersvm import SVMUnavailableError, available_libraries, run_svm
 
 RECORD_PARTS = {"implementation", "hyperparameters", "final", "metric_names", "timing"}
 CLS_PARAMS = {"kernel": "linear", "C": 1.0}
@@ -330,7 +330,7 @@ def _pytm_sums_from_include_bits(model, X, T):
 @pytest.mark.parametrize("append_negated", [True, False])
 def test_pytm_class_sums(indexed, append_negated):
     pytest.importorskip("pyTsetlinMachine.tm", reason="pyTsetlinMachine is not installed")
-    from asynctm.baselines.pytm import make_peer
+    from asynctm.peers import make_peer
 
     X, y = _peer_problem()
     T = 5
@@ -350,7 +350,7 @@ def test_pytm_class_sums(indexed, append_negated):
 def test_pytm_class_sums_of_empty_clauses_are_zero():
     # Before training every clause is empty: inference counts it 0 (the indexed transform() would say 1).
     pytest.importorskip("pyTsetlinMachine.tm", reason="pyTsetlinMachine is not installed")
-    from asynctm.baselines.pytm import make_peer
+    from asynctm.peers import make_peer
 
     X, y = _peer_problem(n=50)
     for indexed in (True, False):
@@ -363,7 +363,7 @@ def test_pytm_class_sums_of_empty_clauses_are_zero():
 
 def test_regression_peers_have_no_class_sums():
     pytest.importorskip("pyTsetlinMachine.tm", reason="pyTsetlinMachine is not installed")
-    from asynctm.baselines.pytm import make_peer
+    from asynctm.peers import make_peer
 
     X, _ = _peer_problem(n=60)
     peer = make_peer("pytm", "regression", 10, 5, 3.0)
@@ -373,7 +373,7 @@ def test_regression_peers_have_no_class_sums():
 
 
 def test_asynctm_class_sums():
-    from asynctm.baselines.pytm import make_peer
+    from asynctm.peers import make_peer
 
     X, y = _peer_problem()
     T = 5

@@ -78,16 +78,25 @@ def cpu_info() -> dict:
             "machine": platform.machine(), "simd_flags": simd, "caches_per_cpu0": caches}
 
 
+def dist_version(*names: str) -> str | None:
+    """The installed version of the first of ``names`` that is an installed distribution, or None (several
+    names: a library published under more than one spelling). The one place that asks the installed
+    packages; run records, benchmarks and the baselines' metadata all read versions here."""
+    for name in names:
+        try:
+            return md.version(name)
+        except md.PackageNotFoundError:
+            continue
+    return None
+
+
 def versions() -> dict:
     """Python, asynctm and the installed versions of the libraries that can touch a result (None: absent)."""
     import asynctm
 
     out = {"python": platform.python_version(), "asynctm": asynctm.__version__}
     for dist in _DISTS:
-        try:
-            out[dist] = md.version(dist)
-        except md.PackageNotFoundError:
-            out[dist] = None
+        out[dist] = dist_version(dist)
     try:
         from .backends.cpu import compiler_command
 
@@ -100,18 +109,11 @@ def versions() -> dict:
     return out
 
 
-def gpu_present() -> bool:
-    try:
-        from .backends import cuda_available
-
-        return cuda_available()
-    except Exception:  # noqa: BLE001
-        return False
-
-
 def gpu_info() -> dict | None:
     """``{"name", "driver", "cuda"}`` of the GPU our CUDA backend would use, or None without one."""
-    if not gpu_present():
+    from .backends import cuda_available
+
+    if not cuda_available():
         return None
     from .backends.cuda import device_description
 

@@ -7,7 +7,7 @@ separate virtual environment (``benchmarks/setup_pytm_parallel.sh`` builds ``ben
 and talks to it in JSON lines over a pipe. The caller passes both paths; nothing here knows the repository
 layout.
 
-Hyperparameters map as for pyTsetlinMachine (:mod:`asynctm.baselines.pytm`): ``number_of_clauses`` per
+Hyperparameters map as for pyTsetlinMachine (:mod:`asynctm.peers`): ``number_of_clauses`` per
 class, ``T``, ``s``, ``number_of_state_bits``, ``boost_true_positive_feedback``, ``append_negated``
 (classification; the regression machine always appends negated literals). Differences from
 pyTsetlinMachine 0.6.6: no clause index (``MultiClassTsetlinMachine`` has no ``indexed`` option), no
@@ -41,7 +41,8 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from .pytm import Peer, machine_arguments
+from ..peers import Peer
+from .pytm import machine_arguments
 
 DIST = "pyTsetlinMachineParallel"
 VERSION = "0.2.1"

@@ -4,7 +4,7 @@
 
 For each setting (an experiment's main setting of config/config.yaml, data from the staged processed
 folders) and seed, both implementations are built with the same hyperparameters
-(:mod:`asynctm.baselines.pytm`), train one warm-up epoch (kernel compilation, encoding and upload land
+(:mod:`asynctm.peers`), train one warm-up epoch (kernel compilation, encoding and upload land
 there, reported apart), then :data:`TIMED_EPOCHS` timed epochs round-robin (epoch k of one, then of the
 other). An epoch is timed by the wall clock around one ``fit_epoch`` call; both libraries synchronise the
 GPU before returning (ours after the epoch, PyTsetlinMachineCUDA after every batch). The test metric is
@@ -45,7 +45,7 @@ CPU_SETTINGS = ("wsd_apple",)
 
 
 def _peer(impl: str, task: str, h: dict, seed: int):
-    from ..baselines import make_peer
+    from ..peers import make_peer
 
     common = dict(state_bits=h["state_bits"], boost_true_positive=h["boost_true_positive"],
                   append_negated=h["append_negated"], batch_size=h["batch_size"], seed=seed)
@@ -88,12 +88,12 @@ def _main_metric(task: str) -> str:
 
 
 def run_setting(config: dict, data_dir: Path, name: str, seeds, epochs: int, deadline: float, say=print) -> dict:
-    from ..baselines.pytm import _dense01
+    from ..peers import dense01
 
     base = plan.tm_run_settings(config, name, "tm_gpu", plan.main_params(config, name), seeds[0])
     h, task = base["hyperparameters"], ("regression" if base["task"] == "regression" else "classification")
     ds = load_dataset(data_dir, base)
-    dense = {"X_train": _dense01(ds.X_train), "X_test": _dense01(ds.X_test)}
+    dense = {"X_train": dense01(ds.X_train), "X_test": dense01(ds.X_test)}
     key = _main_metric(base["task"])
     say(f"== {name}: {ds.X_train.shape[0]} train x {ds.X_train.shape[1]} features, {h['n_clauses']} clauses, "
         f"T={h['T']}, s={h['s']}; 1 warm-up + {epochs} timed epochs x seeds {list(seeds)}")

@@ -6,7 +6,7 @@ atomically. Every ``checkpoint_every_s`` seconds (after the epoch that passes it
 the last completed epoch to ``seed<k>.checkpoint.npz`` beside the record, atomically; a rerun of the same run
 resumes from there, and the checkpoint is removed once the record is written. SIGINT and SIGTERM end a run
 with "interrupted at epoch k" in its log, no record, the checkpoint kept, and ``RunInterrupted``.
-``run_svm`` and ``run_mlp`` wrap the baselines of :mod:`.svm` and :mod:`.novelty` into records the same way.
+``run_svm`` and ``run_mlp`` wrap the baselines of :mod:`asynctm.baselines.thundersvm` and :mod:`.novelty` into records the same way.
 """
 
 from __future__ import annotations
@@ -252,9 +252,9 @@ def _resume_refusal(state: dict, key: str, cpu_model: str, peer, n_epochs: int) 
 # -- TM runs -------------------------------------------------------------------------------------------------
 
 def make_tm_peer(settings: dict, threads: int | None):
-    """The peer (asynctm.baselines) that runs ``settings['impl']``; a clear error where it cannot run here."""
+    """The peer (asynctm.peers) that runs ``settings['impl']``; a clear error where it cannot run here."""
     from ..backends import BackendUnavailableError, cuda_available
-    from ..baselines import make_peer
+    from ..peers import make_peer
 
     h = settings["hyperparameters"]
     task = "regression" if settings["task"] == "regression" else "classification"
@@ -465,7 +465,7 @@ def novelty_scores_path(record_path) -> Path:
 # -- baselines ---------------------------------------------------------------------------------------------
 
 def run_svm(settings: dict, data_dir, out, log=None, threads: int | None = None) -> dict:
-    from .svm import run_svm as fit_svm
+    from ..baselines.thundersvm import run_svm as fit_svm
 
     started = time.time()
     say = _Progress(Path(log) if log else None, _tag(settings))

@@ -88,7 +88,8 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from .metrics import F1_KINDS, evaluate
+from ..experiments.metrics import F1_KINDS, evaluate
+from ..provenance import dist_version
 
 TASKS = ("classification", "regression", "novelty")
 LIBRARIES = ("thundersvm-gpu", "thundersvm-cpu", "sklearn")
@@ -104,13 +105,6 @@ class SVMUnavailableError(RuntimeError):
 
 
 # -- which library ------------------------------------------------------------------------------------------
-def _dist_version(name: str) -> str | None:
-    try:
-        return md.version(name)
-    except md.PackageNotFoundError:
-        return None
-
-
 def _record_sha256(path: Path) -> str:
     """The file's sha256 as wheel RECORD files write it (urlsafe base64, no padding)."""
     digest = hashlib.sha256(path.read_bytes()).digest()
@@ -180,7 +174,7 @@ def thundersvm_info() -> dict:
 
     The build is read from the library file the ``thundersvm`` package loads, found before importing it, so
     it is known also when the import fails (the CUDA-9 GPU wheel)."""
-    info: dict = {"distributions": {name: _dist_version(name) for name in _THUNDERSVM_DISTS},
+    info: dict = {"distributions": {name: dist_version(name) for name in _THUNDERSVM_DISTS},
                   "importable": False, "error": None, "build": None, "distribution": None, "version": None,
                   "lib_path": None}
     try:
@@ -212,17 +206,10 @@ def thundersvm_info() -> dict:
     return info
 
 
-def _cuda_gpu_present() -> bool:
-    try:
-        from ..backends import cuda_available
-
-        return cuda_available()
-    except Exception:  # noqa: BLE001 - no PyCUDA, no driver: no GPU for us
-        return False
-
-
 def available_libraries() -> dict[str, str]:
     """``{library: "ok" or why it cannot run here}`` for each of :data:`LIBRARIES`, in order."""
+    from ..backends import cuda_available
+
     info = thundersvm_info()
     out = {}
     for lib, build in (("thundersvm-gpu", "gpu"), ("thundersvm-cpu", "cpu")):
@@ -236,7 +223,7 @@ def available_libraries() -> dict[str, str]:
                             f"`{dist}`")
         elif not info["importable"]:
             out[lib] = f"`{dist}` {info['version']} is installed but cannot be loaded: {info['error']}"
-        elif build == "gpu" and not _cuda_gpu_present():
+        elif build == "gpu" and not cuda_available():
             out[lib] = f"`{dist}` {info['version']} loads, but no CUDA GPU was found"
         else:
             out[lib] = "ok"
