@@ -18,9 +18,10 @@ import pandas as pd
 import pytest
 import yaml
 
-from asynctm.artifacts import ARTIFACTS, FIGURES, build, catalog, output_paths, settings
+from asynctm.artifacts import ARTIFACTS, FIGURES, build, catalog, output_paths
 from asynctm.artifacts.records import RecordError, load_records
 from asynctm.artifacts.reference import load_reference, paper_value
+from asynctm.experiments import plan
 
 REFERENCE = Path(__file__).resolve().parents[1] / "paper_tables" / "reference" / "paper_numbers.csv"
 
@@ -130,8 +131,8 @@ class Records:
 def make_records(root: Path) -> Records:
     recs = Records(root)
     for experiment, exp in CONFIG["experiments"].items():
-        main = settings.main_params(CONFIG, experiment)
-        for impl in settings.impls(CONFIG, experiment):
+        main = plan.main_params(CONFIG, experiment)
+        for impl in plan.tm_impls(CONFIG, experiment):
             if impl == "tm_gpu":
                 continue  # this "host" has no GPU
             seeds = [0] if (experiment, impl) == ONE_SEED_CELL else SEEDS
@@ -142,11 +143,11 @@ def make_records(root: Path) -> Records:
                     recs.write(experiment, "mlp_novelty", f"{impl}.{main}", seed, "mlp_novelty",
                                {"accuracy": acc, "f1": acc + 1, "f1_macro": acc - 1}, {"fit_s": 0.5})
         for seed in SEEDS:
-            recs.write(experiment, "svm", settings.svm_params(CONFIG, experiment), seed, "svm",
+            recs.write(experiment, "svm", plan.svm_params(CONFIG, experiment), seed, "svm",
                        {"accuracy": 90.0} if exp["task"] != "regression" else {"mae": 30.0, "rmse": 40.0},
                        {"fit_s": float(1 + recs.rng.random()), "predict_s": 0.1},
                        implementation={"library": "scikit-learn", "version": "1.5.0", "device": "cpu"})
-        sweep = settings.sweep(CONFIG, experiment)
+        sweep = plan.sweep(CONFIG, experiment)
         if sweep:
             for impl in sweep.impls:
                 if impl == "tm_gpu":
@@ -157,7 +158,7 @@ def make_records(root: Path) -> Records:
                             continue  # a sweep point at the main setting shares its record
                         recs.tm(experiment, impl, params, seed, sweep.epochs, SPEED[impl] * clauses / 10)
     # Neither of these may show up anywhere: an incomplete run, and a run at another setting.
-    recs.tm("semeval", "tm_gpu", settings.main_params(CONFIG, "semeval"), 0, 2, 0.001, status="running")
+    recs.tm("semeval", "tm_gpu", plan.main_params(CONFIG, "semeval"), 0, 2, 0.001, status="running")
     recs.tm("semeval", "tm_cpu", "n999_T15_s3.9_e2", 0, 2, 99.0)
     return recs
 
@@ -211,21 +212,21 @@ def test_reference_parses_and_matches_the_paper():
         "pytm_indexed", "pytm_nonindexed", "tm_gpu", "svm"}
 
 
-# ---- settings ----
+# ---- the plan's view of the artifacts ----
 
 def test_main_params_and_smoke_shrinking():
     paper = {**CONFIG, "scale": "paper"}
-    assert settings.main_params(paper, "semeval") == "n40_T15_s3.9_e100"
-    assert settings.main_params(paper, "bbc_sport") == "n5000_T100_s15_e100"
-    assert settings.main_params(CONFIG, "imdb") == "n20_T80_s27_e2"
+    assert plan.main_params(paper, "semeval") == "n40_T15_s3.9_e100"
+    assert plan.main_params(paper, "bbc_sport") == "n5000_T100_s15_e100"
+    assert plan.main_params(CONFIG, "imdb") == "n20_T80_s27_e2"
     odd = copy.deepcopy(CONFIG)
     odd["smoke"]["max_clauses"] = 15
-    assert settings.main_params(odd, "imdb") == "n14_T80_s27_e2"  # classification: even
-    assert settings.main_params(odd, "bike_sharing") == "n15_T1280_s1.5_e2"
-    assert settings.sweep(paper, "imdb").params == ("n1000_T80_s27_e5", "n2000_T80_s27_e5")
-    assert settings.sweep(CONFIG, "imdb").params == ("n10_T80_s27_e2", "n20_T80_s27_e2")
-    assert settings.svm_params(CONFIG, "bike_sharing") == "rbf_C1"
-    assert settings.impls(CONFIG, "bike_sharing") == ["pytm_nonindexed", "tm_gpu", "tm_cpu"]
+    assert plan.main_params(odd, "imdb") == "n14_T80_s27_e2"  # classification: even
+    assert plan.main_params(odd, "bike_sharing") == "n15_T1280_s1.5_e2"
+    assert plan.sweep(paper, "imdb").params == ("n1000_T80_s27_e5", "n2000_T80_s27_e5")
+    assert plan.sweep(CONFIG, "imdb").params == ("n10_T80_s27_e2", "n20_T80_s27_e2")
+    assert plan.svm_params(CONFIG, "bike_sharing") == "rbf_C1"
+    assert plan.tm_impls(CONFIG, "bike_sharing") == ["pytm_nonindexed", "tm_gpu", "tm_cpu"]
     assert catalog.reads("table3_performance", CONFIG, "results/smoke/semeval/tm_cpu/n20_T15_s3.9_e2/seed2.json")
     assert not catalog.reads("table3_performance", CONFIG, "r/semeval/tm_cpu/n20_T15_s3.9_e2/seed4.json")
     assert catalog.reads("fig_imdb_time_vs_clauses", CONFIG, "r/imdb/tm_gpu/n10_T80_s27_e2/seed0.json")
@@ -238,7 +239,7 @@ def test_table3_numbers_are_the_records_means(built):
     table = read_csv(root / "out" / "table3_performance.csv")
     assert len(table) == 6 * 4
     for dataset in catalog.TABLE3_DATASETS:
-        main = settings.main_params(CONFIG, dataset)
+        main = plan.main_params(CONFIG, dataset)
         novelty = CONFIG["experiments"][dataset]["task"] == "novelty"
         base = np.mean(recs.values[(dataset, "pytm_indexed", main)]["timing.train_s_mean"])
         for impl in ("pytm_indexed", "pytm_nonindexed", "tm_cpu"):
@@ -264,7 +265,7 @@ def test_table3_numbers_are_the_records_means(built):
             else:
                 assert math.isnan(r["speedup"])
         gap = row(table, dataset=dataset, implementation="tm_gpu")
-        assert gap["note"] == settings.REASON_NO_GPU and gap["status"] == "not run"
+        assert gap["note"] == plan.REASON_NO_GPU and gap["status"] == "not run"
         assert all(math.isnan(gap[c]) for c in ("accuracy_mean", "accuracy_std", "f1_mean", "train_s_per_epoch_mean",
                                                 "speedup"))
         assert not math.isnan(gap["accuracy_paper"])  # the paper's number stays beside the gap
@@ -273,7 +274,7 @@ def test_table3_numbers_are_the_records_means(built):
     assert "1 of 3 seeds" in one["note"]
     # The Markdown says why, never shows a number for the gap, and blanks a single seed's std.
     md = (root / "out" / "table3_performance.md").read_text()
-    assert md.count(settings.REASON_NO_GPU) == 6
+    assert md.count(plan.REASON_NO_GPU) == 6
     gpu_line = next(line for line in md.splitlines() if "TM GPU (ours)" in line and "38.9×" in line)
     assert gpu_line.split("|")[4].strip() == "–"
     tex = (root / "out" / "table3_performance.tex").read_text()
@@ -284,7 +285,7 @@ def test_table5_regression_speedup_is_over_nonindexed(built):
     root, recs = built
     table = read_csv(root / "out" / "table5_regression.csv")
     for dataset in catalog.TABLE5_DATASETS:
-        main = settings.main_params(CONFIG, dataset)
+        main = plan.main_params(CONFIG, dataset)
         base = np.mean(recs.values[(dataset, "pytm_nonindexed", main)]["timing.train_s_mean"])
         ours = recs.values[(dataset, "tm_cpu", main)]
         r = row(table, dataset=dataset, implementation="tm_cpu")
@@ -292,7 +293,7 @@ def test_table5_regression_speedup_is_over_nonindexed(built):
         assert r["speedup"] == pytest.approx(base / np.mean(ours["timing.train_s_mean"]), rel=1e-8)
         assert r["speedup_over"] == "pytm_nonindexed"
         indexed = row(table, dataset=dataset, implementation="pytm_indexed")
-        assert indexed["note"] == settings.REASON_NO_INDEX and math.isnan(indexed["mae_mean"])
+        assert indexed["note"] == plan.REASON_NO_INDEX and math.isnan(indexed["mae_mean"])
         assert not math.isnan(indexed["mae_paper"])
     caption = (root / "out" / "table5_regression.caption.txt").read_text()
     assert "NON-indexed" in caption and "no index" in caption
@@ -304,8 +305,8 @@ def test_table4_svm_and_tm_times(built):
     table = read_csv(root / "out" / "table4_svm_time.csv")
     assert len(table) == 8 * 3
     for dataset in catalog.TABLE4_DATASETS:
-        svm = recs.values[(dataset, "svm", settings.svm_params(CONFIG, dataset))]["timing.fit_s"]
-        tm = recs.values[(dataset, "tm_cpu", settings.main_params(CONFIG, dataset))]
+        svm = recs.values[(dataset, "svm", plan.svm_params(CONFIG, dataset))]["timing.fit_s"]
+        tm = recs.values[(dataset, "tm_cpu", plan.main_params(CONFIG, dataset))]
         r_svm = row(table, dataset=dataset, model="svm")
         assert (r_svm["time_s_mean"], r_svm["time_s_std"]) == pytest.approx(mean_std(svm), rel=1e-8)
         assert r_svm["library"] == "scikit-learn 1.5.0 on cpu"
@@ -313,7 +314,7 @@ def test_table4_svm_and_tm_times(built):
         assert r_tm["time_s_mean"] == pytest.approx(np.mean(tm["timing.train_s_mean"]), rel=1e-9)
         assert r_tm["total_s_mean"] == pytest.approx(np.mean(tm["timing.train_s_total"]), rel=1e-9)
         assert r_tm["svm_over_tm"] == pytest.approx(np.mean(svm) / np.mean(tm["timing.train_s_mean"]), rel=1e-8)
-        assert row(table, dataset=dataset, model="tm_gpu")["note"] == settings.REASON_NO_GPU
+        assert row(table, dataset=dataset, model="tm_gpu")["note"] == plan.REASON_NO_GPU
     assert row(table, dataset="imdb", model="svm")["paper_s"] == 3.89
     caption = (root / "out" / "table4_svm_time.caption.txt").read_text()
     assert "SVM library that ran: scikit-learn 1.5.0 on cpu" in caption
@@ -332,7 +333,7 @@ def test_gpu_host_without_records_says_no_record(tmp_path, built):
     root, _ = built
     build("table3_performance", root / "results", CONFIG, tmp_path, host_gpu=True, reference_path=REFERENCE)
     table = read_csv(tmp_path / "table3_performance.csv")
-    assert set(table.loc[table["implementation"] == "tm_gpu", "note"]) == {settings.REASON_NO_RECORD}
+    assert set(table.loc[table["implementation"] == "tm_gpu", "note"]) == {plan.REASON_NO_RECORD}
 
 
 # ---- figures ----
@@ -344,7 +345,7 @@ def test_figures_use_the_sweep_records_and_name_the_gaps(built):
         assert Path(files["png"]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert Path(files["pdf"]).read_bytes()[:5] == b"%PDF-"
     caption = (root / "out" / "fig_bike_time_vs_clauses.caption.txt").read_text()
-    sweep = settings.sweep(CONFIG, "bike_sharing")
+    sweep = plan.sweep(CONFIG, "bike_sharing")
     n = len(sweep.clauses) * len(sweep.seeds) * 2  # tm_cpu and pytm_nonindexed
     assert f"Records used: {n} complete run records" in caption
     assert "tm_gpu (not run: no GPU on this host)" in caption
@@ -360,7 +361,7 @@ def test_figure_data_are_the_records_means(built):
     records = load_records(root / "results")
     fig = figures.fig_bike_mae_vs_clauses(records, CONFIG, host_gpu=False)
     ax = fig.figure.axes[0]
-    sweep = settings.sweep(CONFIG, "bike_sharing")
+    sweep = plan.sweep(CONFIG, "bike_sharing")
     lines = {line.get_label(): line for line in ax.get_lines()}
     expected = [np.mean(recs.values[("bike_sharing", "tm_cpu", p)]["mae"]) for p in sweep.params]
     np.testing.assert_allclose(lines["ours, CPU"].get_ydata(), expected, rtol=1e-12)
@@ -395,8 +396,8 @@ def test_cli_builds_the_same_bytes(built, tmp_path):
 
 def test_malformed_record_is_a_clear_error(tmp_path):
     recs = Records(tmp_path / "results")
-    recs.tm("semeval", "tm_cpu", settings.main_params(CONFIG, "semeval"), 0, 2, 0.1)
-    bad = recs.tm("semeval", "pytm_indexed", settings.main_params(CONFIG, "semeval"), 1, 2, 0.1)
+    recs.tm("semeval", "tm_cpu", plan.main_params(CONFIG, "semeval"), 0, 2, 0.1)
+    bad = recs.tm("semeval", "pytm_indexed", plan.main_params(CONFIG, "semeval"), 1, 2, 0.1)
     record = json.loads(bad.read_text())
     del record["timing"]["train_s_mean"]
     bad.write_text(json.dumps(record))

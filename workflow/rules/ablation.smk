@@ -24,7 +24,7 @@ rule run_ablation:
         f"{_ABL_RUN}.log",
     wildcard_constraints:
         experiment="|".join(EXPERIMENTS),
-        impl="tm_cpu|tm_gpu",
+        impl="|".join(PLAN.OUR_IMPLS),
         params=r"n\d+_T\d+_s[^/]+_e\d+",
         variant=r"(async|sync)_(linear|quadratic)",
         seed=r"\d+",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import settings
+from ..experiments import plan
 
 # Datasets in the order of the paper's tables.
 TABLE3_DATASETS = ("bbc_sport", "newsgroups20", "semeval", "imdb", "wsd_java", "wsd_apple")
@@ -62,21 +62,21 @@ def experiments(name: str, config: dict) -> list[str]:
 
 def _uses(role: str, config: dict, experiment: str, impl: str, params: str, seed: int) -> bool:
     if role == "sweep":
-        sweep = settings.sweep(config, experiment)
+        sweep = plan.sweep(config, experiment)
         return sweep is not None and impl in sweep.impls and params in sweep.params and seed in sweep.seeds
     if role in ("tm", "tm_ours"):
-        wanted = settings.TM_IMPLS if role == "tm" else ("tm_gpu", "tm_cpu")
-        return (impl in wanted and params == settings.main_params(config, experiment, impl)
-                and seed in settings.seeds(config, experiment, impl))
+        wanted = plan.TM_IMPLS if role == "tm" else plan.OUR_IMPLS
+        return (impl in wanted and params == plan.main_params(config, experiment, impl)
+                and seed in plan.run_seeds(config, experiment, impl))
     if role == "mlp":  # the MLP stage on the class sums of a TM run: that TM's params and seeds
         tm, _, tm_params = params.partition(".")
-        return (impl == "mlp_novelty" and tm in settings.TM_IMPLS
-                and tm_params == settings.main_params(config, experiment, tm)
-                and seed in settings.seeds(config, experiment, tm))
-    if seed not in settings.seeds(config):
+        return (impl == "mlp_novelty" and tm in plan.TM_IMPLS
+                and tm_params == plan.main_params(config, experiment, tm)
+                and seed in plan.run_seeds(config, experiment, tm))
+    if seed not in plan.seeds(config):
         return False
     if role == "svm":
-        return impl == "svm" and params == settings.svm_params(config, experiment)
+        return impl == "svm" and params == plan.svm_params(config, experiment)
     raise ValueError(f"unknown record role {role!r}")
 
 

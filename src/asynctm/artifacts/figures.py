@@ -22,7 +22,8 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLocator
 
-from . import render, settings
+from ..experiments import plan
+from . import render
 from .records import disturbed, epochs_frame, select
 
 COLUMN_WIDTH_IN = 3.3
@@ -147,10 +148,10 @@ def _draw(ax, series: list[Series], xlabel: str, ylabel: str, log_x2: bool, mark
 def _gaps(config, experiment, impls, have: set[str], host_gpu: bool) -> list[str]:
     """'impl (reason)' for each implementation the figure asks for (``impls``) that has no line; for
     regression also the paper's indexed machine, which cannot run."""
-    regression = experiment in config["experiments"] and settings.task(config, experiment) == "regression"
+    regression = experiment in config["experiments"] and plan.task(config, experiment) == "regression"
     wanted = set(impls) | ({"pytm_indexed"} if regression else set())
-    return [f"{impl} ({settings.gap_reason(config, experiment, impl, host_gpu, requested=list(impls))})"
-            for impl in settings.TM_IMPLS if impl in wanted and impl not in have]
+    return [f"{impl} ({plan.gap_reason(config, experiment, impl, host_gpu, requested=list(impls))})"
+            for impl in plan.TM_IMPLS if impl in wanted and impl not in have]
 
 
 def _concat(frames: list[pd.DataFrame], records: pd.DataFrame) -> pd.DataFrame:
@@ -182,9 +183,9 @@ def _caption(title: str, paper_caption: str, what: str, series: list[Series], no
 def _versus_clauses(records, config, host_gpu, name, experiment, column, ylabel, title, paper_caption, what,
                     from_zero=True):
     """A clause-sweep figure: ``column`` (one value per record) against clauses, one line per sweep impl."""
-    sweep = settings.sweep(config, experiment)
+    sweep = plan.sweep(config, experiment)
     if sweep is None:
-        sweep = settings.Sweep(experiment, (), (), (), 0, ())
+        sweep = plan.Sweep(experiment, (), (), (), 0, ())
     series, used, missing = [], [], []
     for impl in sweep.impls:
         s, absent = Series(impl), []
@@ -220,13 +221,13 @@ def _over_epochs(records, config, host_gpu, name, experiment, column, ylabel, ti
                  from_zero=True):
     """A main-setting figure: the per-epoch ``column`` against the epoch, one line per implementation."""
     configured = experiment in config["experiments"]
-    main = settings.main_params(config, experiment) if configured else ""
-    impls = settings.impls(config, experiment) if configured else []
+    main = plan.main_params(config, experiment) if configured else ""
+    impls = plan.tm_impls(config, experiment) if configured else []
     series, used, reduced = [], [], []
     for impl in impls:
         # each implementation's own main-setting records: a reduced protocol (config reduced) runs fewer
-        recs = select(records, experiment, impl, settings.main_params(config, experiment, impl),
-                      settings.seeds(config, experiment, impl))
+        recs = select(records, experiment, impl, plan.main_params(config, experiment, impl),
+                      plan.run_seeds(config, experiment, impl))
         epochs = epochs_frame(recs)
         if recs.empty or column not in epochs:
             continue
@@ -247,7 +248,7 @@ def _over_epochs(records, config, host_gpu, name, experiment, column, ylabel, ti
     used = _concat(used, records)
     not_run = _gaps(config, experiment, impls, {s.impl for s in series}, host_gpu)
     setting = (f"The config has no experiment {experiment}." if not configured else
-               f"Main setting {main}; seeds {', '.join(map(str, settings.seeds(config)))}; band: ± sample "
+               f"Main setting {main}; seeds {', '.join(map(str, plan.seeds(config)))}; band: ± sample "
                "standard deviation over seeds where there are several." + "".join(f" {r}" for r in reduced))
     return Figure(name, fig, _caption(title, paper_caption, f"{what} {setting}", series, not_run, [], used,
                                       config, timed=column.startswith("train_s")))

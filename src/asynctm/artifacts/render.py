@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from .settings import TM_IMPLS
+from ..experiments.plan import TM_IMPLS
 
 MISSING = ("–", "--")
 

@@ -24,8 +24,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from ..experiments.plan import TM_IMPLS
 from . import catalog, load_config
-from .settings import TM_IMPLS
 
 PAGE = "report.html"
 IMPL_LABELS = {"pytm_indexed": "TM indexed (pyTM)", "pytm_nonindexed": "TM non-indexed (pyTM)",

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from . import render, settings
+from ..experiments import plan
+from . import render
 from .catalog import TABLE3_DATASETS, TABLE4_DATASETS, TABLE5_DATASETS
 from .records import LAST_EPOCHS, disturbed, select
 from .reference import paper_value
@@ -77,7 +78,7 @@ SMOKE_CAVEAT = ("Smoke scale: a few epochs of a few clauses on a few hundred exa
 def provenance_lines(used: pd.DataFrame, config: dict) -> list[str]:
     caveat = [SMOKE_CAVEAT] if config.get("scale") == "smoke" else []
     return [*caveat, f"Records: {len(used)} complete run records at {config.get('scale', 'paper')} scale "
-            f"(seeds {', '.join(map(str, settings.seeds(config)))}).",
+            f"(seeds {', '.join(map(str, plan.seeds(config)))}).",
             render.hardware(used), PAPER_HARDWARE]
 
 
@@ -255,10 +256,10 @@ def machines_note(frame: pd.DataFrame, name: str) -> str:
 def _main_records(records, config, experiment, impl):
     """(metric records, time records) of an implementation at the experiment's main setting; novelty
     detection takes its metrics from the MLP stage on that TM's class sums."""
-    main = settings.main_params(config, experiment, impl)
-    seeds = settings.seeds(config, experiment, impl)
+    main = plan.main_params(config, experiment, impl)
+    seeds = plan.run_seeds(config, experiment, impl)
     timed = select(records, experiment, impl, main, seeds)
-    if settings.task(config, experiment) == "novelty":
+    if plan.task(config, experiment) == "novelty":
         return select(records, experiment, "mlp_novelty", f"{impl}.{main}", seeds), timed
     return timed, timed
 
@@ -270,17 +271,17 @@ def _metric_rows(records, config, reference, host_gpu, datasets, metrics, baseli
     for dataset in datasets:
         configured = dataset in config["experiments"]
         per_impl = {impl: _main_records(records, config, dataset, impl) if configured else (records[:0],) * 2
-                    for impl in settings.TM_IMPLS}
+                    for impl in plan.TM_IMPLS}
         base_recs = per_impl[baseline][1]
         base_time = stat(_column(base_recs, "train_s_mean")).mean
-        for impl in settings.TM_IMPLS:
+        for impl in plan.TM_IMPLS:
             metric_recs, time_recs = per_impl[impl]
             used += [metric_recs, time_recs]
-            reason = (settings.gap_reason(config, dataset, impl, host_gpu) if configured
-                      else settings.REASON_NOT_REQUESTED)
-            expected = len(settings.seeds(config, dataset, impl))
+            reason = (plan.gap_reason(config, dataset, impl, host_gpu) if configured
+                      else plan.REASON_NOT_REQUESTED)
+            expected = len(plan.run_seeds(config, dataset, impl))
             row = {"dataset": dataset, "implementation": impl,
-                   "params": settings.main_params(config, dataset, impl) if configured else "",
+                   "params": plan.main_params(config, dataset, impl) if configured else "",
                    "n_runs": len(metric_recs)}
             distinct, distinct_note = distinct_runs(metric_recs)
             if not metric_recs["epochs"].map(bool).any():
@@ -311,14 +312,14 @@ def _metric_rows(records, config, reference, host_gpu, datasets, metrics, baseli
                 notes.append(reason)
             else:
                 if metric_recs.empty:
-                    what = "mlp_novelty record" if settings.task(config, dataset) == "novelty" else "record"
+                    what = "mlp_novelty record" if plan.task(config, dataset) == "novelty" else "record"
                     notes.append(f"{'/'.join(metrics)}: not run: no {what}")
                 if time_recs.empty:
                     notes.append(f"time: {reason}")
                 notes.append(_seed_note(len(metric_recs), expected))
                 notes.append(machines_note(time_recs, impl))
             if is_fast and finite(time.mean) and not finite(base_time):
-                notes.append(f"speed-up: {baseline} {settings.gap_reason(config, dataset, baseline, host_gpu)}")
+                notes.append(f"speed-up: {baseline} {plan.gap_reason(config, dataset, baseline, host_gpu)}")
             if ratio_note:
                 notes.append(ratio_note.replace("ratio", "speed-up", 1))
             if finite(ratio) and reduced_note(base_recs):
@@ -374,7 +375,7 @@ def _metric_columns(metrics) -> list[str]:
 
 
 def _f1_meaning(config: dict, dataset: str) -> str:
-    if settings.task(config, dataset) == "novelty":
+    if plan.task(config, dataset) == "novelty":
         return "F1 of the class 'known' (MLP stage)"
     return f"{config['experiments'][dataset].get('f1', 'macro')} F1"
 
@@ -485,7 +486,7 @@ def table4_svm_time(records: pd.DataFrame, config: dict, reference: pd.DataFrame
     """The paper's Table 4: SVM training time (one fit) vs. TM training time (per epoch, and in total) on
     eight datasets; the SVM library that ran comes from the svm records."""
     rows, used = [], []
-    seeds = settings.seeds(config)
+    seeds = plan.seeds(config)
     for dataset in TABLE4_DATASETS:
         configured = dataset in config["experiments"]
         paper_svm = paper_value(reference, "Table 4", dataset, "svm", "train_time")[0]
@@ -494,9 +495,9 @@ def table4_svm_time(records: pd.DataFrame, config: dict, reference: pd.DataFrame
         for model in TABLE4_MODELS:
             params = ""
             if configured:
-                params = (settings.svm_params(config, dataset) if model == "svm"
-                          else settings.main_params(config, dataset, model))
-            model_seeds = seeds if model == "svm" or not configured else settings.seeds(config, dataset, model)
+                params = (plan.svm_params(config, dataset) if model == "svm"
+                          else plan.main_params(config, dataset, model))
+            model_seeds = seeds if model == "svm" or not configured else plan.run_seeds(config, dataset, model)
             recs = select(records, dataset, model, params, model_seeds) if configured else records[:0]
             used.append(recs)
             ratio, ratio_note = math.nan, ""
@@ -510,8 +511,8 @@ def table4_svm_time(records: pd.DataFrame, config: dict, reference: pd.DataFrame
                                                               both[both["impl"] == model], "t", "svm", model)
                 time, total = stat(_column(recs, "train_s_mean")), stat(_column(recs, "train_s_total"))
                 paper = paper_tm if model == "tm_gpu" else math.nan
-            reason = (settings.gap_reason(config, dataset, model, host_gpu) if configured
-                      else settings.REASON_NOT_REQUESTED)
+            reason = (plan.gap_reason(config, dataset, model, host_gpu) if configured
+                      else plan.REASON_NOT_REQUESTED)
             rows.append({
                 "dataset": dataset, "model": model, "library": render.describe_library(recs),
                 "params": params, "n_runs": len(recs), "time_s_mean": time.mean, "time_s_std": time.std,

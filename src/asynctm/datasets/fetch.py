@@ -126,17 +126,6 @@ def _present(raw_dir: Path, source: Source) -> bool:
         return False
 
 
-def declared_hashes(dataset, include_optional: bool = False) -> dict:
-    """``{member path: declared hash}`` over the dataset's sources."""
-    mod = _module(dataset)
-    return {
-        m.path: _expected(m)
-        for s in mod.SOURCES
-        if include_optional or not s.optional
-        for m in s.members
-    }
-
-
 def verify(dataset, raw_dir: str | os.PathLike) -> dict:
     """Re-hash every declared member in ``raw_dir``; return the manifest dict they give.
 

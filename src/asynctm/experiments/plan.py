@@ -1,24 +1,32 @@
-"""Which runs the configuration asks for, and the settings of each (config/config.yaml, results/README.md).
+"""Which runs the configuration asks for, with which settings, under which name (config/config.yaml,
+results/README.md); and, for a run without a record, why (the gaps the tables and figures show).
 
-Used by the Snakemake rules (to list targets and to pass each job its settings) and by the runner, so
-that the record path, the parameters it encodes and the hyperparameters actually trained agree.
+The one answer to those questions: the Snakemake rules use it to list targets and pass each job its
+settings, the runner to check them, and the tables and figures (asynctm.artifacts) to find the records of
+each cell, so that the record path, the parameters it encodes, the hyperparameters actually trained and the
+records a table reads agree.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
-TM_IMPLS = ("tm_gpu", "tm_cpu", "pytm_indexed", "pytm_nonindexed")
-IMPLS = (*TM_IMPLS, "svm", "mlp_novelty")
+# The Tsetlin Machine implementations, in the order the tables and figures show them: the paper's three
+# columns (pyTsetlinMachine indexed and non-indexed, the CUDA TM), then our CPU build.
+TM_IMPLS = ("pytm_indexed", "pytm_nonindexed", "tm_gpu", "tm_cpu")
+OUR_IMPLS = ("tm_gpu", "tm_cpu")  # our TM: the kernels of kernels/ on a GPU and on CPU threads
 TM_SETTINGS = ("epochs", "state_bits", "boost_true_positive", "batch_size", "append_negated")
 
 _TM_PARAMS = re.compile(r"^n(?P<clauses>\d+)_T(?P<T>\d+)_s(?P<s>\d+(?:\.\d+)?(?:e[+-]?\d+)?)_e(?P<epochs>\d+)$")
-_SVM_PARAMS = re.compile(r"^(?P<kernel>[a-z]+)_C(?P<C>\d+(?:\.\d+)?(?:e[+-]?\d+)?)$")
 
-NOT_RUN = {
-    "no_index": "not run: pyTsetlinMachine's regression machine has no index",
-    "no_gpu": "not run: no GPU on this host",
-}
+# Why an implementation has no (usable) record for an experiment: the gap's words in tables and figures.
+REASON_NO_INDEX = "not run: pyTsetlinMachine's regression machine has no index"
+REASON_NO_GPU = "not run: no GPU on this host"
+REASON_GPU_OFF = "not run: tm_gpu disabled by the config (gpu: false)"
+REASON_NO_DATA = "not run: its dataset is not in the config's datasets"
+REASON_NOT_REQUESTED = "not run: not requested by the config"
+REASON_NO_RECORD = "not run: no record"
 
 
 class PlanError(ValueError):
@@ -53,10 +61,15 @@ def svm_params(config: dict, name: str) -> str:
 def impl_skip_reason(task: str, impl: str) -> str | None:
     """Why an implementation cannot run a task at all (None: it can)."""
     if impl == "pytm_indexed" and task == "regression":
-        return NOT_RUN["no_index"]
+        return REASON_NO_INDEX
     if impl == "mlp_novelty" and task != "novelty":
         raise PlanError("mlp_novelty runs on novelty experiments only")
     return None
+
+
+def task(config: dict, name: str) -> str:
+    """The experiment's task: classification, novelty or regression."""
+    return config["experiments"][name]["task"]
 
 
 def experiment(config: dict, name: str) -> dict:
@@ -228,9 +241,8 @@ def requested_runs(config: dict, host_gpu: bool) -> list[dict]:
         runs[(name, impl, params, seed)] = {"experiment": name, "impl": impl, "params": params, "seed": seed,
                                             "kind": kind}
 
-    def tm_impls(name, impls):
-        task = experiment(config, name)["task"]
-        return [i for i in impls if impl_skip_reason(task, i) is None and (use_gpu or i != "tm_gpu")]
+    def runnable(name, impls):
+        return [i for i in impls if impl_skip_reason(task(config, name), i) is None and (use_gpu or i != "tm_gpu")]
 
     unknown = sorted(set(config.get("reduced") or {}) - set(config["experiments"]))
     if unknown:
@@ -239,7 +251,7 @@ def requested_runs(config: dict, host_gpu: bool) -> list[dict]:
     active = active_experiments(config)
     for name in active:
         exp = experiment(config, name)
-        for impl in tm_impls(name, config["impls"]):
+        for impl in runnable(name, config["impls"]):
             main = main_params(config, name, impl)
             for seed in run_seeds(config, name, impl):
                 add(name, impl, main, seed, "tm")
@@ -252,13 +264,70 @@ def requested_runs(config: dict, host_gpu: bool) -> list[dict]:
         pts = sweep_points(config, name)
         for params in pts["params"]:
             for seed in pts["seeds"]:
-                for impl in tm_impls(name, pts["impls"]):
+                for impl in runnable(name, pts["impls"]):
                     add(name, impl, params, seed, "tm")
     return [runs[k] for k in sorted(runs)]
 
 
 def record_path(config: dict, run: dict) -> str:
     return f"{results_root(config)}/{run['experiment']}/{run['impl']}/{run['params']}/seed{run['seed']}.json"
+
+
+# -- what the tables and figures report (asynctm.artifacts) ---------------------------------------------------
+
+def tm_impls(config: dict, name: str) -> list[str]:
+    """The TM implementations the config runs for an experiment, in TM_IMPLS order (regression has no indexed
+    machine); unlike requested_runs, whether this host has a GPU does not matter."""
+    wanted = set(config.get("impls", TM_IMPLS))
+    return [i for i in TM_IMPLS if i in wanted and impl_skip_reason(task(config, name), i) is None]
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A clause sweep of one experiment: a run per (impl, clauses, seed), ``params`` by clauses."""
+
+    experiment: str
+    clauses: tuple[int, ...]
+    impls: tuple[str, ...]
+    seeds: tuple[int, ...]
+    epochs: int
+    params: tuple[str, ...]
+
+
+def sweep(config: dict, name: str) -> Sweep | None:
+    """The experiment's clause sweep at the configured scale, ordered by clauses (None: the config has none)."""
+    if name not in config.get("sweeps", {}) or name not in config["experiments"]:
+        return None
+    points = sweep_points(config, name)
+    parsed = [parse_tm_params(p) for p in points["params"]]
+    order = sorted(range(len(parsed)), key=lambda i: parsed[i]["clauses"])
+    return Sweep(name, tuple(parsed[i]["clauses"] for i in order),
+                 tuple(i for i in TM_IMPLS if i in points["impls"]), tuple(sorted(points["seeds"])),
+                 parsed[0]["epochs"] if parsed else 0, tuple(points["params"][i] for i in order))
+
+
+def gap_reason(config: dict, name: str, impl: str, host_gpu: bool, requested=None) -> str:
+    """Why an implementation has no (usable) record for an experiment; ``requested``: the impls the
+    artifact's runs ask for (default: tm_impls)."""
+    experiments = config.get("experiments", {})
+    if impl == "pytm_indexed" and name in experiments and task(config, name) == "regression":
+        return REASON_NO_INDEX
+    if impl == "tm_gpu":
+        if not host_gpu:
+            return REASON_NO_GPU
+        if config.get("gpu") is False:
+            return REASON_GPU_OFF
+    if name not in experiments:
+        return REASON_NOT_REQUESTED
+    if "datasets" in config and experiments[name]["dataset"] not in config["datasets"]:
+        return REASON_NO_DATA
+    if impl == "svm":
+        return REASON_NO_RECORD if experiment(config, name)["svm"] else REASON_NOT_REQUESTED
+    if requested is None:
+        requested = tm_impls(config, name)
+    if impl in TM_IMPLS and impl not in requested:
+        return REASON_NOT_REQUESTED
+    return REASON_NO_RECORD
 
 
 # -- the tally ablation (config ``ablation``; kernels/README.md, "Tallies") ------------------------------------
@@ -323,7 +392,7 @@ def ablation_record_path(config: dict, run: dict) -> str:
 def ablation_run_settings(config: dict, name: str, impl: str, params: str, variant: str, seed: int) -> dict:
     """The runner's settings of one ablation run: a TM run whose hyperparameters add ``tally`` and
     ``regression_rule`` (the record repeats them)."""
-    if impl not in ("tm_cpu", "tm_gpu"):
+    if impl not in OUR_IMPLS:
         raise PlanError(f"the ablation runs our TM only (tm_cpu or tm_gpu), not {impl!r}")
     switches = parse_ablation_variant(variant)
     if experiment(config, name)["task"] != "regression" and switches["regression_rule"] != "linear":
