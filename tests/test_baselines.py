@@ -1,7 +1,8 @@
 """The peers (asynctm.peers: ours and the baseline adapters of asynctm.baselines) and the benchmark script, in a few seconds each.
 
 pyTsetlinMachine tests skip cleanly where it is not installed; the benchmark test needs the dataset
-mirror (skipped with the reason without it) and runs on a tiny subset in --quick mode.
+mirror (skipped with the reason without it), prepares WSD apple and Bike Sharing from it and runs on a tiny
+subset in --quick mode.
 """
 
 from __future__ import annotations
@@ -129,9 +130,16 @@ def test_bench_helpers(repo_root):
 @pytest.mark.slow
 def test_benchmark_quick_end_to_end(repo_root, mirror, tmp_path):
     _need_pytm()
+    data = tmp_path / "data"
+    for name in ("wsd_apple", "bike_sharing"):  # the registry's processed datasets, from the mirror
+        raw = data / "raw" / name
+        for step in (["fetch", name, "--raw-dir", str(raw), "--mirror", str(mirror)],
+                     ["prepare", name, "--protocol", "paper", "--raw-dir", str(raw),
+                      "--out", str(data / "processed" / name / "paper")]):
+            subprocess.run([sys.executable, "-m", "asynctm.datasets", *step], check=True, capture_output=True)
     cmd = [sys.executable, str(repo_root / "benchmarks" / "bench_tm.py"), "--quick", "--settings", "apple,bike",
            "--max-train", "150", "--max-test", "80", "--epochs", "2", "--threads", "1,2",
-           "--data-mirror", str(mirror), "--out-dir", str(tmp_path), "--name", "smoke"]
+           "--data-dir", str(data), "--out-dir", str(tmp_path), "--name", "smoke"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     record = json.loads((tmp_path / "smoke.json").read_text())
@@ -143,7 +151,7 @@ def test_benchmark_quick_end_to_end(repo_root, mirror, tmp_path):
     apple, bike = record["settings"]
     assert apple["dataset"]["n_train"] == 150 and apple["dataset"]["n_test"] == 80
     assert apple["dataset"]["n_features"] == 3000 and len(apple["dataset"]["digest"]) == 64
-    assert apple["dataset"]["source"]["sha256"] and apple["dataset"]["max_train"] == 150
+    assert apple["dataset"]["source"]["raw_digest"] and apple["dataset"]["max_train"] == 150
     assert bike["dataset"]["n_features"] == 1389
     labels = {r["label"] for r in apple["results"]}
     assert {"asynctm cpu 1t", "asynctm cpu 2t", "pyTM indexed", "pyTM unindexed"} <= labels

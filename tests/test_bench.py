@@ -1,5 +1,7 @@
-"""benchmarks/bench_tm.py: argument parsing, the goal / equal-accuracy logic, the Markdown table, seeds, and a
-tiny end-to-end run on synthetic data (no dataset mirror, no pyTsetlinMachineParallel environment needed)."""
+"""benchmarks/bench_tm.py and benchmarks/report.py: argument parsing, hyperparameters from the configuration,
+the goal / equal-accuracy logic, the Markdown table (the committed records render as committed), seeds, and a
+tiny end-to-end run on a synthetic processed dataset (no dataset mirror, no pyTsetlinMachineParallel
+environment needed)."""
 
 from __future__ import annotations
 
@@ -26,6 +28,11 @@ def _load_script(name: str):
 @pytest.fixture(scope="module")
 def bench():
     return _load_script("bench_tm")
+
+
+@pytest.fixture(scope="module")
+def report():
+    return _load_script("report")
 
 
 def _pytm_importable() -> bool:
@@ -77,19 +84,25 @@ def test_parse_rejects(bench, argv, capsys):
         bench.parse_args(argv)
 
 
-def test_settings_match_the_paper_config(bench):
-    """The hyperparameters are config/config.yaml's experiments (and its shared tm block)."""
-    import yaml
+def test_hyperparameters_are_the_configs(bench, tmp_path):
+    """Dataset and hyperparameters come from the experiments of config/config.yaml (and its shared tm block);
+    the benchmark keeps only its own settings."""
+    from asynctm.config_check import load_config
 
-    cfg = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
-    for setting, exp in (("apple", "wsd_apple"), ("semeval", "semeval"), ("imdb", "imdb")):
-        e, hp = cfg["experiments"][exp], bench.SETTINGS[setting]["hyperparameters"]
+    cfg = load_config(REPO / "config" / "config.yaml")
+    for setting, exp_name in (("apple", "wsd_apple"), ("bike", "bike_sharing"), ("semeval", "semeval"),
+                              ("imdb", "imdb")):
+        exp = bench.experiment(cfg, setting)
+        e, tm = cfg["experiments"][exp_name], cfg["tm"]
+        assert exp["dataset"] == e["dataset"] and exp["protocol"] == "paper"
+        hp = bench.hyperparameters(exp)
         assert (hp["n_clauses"], hp["T"], hp["s"]) == (e["clauses"], e["T"], e["s"])
-        assert e["protocol"] == "paper" and bench.SETTINGS[setting]["task"] == e["task"]
-    tm = cfg["tm"]
-    common = bench.COMMON_HYPERPARAMETERS
-    assert (common["state_bits"], common["boost_true_positive"], common["append_negated"], common["batch_size"]) == (
-        tm["state_bits"], tm["boost_true_positive"], tm["append_negated"], tm["batch_size"])
+        assert {k: hp[k] for k in bench.TM_SETTINGS} == {k: tm[k] for k in bench.TM_SETTINGS}
+        assert set(bench.SETTINGS[setting]) <= {"experiment", "epochs", "quick_epochs", "max_train", "max_test",
+                                                "quick_max_train", "quick_max_test", "evaluate", "goal"}
+    changed = {**cfg, "experiments": {**cfg["experiments"], "wsd_apple": {**cfg["experiments"]["wsd_apple"],
+                                                                          "T": 100}}}
+    assert bench.hyperparameters(bench.experiment(changed, "apple"))["T"] == 100
     assert {s: g["goal"]["min_speedup"] for s, g in bench.SETTINGS.items()} == {
         "apple": 25.0, "bike": 10.0, "semeval": 40.0, "imdb": 25.0}
 
@@ -103,46 +116,46 @@ def _row(label, peer, median, metric, threads=None, backend="cpu", **options):
             "mean_metric_last3": metric, "warmup_s": median, "cpu_per_wall": 1.0, "final_metric_std": 0.0}
 
 
-def test_goal_met_and_failed_classification(bench):
+def test_goal_met_and_failed_classification(report):
     goal = {"peer": "pyTM indexed", "min_speedup": 25.0}
     rows = [_row("asynctm cpu 1t", "asynctm", 0.10, 90.0, threads=1),
             _row("asynctm cpu 2t", "asynctm", 0.05, 89.2, threads=2),
             _row("pyTM indexed", "pytm", 2.0, 90.0, indexed=True)]
-    g = bench.goal_check("classification", rows, goal)
+    g = report.goal_check("classification", rows, goal)
     assert g["evaluated"] and g["ours_label"] == "asynctm cpu 2t"  # the all-cores row decides
     assert g["speedup"] == pytest.approx(40.0) and g["speed_met"] and g["metric_ok"] and g["met"]
     assert g["by_implementation"]["asynctm cpu 1t"]["speedup"] == pytest.approx(20.0)
     assert not g["by_implementation"]["asynctm cpu 1t"]["met"]  # 20x < 25x
     # 1.5 points lower: equal accuracy fails although the speed goal holds
     rows[1]["final_metric"] = 88.5
-    g = bench.goal_check("classification", rows, goal)
+    g = report.goal_check("classification", rows, goal)
     assert g["speed_met"] and g["metric_ok"] is False and g["met"] is False
     # better accuracy is fine ("or better"), but it is not "within" the tolerance
     rows[1]["final_metric"] = 95.0
-    g = bench.goal_check("classification", rows, goal)
+    g = report.goal_check("classification", rows, goal)
     assert g["met"] and g["by_implementation"]["asynctm cpu 2t"]["metric_within_tolerance"] is False
     # too slow
     rows[1]["median_epoch_s"] = 0.1
-    assert bench.goal_check("classification", rows, goal)["met"] is False
+    assert report.goal_check("classification", rows, goal)["met"] is False
 
 
-def test_goal_regression_mae_tolerance(bench):
+def test_goal_regression_mae_tolerance(report):
     goal = {"peer": "pyTM RTM (no index)", "min_speedup": 10.0}
     rows = [_row("asynctm cpu 2t", "asynctm", 0.1, 51.0, threads=2), _row("pyTM RTM (no index)", "pytm", 2.0, 50.0)]
-    g = bench.goal_check("regression", rows, goal)
+    g = report.goal_check("regression", rows, goal)
     assert g["speedup"] == pytest.approx(20.0) and g["metric_ok"] and g["met"]  # MAE +2.0 % is allowed
     rows[0]["final_metric"] = 51.5  # +3 %
-    assert bench.goal_check("regression", rows, goal)["met"] is False
+    assert report.goal_check("regression", rows, goal)["met"] is False
     rows[0]["final_metric"] = 30.0  # lower MAE is better
-    assert bench.goal_check("regression", rows, goal)["met"] is True
-    assert bench.metric_ok("regression", None, 1.0) is None
+    assert report.goal_check("regression", rows, goal)["met"] is True
+    assert report.metric_ok("regression", None, 1.0) is None
 
 
-def test_goal_without_the_peer(bench):
+def test_goal_without_the_peer(report):
     rows = [_row("asynctm cpu 1t", "asynctm", 0.1, 90.0, threads=1)]
-    g = bench.goal_check("classification", rows, {"peer": "pyTM indexed", "min_speedup": 25.0})
+    g = report.goal_check("classification", rows, {"peer": "pyTM indexed", "min_speedup": 25.0})
     assert g["evaluated"] is False and g["met"] is None and "pyTM indexed" in g["reason"]
-    cmp_ = bench.compare("classification", rows, {"peer": "pyTM indexed", "min_speedup": 25.0})
+    cmp_ = report.compare("classification", rows, {"peer": "pyTM indexed", "min_speedup": 25.0})
     assert cmp_["speedup_vs_baseline"] == {} and cmp_["goal"]["evaluated"] is False
 
 
@@ -175,7 +188,7 @@ def test_array_digest_sparse(bench):
 
 # --- the Markdown table -------------------------------------------------------------------------------------
 
-def _synthetic_record(bench):
+def _synthetic_record(report):
     rows = [_row("asynctm cpu 1t", "asynctm", 0.20, 93.0, threads=1),
             _row("asynctm cpu 2t", "asynctm", 0.10, 93.0, threads=2),
             _row("pyTM indexed", "pytm", 3.0, 92.5, indexed=True),
@@ -191,17 +204,17 @@ def _synthetic_record(bench):
                "load_average_after": [0.9, 0.5, 0.4],
                "skipped": [{"label": "PyTsetlinMachineCUDA", "reason": "no GPU | here"}],
                "results": rows}
-    setting["comparison"] = bench.compare("classification", rows, {"peer": "pyTM indexed", "min_speedup": 25.0})
-    return {"name": "synthetic", "date_utc": "2026-11-22", "git": {"commit": "0123456789abcdef", "tracked_files_modified": 0},
+    setting["comparison"] = report.compare("classification", rows, {"peer": "pyTM indexed", "min_speedup": 25.0})
+    return {"generated_by": "benchmarks/bench_tm.py", "name": "synthetic", "date_utc": "2026-11-22", "git": {"commit": "0123456789abcdef", "tracked_files_modified": 0},
             "cpu": {"model": "Test CPU", "logical_cores": 2, "usable_cores": 2}, "command": ["bench_tm.py", "--x"],
             "seeds": [0, 1, 2], "load_average_start": [0.1, 0.2, 0.3], "load_average_end": [1.0, 0.5, 0.3],
             "settings": [setting]}
 
 
-def test_markdown_table(bench, tmp_path):
-    record = _synthetic_record(bench)
+def test_markdown_table(report, tmp_path):
+    record = _synthetic_record(report)
     path = tmp_path / "out" / "synthetic.md"
-    bench.write_markdown(path, record)
+    report.write_markdown(path, record)
     text = path.read_text()
     assert text.startswith("# CPU speed per epoch: `synthetic`")
     assert "Test CPU" in text and "`0123456789ab`" in text and "2026-11-22" in text and "0.10 / 0.20 / 0.30" in text
@@ -220,34 +233,73 @@ def test_markdown_table(bench, tmp_path):
     assert not list(path.parent.glob("*.tmp"))
 
 
+def test_committed_records_render_as_committed(report):
+    """Every committed CPU benchmark record's Markdown, rebuilt from its JSON alone, is the committed .md."""
+    records = sorted((REPO / "benchmarks" / "results").glob("*.json"))
+    checked = 0
+    for path in records:
+        record = json.loads(path.read_text())
+        md = path.with_suffix(".md")
+        if record.get("generated_by") not in (report.CPU_GENERATOR, report.GPU_GENERATOR) or not md.is_file():
+            continue
+        assert report.render(record) == md.read_text(), f"{md.name} differs from its rendering"
+        checked += 1
+    assert checked >= 3
+    assert report.main(["--check", *map(str, records)]) == 0
+
+
+def test_render_refuses_other_json(report):
+    with pytest.raises(ValueError, match="not a benchmark record"):
+        report.render({"generated_by": "benchmarks/opcount_apple.py"})
+
+
 # --- end to end ---------------------------------------------------------------------------------------------
 
-def _tiny_loader(mirror, raw_cache=None):
+def _tiny_data_and_config(tmp_path) -> tuple[Path, Path]:
+    """A synthetic XOR dataset saved as the registry's wsd_apple/paper, and config/config.yaml with 10 clauses,
+    T=10, s=3 for wsd_apple (the schema beside it, so it is checked as the pipeline checks it)."""
+    import shutil
+
+    import yaml
+
+    from asynctm.datasets import ProcessedDataset, save_processed
+
     rng = np.random.default_rng(0)
     X = rng.integers(0, 2, size=(160, 12), dtype=np.uint8)
     y = (X[:, 0] ^ X[:, 1]).astype(np.int64)
-    return ({"X_train": sp.csr_matrix(X[:120]), "y_train": y[:120], "X_test": sp.csr_matrix(X[120:]),
-             "y_test": y[120:]}, {"file": "synthetic XOR", "rows": 160, "n_features": 12})
+    ds = ProcessedDataset(name="wsd_apple", protocol="paper", task="classification", X_train=sp.csr_matrix(X[:120]),
+                          y_train=y[:120], X_test=sp.csr_matrix(X[120:]), y_test=y[120:],
+                          feature_names=[f"f{i}" for i in range(12)], class_names=["a", "b"],
+                          meta={"raw_digest": "synthetic", "split": "synthetic XOR, file order"})
+    save_processed(ds, tmp_path / "data" / "processed" / "wsd_apple" / "paper")
+    cfg = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    cfg["experiments"]["wsd_apple"].update(clauses=10, T=10, s=3.0)
+    conf = tmp_path / "config"
+    conf.mkdir()
+    (conf / "config.yaml").write_text(yaml.safe_dump(cfg))
+    shutil.copy(REPO / "config" / "schema.yaml", conf / "schema.yaml")
+    return tmp_path / "data", conf / "config.yaml"
 
 
-def test_end_to_end_tiny(bench, tmp_path, monkeypatch):
-    """main() on a synthetic sparse setting, two seeds; pyTsetlinMachineParallel's python is absent, so its
-    row is skipped with the reason, never fatal."""
-    monkeypatch.setitem(bench.SETTINGS, "tiny", {
-        "task": "classification", "dataset": "synthetic XOR", "hyperparameters": {"n_clauses": 10, "T": 10, "s": 3.0},
-        "epochs": 1, "quick_epochs": 1, "quick_max_train": None, "max_train": 100, "max_test": None,
-        "evaluate": "every", "goal": {"peer": "pyTM indexed", "min_speedup": 1.0}})
-    monkeypatch.setitem(bench.LOADERS, "tiny", _tiny_loader)
+def test_end_to_end_tiny(bench, tmp_path):
+    """main() on a small sparse processed dataset read through the registry, hyperparameters from the given
+    configuration, two seeds; pyTsetlinMachineParallel's python is absent, so its row is skipped with the
+    reason, never fatal."""
+    data_dir, config = _tiny_data_and_config(tmp_path)
     peers = "asynctm,pytm_parallel" + (",pytm" if _pytm_importable() else "")
-    argv = ["--settings", "tiny", "--seeds", "0,1", "--epochs", "2", "--threads", "1", "--parallel-threads", "1",
-            "--peers", peers,
+    argv = ["--settings", "apple", "--seeds", "0,1", "--epochs", "2", "--threads", "1", "--parallel-threads", "1",
+            "--max-train", "100", "--peers", peers, "--data-dir", str(data_dir), "--config", str(config),
             "--pytm-parallel-python", str(tmp_path / "no-venv" / "bin" / "python"),
             "--out-dir", str(tmp_path), "--name", "tiny"]
     assert bench.main(argv) == 0
     record = json.loads((tmp_path / "tiny.json").read_text())
     assert record["seeds"] == [0, 1] and record["seed"] == 42 and record["name"] == "tiny"
     (s,) = record["settings"]
+    assert s["hyperparameters"] == {"n_clauses": 10, "T": 10, "s": 3.0, "state_bits": 8, "boost_true_positive": True,
+                                    "append_negated": True, "batch_size": 100}
     assert s["dataset"]["n_train"] == 100 and s["dataset"]["max_train"] == 100 and s["dataset"]["sparse"]
+    assert s["dataset"]["source"]["dataset"] == "wsd_apple" and s["dataset"]["source"]["protocol"] == "paper"
+    assert "synthetic XOR" in s["dataset"]["description"]
     assert s["seeds"] == [0, 1] and s["evaluate"] == "every"
     skipped = {k["label"]: k for k in s["skipped"]}
     assert "does not exist" in skipped["pyTMParallel 1t"]["reason"] and skipped["pyTMParallel 1t"]["seeds"] == [0, 1]
@@ -256,13 +308,21 @@ def test_end_to_end_tiny(bench, tmp_path, monkeypatch):
     assert len(ours["metric_per_epoch"]) == 2 and 0 <= ours["final_metric"] <= 100
     assert ours["final_metric"] == pytest.approx(np.mean(ours["final_metric_per_seed"]))
     md = (tmp_path / "tiny.md").read_text()
-    assert "## tiny" in md and "ours, 1 thread" in md and "skipped" in md
+    assert "## apple" in md and "ours, 1 thread" in md and "skipped" in md
+    assert md == _load_script("report").render(record)  # the Markdown is the JSON's rendering
     if _pytm_importable():
         assert {"pyTM indexed", "pyTM unindexed"} <= {r["label"] for r in s["results"]}
         assert s["comparison"]["goal"]["evaluated"] is True
         assert "speed-up vs pyTM indexed" in md
     else:
         assert s["comparison"]["goal"]["evaluated"] is False
+
+
+def test_missing_processed_data_says_how_to_make_it(bench, tmp_path):
+    with pytest.raises(FileNotFoundError, match="prepare the dataset first"):
+        bench.main(["--settings", "bike", "--data-dir", str(tmp_path / "nowhere"), "--peers", "asynctm",
+                    "--out-dir", str(tmp_path), "--name", "x"])
+    assert not (tmp_path / "x.json").exists()
 
 
 def test_parallel_peer_when_its_environment_exists(bench):
