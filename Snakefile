@@ -38,11 +38,12 @@ rule data:
 
 # Data, the records and the tables and figures built from them. Of the missing runs it starts only those within
 # config run_budget_hours (record_paths, workflow/rules/common.smk; the rest is listed at the start with the
-# command that runs it): `--config run_budget_hours=inf` runs everything.
+# command that runs it): `--config run_budget_hours=inf` runs everything. With run_missing: false nothing is
+# trained, so no dataset is fetched or prepared either (a run that is started asks for its own data).
 rule all:
     default_target: True
     input:
-        processed_datasets(),
+        processed_datasets() if config["run_missing"] else [],
         record_paths(),
         rules.tables.input,
         rules.figures.input,

@@ -58,6 +58,12 @@ def atomic_open(path: str | os.PathLike, mode: str = "w"):
     fsync_dir(path.parent)
 
 
+def write_text_atomic(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` as UTF-8 (newlines as given) atomically."""
+    with atomic_open(path, "wb") as fh:
+        fh.write(text.encode("utf-8"))
+
+
 def write_json_atomic(path: str | os.PathLike, obj, sort_keys: bool = True) -> None:
     """Write ``obj`` as indented JSON (a trailing newline, no timestamps added) atomically."""
     with atomic_open(path, "w") as fh:

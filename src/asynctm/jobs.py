@@ -1,8 +1,15 @@
-"""A clean stop of the pipeline on Ctrl-C (SIGINT) or SIGTERM.
+"""How the pipeline runs a job with its log, and a clean stop on Ctrl-C (SIGINT) or SIGTERM.
+
+One way to run a job (every ``run:`` block of workflow/rules/*.smk): :func:`run_module` starts
+``python -m MODULE ARGS --log LOG`` with this interpreter as its own process (so jobs run in parallel and a
+signal reaches it), leaves its stderr to the terminal (Snakemake shows a long run's progress), and turns a
+failure or a signal into one error naming the log. The job's CLI writes its own log: :class:`JobLog`
+(messages to stderr and to the log, the traceback of an unexpected error to the log too) in asynctm.datasets and
+asynctm.artifacts; the run's progress log of asynctm.experiments.
 
 Left to itself, Snakemake 9 stops badly. Its local executor runs each job of a ``run:`` rule in a
 Snakemake subprocess (``/bin/sh -c 'python -m snakemake --target-jobs ...'``), which runs our
-``python -m asynctm...`` process (workflow/rules/common.smk: ``package_cli``). On SIGTERM Snakemake waits
+``python -m asynctm...`` process (:func:`run_module`). On SIGTERM Snakemake waits
 for the running jobs to finish (hours for a pyTsetlinMachine run); on SIGINT it cancels its thread pool,
 which also waits for them unless the terminal happened to deliver the SIGINT to the whole process group,
 and even then a pyTsetlinMachine epoch busy in C ignored it for minutes.
@@ -20,12 +27,56 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import threading
+import traceback
+from pathlib import Path
 
 GRACE_S = 5.0  # seconds the processes get between SIGTERM and SIGKILL
 
 _stopping = threading.Event()
+
+
+class JobFailed(RuntimeError):
+    """A job's process failed or was stopped by a signal; the message names its log."""
+
+
+def run_module(module: str, *args, log) -> None:
+    """Run ``python -m MODULE ARGS --log LOG`` (this interpreter) as its own process; raise JobFailed naming the
+    log if it fails or a signal stops it. SIGINT or SIGTERM to snakemake stops it within seconds
+    (:func:`install_signal_handlers`)."""
+    Path(log).parent.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run([sys.executable, "-m", module, *map(str, args), "--log", str(log)])
+    what = f"python -m {module}" + (f" {args[0]}" if args and not str(args[0]).startswith("-") else "")
+    if done.returncode < 0:
+        raise JobFailed(f"{what} stopped by {signal.Signals(-done.returncode).name}; see {log}")
+    if done.returncode != 0:
+        raise JobFailed(f"{what} failed; see {log}")
+
+
+class JobLog:
+    """A job's messages: to stderr (or ``stream``) and, when ``path`` is given, to its log, started afresh (one
+    file per job: jobs may run in threads of one Snakemake process, so no global logging handler is shared)."""
+
+    def __init__(self, path: str | os.PathLike | None):
+        self.path = Path(path) if path else None
+        if self.path:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.write_text("")
+
+    def __call__(self, msg: str, stream=None) -> None:
+        print(msg, file=sys.stderr if stream is None else stream, flush=True)
+        self._append(msg + "\n")
+
+    def traceback(self) -> None:
+        """The traceback of the exception being handled, to the log (re-raise it for stderr)."""
+        self._append(traceback.format_exc())
+
+    def _append(self, text: str) -> None:
+        if self.path:
+            with open(self.path, "a", encoding="utf-8") as f:
+                f.write(text)
 
 
 def descendants(pid: int) -> list[int]:

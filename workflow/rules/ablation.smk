@@ -3,15 +3,17 @@
 # {RESULTS}/ablation/<experiment>/<impl>/<params>/<tally>_<rule>/seed<k>.json (results/README.md), then one
 # table and three figures built from those records alone. Not in the default target:
 #   snakemake --cores all ablation
-# Include after common.smk (RESULTS, TABLES_DIR, FIGURES_DIR, run_tm_job, logged_cli).
+# Include after common.smk (RESULTS, TABLES_DIR, FIGURES_DIR, run_tm_job, JOBS).
+from asynctm.artifacts import ablation as ABLATION
+
 _ABL_RUN = f"{RESULTS}/{PLAN.ABLATION_DIR}/{{experiment}}/{{impl}}/{{params}}/{{variant}}/seed{{seed}}"
 ABLATION_RUNS = PLAN.ablation_runs(config)
-# With run_missing: false, only the records on disk (nothing is trained).
-ABLATION_RECORDS = [
-    p
-    for p in (PLAN.ablation_record_path(config, r) for r in ABLATION_RUNS)
-    if config["run_missing"] or Path(p).is_file()
-]
+# The artifacts' declared inputs, which the CLI reads alone: the requested records (with run_missing: false, only
+# those on disk: nothing is trained) and every other ablation record on disk (e.g. made on a GPU host).
+ABLATION_RECORDS = sorted(
+    {p for p in (PLAN.ablation_record_path(config, r) for r in ABLATION_RUNS) if config["run_missing"] or Path(p).is_file()}
+    | {p.as_posix() for p in ABLATION.record_files(RESULTS)}
+)
 
 
 rule run_ablation:
@@ -55,8 +57,8 @@ rule ablation_artifacts:
     log:
         f"{RESULTS}/{PLAN.ABLATION_DIR}/artifacts.log",
     run:
-        logged_cli("asynctm.artifacts.ablation", "--results", RESULTS, "--tables-dir", TABLES_DIR,
-                   "--figures-dir", FIGURES_DIR, log=log[0])
+        JOBS.run_module("asynctm.artifacts.ablation", "--results", RESULTS, "--tables-dir", TABLES_DIR,
+                        "--figures-dir", FIGURES_DIR, "--records", *input.records, log=log[0])
 
 
 # The records, the table and the figures of the ablation.

@@ -1,8 +1,7 @@
-# Shared helpers for the .smk files: config lookups and the bridge to the package's data CLI.
+# Shared helpers for the .smk files: config lookups and input functions. Every job runs its package CLI
+# through JOBS.run_module (asynctm.jobs: its own process, its own log, a failure that names the log).
 import json
 import os
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
@@ -29,25 +28,6 @@ def processed_datasets():
         for name, protocols in PROTOCOLS.items()
         for protocol in protocols
     ]
-
-
-def logged_cli(module, *args, log):
-    """Run `python -m MODULE ARGS` (this interpreter) as its own process, so jobs run in parallel; its
-    stdout and stderr, tracebacks included, go to the job's log."""
-    Path(log).parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "w") as f:
-        package_cli(module, *args, log=log, stdout=f, stderr=f)
-
-
-def package_cli(module, *args, log, stdout=None, stderr=None):
-    """Run `python -m MODULE ARGS` with this interpreter as its own process; a failure names the log.
-    SIGINT or SIGTERM to snakemake stops it within seconds (asynctm.jobs, installed by onstart below)."""
-    done = subprocess.run([sys.executable, "-m", module, *map(str, args)], stdout=stdout, stderr=stderr)
-    if done.returncode < 0:
-        raise WorkflowError(f"python -m {module} {args[0]} stopped by {signal.Signals(-done.returncode).name}; "
-                            f"see {log}")
-    if done.returncode != 0:
-        raise WorkflowError(f"python -m {module} {args[0]} failed; see {log}")
 
 
 # A workflow has one onstart: add other start-up steps here. It runs after Snakemake installs its own
@@ -153,7 +133,7 @@ def tm_settings(wildcards):
 
 
 def run_tm_job(input, output, params, threads, log):
-    package_cli(
+    JOBS.run_module(
         "asynctm.experiments", "tm", "--settings", params.settings, "--data-dir", DATA, "--out", output.record,
-        "--log", log[0], "--threads", threads, log=log[0],
+        "--threads", threads, log=log[0],
     )

@@ -14,7 +14,7 @@ rule fetch:
     wildcard_constraints:
         dataset="|".join(DATASET_NAMES),
     run:
-        logged_cli(
+        JOBS.run_module(
             "asynctm.datasets",
             "fetch", wildcards.dataset, "--raw-dir", Path(output.manifest).parent, *mirror_args(), log=log[0]
         )
@@ -33,7 +33,7 @@ rule prepare:
         dataset="|".join(DATASET_NAMES),
         protocol="|".join(PROTOCOL_NAMES),
     run:
-        logged_cli(
+        JOBS.run_module(
             "asynctm.datasets",
             "prepare",
             wildcards.dataset,

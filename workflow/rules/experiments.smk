@@ -71,9 +71,9 @@ rule run_svm:
         ),
     threads: workflow.cores
     run:
-        package_cli(
+        JOBS.run_module(
             "asynctm.experiments", "svm", "--settings", params.settings, "--data-dir", DATA, "--out",
-            output.record, "--log", log[0], "--threads", threads, log=log[0],
+            output.record, "--threads", threads, log=log[0],
         )
 
 
@@ -95,9 +95,9 @@ rule run_mlp_novelty:
             sort_keys=True,
         ),
     run:
-        package_cli(
+        JOBS.run_module(
             "asynctm.experiments", "mlp", "--settings", params.settings, "--scores", input.scores, "--out",
-            output.record, "--log", log[0], log=log[0],
+            output.record, log=log[0],
         )
 
 

@@ -3,7 +3,7 @@
 # hardware, the records used and the implementations not run (figures/ at paper scale, results/smoke/figures/
 # at smoke scale); `snakemake figures` builds all.
 #
-# Include after tables.smk (it defines ARTIFACTS_CONFIG and ARTIFACTS_LOGS).
+# Include after tables.smk (it defines ARTIFACTS_CONFIG and ARTIFACTS_LOGS). Records: as tables.smk says.
 from pathlib import Path
 
 from asynctm.artifacts import catalog
@@ -16,7 +16,7 @@ for _name in catalog.FIGURES:
         name:
             _name
         input:
-            records=record_input(_name, config, record_paths),
+            records=record_input(_name, config, record_paths, RESULTS),
             config=ARTIFACTS_CONFIG,
         output:
             png=report(f"{FIGURES_DIR}/{_name}.png", category="Figures", caption=f"../report/{_name}.rst"),
@@ -28,8 +28,9 @@ for _name in catalog.FIGURES:
         log:
             f"{ARTIFACTS_LOGS}/{_name}.log",
         run:
-            logged_cli("asynctm.artifacts", *cli_args(params.artifact, results=RESULTS, config_file=input.config,
-                       out_dir=Path(output.png).parent, host_gpu=params.host_gpu), log=log[0])
+            JOBS.run_module("asynctm.artifacts", *cli_args(params.artifact, results=RESULTS,
+                            config_file=input.config, out_dir=Path(output.png).parent, host_gpu=params.host_gpu,
+                            records=input.records), log=log[0])
 
 
 # Every figure (PNG, PDF, caption).

@@ -9,22 +9,22 @@
 import sys
 from pathlib import Path
 
-from asynctm.artifacts.report import record_input as report_record_input
+from asynctm.artifacts.rules import report_record_input
 
 
 rule report:
     input:
         tables=rules.tables.input,
         figures=rules.figures.input,
-        records=report_record_input(config, record_paths),
+        records=report_record_input(config, record_paths, RESULTS),
         config=ARTIFACTS_CONFIG,
     output:
         f"{TABLES_DIR}/report.html",
     log:
         f"{ARTIFACTS_LOGS}/report.log",
     run:
-        logged_cli("asynctm.artifacts.report", "--tables", TABLES_DIR, "--figures", FIGURES_DIR, "--config",
-                   input.config, "--out", output[0], "--records", *input.records, log=log[0])
+        JOBS.run_module("asynctm.artifacts.report", "--tables", TABLES_DIR, "--figures", FIGURES_DIR, "--config",
+                        input.config, "--out", output[0], "--records", *input.records, log=log[0])
 
 
 # A workflow has one onsuccess: add other end-of-run steps here. After a run, say where the results are.

@@ -4,9 +4,11 @@
 # scale, results/smoke/paper_tables/ at smoke scale); `snakemake tables` builds all.
 #
 # Uses from common.smk / experiments.smk: RESULTS (records root of this scale), TABLES_DIR (output folder),
-# record_paths(experiments=...) (the records this config requests) and HOST_GPU. The CLI also reads
-# records of the same cells that are on disk but not requested here (e.g. tm_gpu records made on a GPU
-# host, when this one has none); a missing run shows as a gap that says why.
+# record_paths(experiments=...) (the records this config requests) and HOST_GPU. A rule's records are its
+# declared inputs and the CLI reads those alone (asynctm.artifacts.rules): the requested records of the cells
+# it reports and every other record on disk under RESULTS for those cells (e.g. tm_gpu records made on a GPU
+# host and copied in, where this one has none), so a record that appears, changes or goes rebuilds it. A
+# missing run shows as a gap that says why.
 import json
 from pathlib import Path
 
@@ -14,6 +16,7 @@ import yaml
 
 from asynctm.artifacts import catalog
 from asynctm.artifacts.rules import cli_args, record_input
+from asynctm.io import write_text_atomic
 
 PAPER_NUMBERS = "paper_tables/reference/paper_numbers.csv"
 # The config the artifacts are built from as Snakemake sees it (--config overrides included), cut to the
@@ -35,7 +38,7 @@ rule artifacts_config:
     log:
         f"{ARTIFACTS_LOGS}/artifacts_config.log",
     run:
-        Path(output[0]).write_text(params.text)
+        write_text_atomic(output[0], params.text)
         Path(log[0]).write_text(f"wrote {output[0]}\n")
 
 
@@ -45,7 +48,7 @@ for _name in catalog.TABLES:
         name:
             _name
         input:
-            records=record_input(_name, config, record_paths),
+            records=record_input(_name, config, record_paths, RESULTS),
             config=ARTIFACTS_CONFIG,
             reference=PAPER_NUMBERS,
         output:
@@ -59,14 +62,14 @@ for _name in catalog.TABLES:
         log:
             f"{ARTIFACTS_LOGS}/{_name}.log",
         run:
-            logged_cli("asynctm.artifacts", *cli_args(params.artifact, results=RESULTS, config_file=input.config,
-                       reference=input.reference, out_dir=Path(output.csv).parent, host_gpu=params.host_gpu),
-                       log=log[0])
+            JOBS.run_module("asynctm.artifacts", *cli_args(params.artifact, results=RESULTS,
+                            config_file=input.config, reference=input.reference, out_dir=Path(output.csv).parent,
+                            host_gpu=params.host_gpu, records=input.records), log=log[0])
 
 
 rule results_summary:
     input:
-        records=record_input("results_summary", config, record_paths),
+        records=record_input("results_summary", config, record_paths, RESULTS),
         config=ARTIFACTS_CONFIG,
         reference=PAPER_NUMBERS,
     output:
@@ -76,9 +79,9 @@ rule results_summary:
     log:
         f"{ARTIFACTS_LOGS}/results_summary.log",
     run:
-        logged_cli("asynctm.artifacts", *cli_args("results_summary", results=RESULTS, config_file=input.config,
-                   reference=input.reference, out_dir=Path(output.md).parent, host_gpu=params.host_gpu),
-                   log=log[0])
+        JOBS.run_module("asynctm.artifacts", *cli_args("results_summary", results=RESULTS, config_file=input.config,
+                        reference=input.reference, out_dir=Path(output.md).parent, host_gpu=params.host_gpu,
+                        records=input.records), log=log[0])
 
 
 # Every table (CSV, Markdown, LaTeX, caption) and the results block.

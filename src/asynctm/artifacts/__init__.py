@@ -27,8 +27,10 @@ def load_config(path) -> dict:
     return config
 
 
-def build(name: str, results_dir, config: dict, out_dir, host_gpu: bool, reference_path=None) -> list[str]:
-    """Build one artifact from the records under ``results_dir``; returns the files written (sorted)."""
+def build(name: str, results_dir, config: dict, out_dir, host_gpu: bool, reference_path=None,
+          records=None) -> list[str]:
+    """Build one artifact from the records under ``results_dir`` (``records``: only these files there, e.g. a
+    rule's declared inputs); returns the files written (sorted). Every file is written atomically."""
     from . import catalog, figures, tables
     from .records import load_records
     from .reference import DEFAULT_REFERENCE, load_reference
@@ -37,7 +39,7 @@ def build(name: str, results_dir, config: dict, out_dir, host_gpu: bool, referen
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = output_paths(name, out)
-    records = load_records(results_dir, experiments=catalog.experiments(name, config))
+    records = load_records(results_dir, experiments=catalog.experiments(name, config), files=records)
     if name in FIGURES:
         figure = figures.FIGURE_FUNCTIONS[name](records, config, host_gpu)
         figures.save(figure, Path(paths["png"]), Path(paths["pdf"]))
@@ -56,4 +58,6 @@ def build(name: str, results_dir, config: dict, out_dir, host_gpu: bool, referen
 
 
 def _write(path, text: str) -> None:
-    Path(path).write_text(text, encoding="utf-8", newline="\n")
+    from ..io import write_text_atomic
+
+    write_text_atomic(path, text)

@@ -1,12 +1,13 @@
 """Command line: build one of the paper's artifacts from the run records.
 
     python -m asynctm.artifacts ARTIFACT --results DIR --config FILE --out DIR [--host-gpu yes|no|auto]
-        [--reference CSV]
+        [--reference CSV] [--records FILE...] [--log FILE]
     python -m asynctm.artifacts list
 
 ARTIFACT: table3_performance, table4_svm_time, table5_regression, results_summary, or a figure
 (fig_bbc_time_vs_clauses, ...; `list` prints them all). --config: the pipeline config (the Snakemake rules
-pass the effective one they wrote); --host-gpu: whether this host has a GPU, which only words the gap of a
+pass the effective one they wrote); --records: read only these record files below --results (the rules
+pass their declared inputs; default: every record there); --host-gpu: whether this host has a GPU, which only words the gap of a
 missing tm_gpu run (auto: ask PyCUDA). Prints the files written; exit status 1 with an `error:` line when a
 record is malformed or an input is missing.
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..jobs import JobLog
 from . import ARTIFACTS, build, load_config
 from .records import RecordError
 
@@ -41,6 +43,9 @@ def main(argv=None) -> int:
     parser.add_argument("--host-gpu", choices=["yes", "no", "auto"], default="auto")
     parser.add_argument("--reference", default=None, help="the paper's numbers (default: "
                         "paper_tables/reference/paper_numbers.csv of this checkout)")
+    parser.add_argument("--records", nargs="*", default=None, help="the record files to read (below --results; "
+                        "default: every record there)")
+    parser.add_argument("--log", default=None, help="the job's log (the files written, or the error)")
     args = parser.parse_args(argv)
     if args.artifact == "list":
         print("\n".join(ARTIFACTS))
@@ -48,13 +53,17 @@ def main(argv=None) -> int:
     missing = [f"--{name}" for name in ("results", "config", "out") if getattr(args, name) is None]
     if missing:
         parser.error(f"{args.artifact} needs {', '.join(missing)}")
+    log = JobLog(args.log)
     try:
         written = build(args.artifact, args.results, load_config(args.config), args.out, _host_gpu(args.host_gpu),
-                        args.reference)
+                        args.reference, records=args.records)
     except (RecordError, OSError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        log(f"error: {exc}")
         return 1
-    print("\n".join(written))
+    except Exception:
+        log.traceback()
+        raise
+    log("\n".join(written), stream=sys.stdout)
     return 0
 
 

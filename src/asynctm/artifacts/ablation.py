@@ -5,7 +5,7 @@ each a TM run record whose ``hyperparameters`` name its ``tally`` and ``regressi
 carry the training diagnostics (kernels/README.md, "Training diagnostics").
 
     python -m asynctm.artifacts.ablation --results results --tables-dir paper_tables \\
-        --figures-dir figures
+        --figures-dir figures [--records FILE...] [--log FILE]
 
 writes ``ablation.{md,csv}`` and the figures ``fig_ablation_literals_over_epochs``,
 ``fig_ablation_metric_over_epochs`` and ``fig_ablation_vs_clauses`` (PNG, PDF, caption). The same records
@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from ..io import atomic_open
+from ..jobs import JobLog
 
 LAST = 10  # "mean of the last epochs": the last 10
 EARLY = 10  # the table also shows the literals per clause after this epoch
@@ -48,11 +49,17 @@ def _metric(task: str) -> tuple[str, str]:
     return ("mae", "MAE") if task == "regression" else ("accuracy", "accuracy (%)")
 
 
-def load(results: Path) -> list[dict]:
-    """One dict per ablation record under ``results/ablation``, sorted; a record that does not fit its path
-    or lacks what the table needs raises AblationRecordError naming the file and the problem."""
+def record_files(results) -> list[Path]:
+    """The ablation records on disk under ``results/ablation``."""
+    return sorted((Path(results) / "ablation").glob("*/*/*/*/seed*.json"))
+
+
+def load(results: Path, files=None) -> list[dict]:
+    """One dict per ablation record under ``results/ablation`` (``files``: only these), sorted; a record that
+    does not fit its path or lacks what the table needs raises AblationRecordError naming the file and the
+    problem."""
     rows = []
-    for path in sorted((Path(results) / "ablation").glob("*/*/*/*/seed*.json")):
+    for path in record_files(results) if files is None else sorted(map(Path, files)):
         try:
             rec = json.loads(path.read_text())
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -312,11 +319,12 @@ def figures(rows) -> dict:
     return out
 
 
-def build(results, tables_dir, figures_dir) -> list[Path]:
-    """Write the table and the figures (each file atomically); returns their paths."""
+def build(results, tables_dir, figures_dir, records=None) -> list[Path]:
+    """Write the table and the figures (each file atomically) from the ablation records under ``results``
+    (``records``: only these files, e.g. the rule's declared inputs); returns their paths."""
     from .figures import PDF_METADATA, PNG_METADATA, _style
 
-    rows = load(Path(results))
+    rows = load(Path(results), records)
     tables_dir, figures_dir = Path(tables_dir), Path(figures_dir)
     tables_dir.mkdir(parents=True, exist_ok=True)
     figures_dir.mkdir(parents=True, exist_ok=True)
@@ -345,13 +353,20 @@ def main(argv=None) -> int:
     ap.add_argument("--results", required=True, help="the results root (holding ablation/)")
     ap.add_argument("--tables-dir", required=True)
     ap.add_argument("--figures-dir", required=True)
+    ap.add_argument("--records", nargs="*", default=None, help="the ablation records to read (default: every one "
+                    "under --results)")
+    ap.add_argument("--log", default=None, help="the job's log (the files written, or the error)")
     args = ap.parse_args(argv)
+    log = JobLog(args.log)
     try:
-        for path in build(args.results, args.tables_dir, args.figures_dir):
-            print(path)
+        for path in build(args.results, args.tables_dir, args.figures_dir, args.records):
+            log(str(path), stream=sys.stdout)
     except AblationRecordError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        log(f"error: {exc}")
         return 1
+    except Exception:
+        log.traceback()
+        raise
     return 0
 
 

@@ -320,10 +320,14 @@ FIGURE_FUNCTIONS = {f.__name__: f for f in (
 
 
 def save(figure: Figure, png: Path, pdf: Path) -> None:
-    """PNG and PDF without timestamps or software names: the same figure gives the same bytes."""
+    """PNG and PDF without timestamps or software names (the same figure gives the same bytes), each written
+    atomically."""
+    from ..io import atomic_open
+
     with _style():
-        figure.figure.savefig(png, format="png", metadata=PNG_METADATA)
-        figure.figure.savefig(pdf, format="pdf", metadata=PDF_METADATA)
+        for path, fmt, metadata in ((png, "png", PNG_METADATA), (pdf, "pdf", PDF_METADATA)):
+            with atomic_open(path, "wb") as fh:
+                figure.figure.savefig(fh, format=fmt, metadata=metadata)
 
 
 __all__ = ["Figure", "FIGURE_FUNCTIONS", "save", *FIGURE_FUNCTIONS]

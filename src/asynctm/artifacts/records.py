@@ -209,12 +209,17 @@ def record_files(results_dir: Path, experiments=None) -> list[Path]:
     return sorted(files)
 
 
-def load_records(results_dir, experiments=None) -> pd.DataFrame:
+def load_records(results_dir, experiments=None, files=None) -> pd.DataFrame:
     """Every complete record under ``results_dir`` (optionally only those experiments), sorted by
-    experiment, impl, params and seed; TM records keep their per-epoch list in the ``epochs`` column."""
+    experiment, impl, params and seed; TM records keep their per-epoch list in the ``epochs`` column.
+    ``files``: read only these record files (below ``results_dir``; the Snakemake rules pass their declared
+    inputs) instead of every record there."""
     results_dir = Path(results_dir)
     rows = []
-    for path in record_files(results_dir, experiments):
+    paths = record_files(results_dir, experiments) if files is None else sorted(
+        p for p in map(Path, files)
+        if SEED_FILE.match(p.name) and (experiments is None or p.relative_to(results_dir).parts[0] in experiments))
+    for path in paths:
         try:
             record = json.loads(path.read_text())
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:

@@ -2,7 +2,7 @@
 produced.
 
     python -m asynctm.artifacts.report --tables DIR --figures DIR --config FILE (--records FILE... | --results DIR)
-        [--out FILE]
+        [--out FILE] [--log FILE]
 
 reads the tables and figures already built (``<tables>/<name>.{csv,md,caption.txt}``,
 ``<tables>/results_summary.md``, ``<figures>/<name>.{png,caption.txt}``) and the run records they were built
@@ -25,6 +25,7 @@ from collections import Counter
 from pathlib import Path
 
 from ..experiments.plan import TM_IMPLS
+from ..jobs import JobLog
 from . import catalog, load_config
 
 PAGE = "report.html"
@@ -123,16 +124,6 @@ def used_records(results_dir, config: dict) -> list[Path]:
         if any(catalog.reads(name, config, rel) for name in catalog.ARTIFACTS):
             out.append(path)
     return out
-
-
-def record_input(config: dict, record_paths):
-    """A Snakemake input function (workflow/rules/report.smk): of the records the config requests
-    (``record_paths``, from common.smk), those any table or figure reads; the page gives the provenance of each."""
-
-    def records(wildcards):
-        return sorted(str(p) for p in record_paths() if any(catalog.reads(n, config, p) for n in catalog.ARTIFACTS))
-
-    return records
 
 
 # -- sections ----------------------------------------------------------------------------------------------
@@ -323,15 +314,19 @@ def main(argv=None) -> int:
     source.add_argument("--results", help="a records root (results/ or results/smoke/): every record under it "
                         "that a table or figure reads")
     parser.add_argument("--out", default=None, help=f"the page to write (default: TABLES/{PAGE})")
+    parser.add_argument("--log", default=None, help="the job's log (the page written, or the error)")
     args = parser.parse_args(argv)
+    log = JobLog(args.log)
     try:
         config = load_config(args.config)
         records = args.records if args.records is not None else used_records(args.results, config)
-        print(write_report(args.tables, args.figures, records, config, args.out))
+        log(str(write_report(args.tables, args.figures, records, config, args.out)), stream=sys.stdout)
     except (OSError, ValueError, KeyError) as exc:
-        print(f"error: {exc} (build the tables and figures first: snakemake --cores all tables figures)",
-              file=sys.stderr)
+        log(f"error: {exc} (build the tables and figures first: snakemake --cores all tables figures)")
         return 1
+    except Exception:
+        log.traceback()
+        raise
     return 0
 
 

@@ -16,21 +16,7 @@ import argparse
 import sys
 from pathlib import Path
 
-
-class _Log:
-    """Messages to stderr and, when given, appended to a log file (one per job: jobs may run in
-    threads of one Snakemake process, so no global logging handler is shared between them)."""
-
-    def __init__(self, path: str | None):
-        self.path = Path(path) if path else None
-        if self.path:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-
-    def __call__(self, msg: str) -> None:
-        print(msg, file=sys.stderr)
-        if self.path:
-            with open(self.path, "a") as f:
-                f.write(msg + "\n")
+from ..jobs import JobLog
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -56,7 +42,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    log = _Log(getattr(args, "log", None))
+    log = JobLog(getattr(args, "log", None))
     from . import DATASETS, get_module, prepare_dataset
     from .base import folder_digest, sha256_file
     from ..io import is_disk_full
@@ -85,11 +71,15 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except OSError as e:
         if not is_disk_full(e):
+            log.traceback()
             raise
         where = getattr(args, "out", None) or getattr(args, "raw_dir", None)
         log(f"error: the disk is full (no space left while writing {e.filename or where}): free space there, "
             "or set data_dir to a folder on another disk, and rerun")
         return 1
+    except Exception:
+        log.traceback()
+        raise
     return 0
 
 
