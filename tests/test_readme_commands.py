@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -117,7 +118,9 @@ def test_rerun_one_experiment(clone):
 
 def test_rerun_one_implementation(clone):
     planned, jobs, _ = _dry_run(clone, _recipes()["one implementation"])
-    assert planned == _committed("results/*/tm_cpu/*/seed*.json") and planned
+    # the novelty MLP stages trained on those runs' class sums follow them
+    assert planned == _committed("results/*/tm_cpu/*/seed*.json") | _committed("results/*/mlp_novelty/tm_cpu.*/seed*.json")
+    assert _committed("results/*/tm_cpu/*/seed*.json")
     assert {"table3_performance", "table5_regression", "figures", "report"} <= set(jobs)
 
 
@@ -127,6 +130,24 @@ def test_a_changed_hyperparameter_gives_new_records(clone, recipe):
     tm = {p for p in planned if "/svm/" not in p}
     assert tm and all(RECORD.match(p).group(3) == "n300_T100_s5_e100" for p in tm), planned
     assert {RECORD.match(p).group(2) for p in tm} >= {"tm_cpu", "pytm_indexed", "pytm_nonindexed"}
+
+
+def test_checkout_order_does_not_rerun_committed_records(tmp_path):
+    """A fresh clone gives files their checkout times, in no particular order: a novelty stage's class sums newer
+    than its MLP record, or a dataset newer than a run, must not make the quick start retrain anything."""
+    repo = copy_workflow(tmp_path / "repo", copy=shutil.copy2)
+    shutil.copytree(REPO / "results", repo / "results", ignore=shutil.ignore_patterns("smoke"))
+    later = time.time() + 60
+    for scores in (repo / "results").glob("*/*/*/seed*.scores.npz"):
+        os.utime(scores, (later, later))
+    assert any((repo / "results").glob("*/mlp_novelty/*/seed*.json"))
+    (tmp_path / "shared" / "datasets").mkdir(parents=True)
+    (repo / ".venv" / "bin").mkdir(parents=True)
+    (repo / ".venv" / "bin" / "snakemake").symlink_to(Path(sys.executable).with_name("snakemake"))
+    command = next(line for heading, lines in bash_blocks(README.read_text()) if heading.startswith("Quick start")
+                   for line in lines if " report " in line)
+    planned, jobs, out = _dry_run(repo, command.split("  #")[0])
+    assert not planned and not {"run_tm", "run_tm_novelty", "run_mlp_novelty", "run_svm"} & set(jobs), out[-3000:]
 
 
 def test_quick_start_report_builds_the_page_and_names_the_outputs(clone):

@@ -105,17 +105,41 @@ def run_data_input(wildcards):
     run = {"experiment": wildcards.experiment, "impl": getattr(wildcards, "impl", "svm"),
            "params": wildcards.params, "seed": wildcards.seed}
     record = PLAN.record_path(config, run)
-    if Path(record).is_file() and not _forced(record):
+    if Path(record).is_file() and not _forced(record, {"run_svm"} if run["impl"] == "svm" else _TM_RULES):
         return []
     return [processed_meta(wildcards.experiment)]
 
 
-def _forced(path):
-    """Whether this invocation's command line forces the job that writes ``path`` to run again."""
+def mlp_scores_path(wildcards):
+    """The class sums (written beside the TM run's record) that an MLP novelty stage trains on."""
+    return f"{RESULTS}/{wildcards.experiment}/{wildcards.tm_impl}/{wildcards.tm_params}/seed{wildcards.seed}.scores.npz"
+
+
+def mlp_scores_input(wildcards):
+    """An MLP stage's input: its TM run's class sums, but only while the MLP record is missing, or it or its TM
+    run is missing or forced to rerun (then the TM run, if needed, comes first and the stage follows it). A
+    finished pair (e.g. committed, on a fresh clone, where checkout order sets the files' times) is otherwise
+    never redone because the scores file happens to be newer than the record."""
+    scores = mlp_scores_path(wildcards)
+    tm_record = scores.removesuffix(".scores.npz") + ".json"
+    record = f"{RESULTS}/{wildcards.experiment}/mlp_novelty/{wildcards.tm_impl}.{wildcards.tm_params}/seed{wildcards.seed}.json"
+    if Path(record).is_file() and Path(tm_record).is_file() and not (
+        _forced(record, {"run_mlp_novelty"}) or _forced(tm_record, _TM_RULES)
+    ):
+        return {}
+    return {"scores": scores}
+
+
+_TM_RULES = {"run_tm", "run_tm_novelty"}
+
+
+def _forced(path, rules):
+    """Whether this invocation's command line forces the job that writes ``path`` (a job of one of ``rules``)
+    to run again."""
     dag = workflow.dag_settings
     path = os.path.normpath(path)
     forcerun = {os.path.normpath(str(f)) for f in dag.forcerun}
-    return (dag.forceall or path in forcerun or bool(forcerun & {"run_tm", "run_tm_novelty", "run_svm"})
+    return (dag.forceall or path in forcerun or bool(forcerun & set(rules))
             or (dag.forcetargets and path in {os.path.normpath(str(t)) for t in dag.targets}))
 
 

@@ -80,7 +80,7 @@ rule run_svm:
 # Novelty detection, second stage: an MLP on the class sums of one TM run (params = <tm impl>.<tm params>).
 rule run_mlp_novelty:
     input:
-        scores=f"{RESULTS}/{{experiment}}/{{tm_impl}}/{{tm_params}}/seed{{seed}}.scores.npz",
+        unpack(mlp_scores_input),
     output:
         record=f"{RESULTS}/{{experiment}}/mlp_novelty/{{tm_impl}}.{{tm_params}}/seed{{seed}}.json",
     log:
@@ -94,9 +94,10 @@ rule run_mlp_novelty:
             PLAN.mlp_run_settings(config, wc.experiment, f"{wc.tm_impl}.{wc.tm_params}", int(wc.seed)),
             sort_keys=True,
         ),
+        scores=mlp_scores_path,
     run:
         JOBS.run_module(
-            "asynctm.experiments", "mlp", "--settings", params.settings, "--scores", input.scores, "--out",
+            "asynctm.experiments", "mlp", "--settings", params.settings, "--scores", params.scores, "--out",
             output.record, log=log[0],
         )
 
