@@ -24,7 +24,6 @@ states after each pass, so the states stay realistic. Combined with the expected
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import shlex
 import subprocess
@@ -34,10 +33,13 @@ from pathlib import Path
 
 import numpy as np
 
+from asynctm.benchmarking import dense_uint8, hyperparameters, load_data
+from asynctm.config_check import load_config
+from asynctm.experiments.plan import experiment
+from asynctm.io import write_json_atomic
+from asynctm.provenance import code_digests, cpu_info, git_info, versions
+
 HERE = Path(__file__).resolve().parent
-_spec = importlib.util.spec_from_file_location("bench_tm", HERE / "bench_tm.py")
-bench = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(bench)
 
 DRIVER = r"""
 #include <chrono>
@@ -157,13 +159,18 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--block", type=int, default=100, help="examples per clause in the feedback timings")
     p.add_argument("--reps", type=int, default=3, help="repetitions; the fastest is kept")
-    p.add_argument("--data-mirror", default=str(bench.default_mirror()))
+    p.add_argument("--data-dir", default="data",
+                   help="the pipeline's data folder: wsd_apple's processed dataset in "
+                        "<data-dir>/processed/wsd_apple/paper (default data; `snakemake --cores all data` prepares it)")
+    p.add_argument("--config", default=str(HERE.parent / "config" / "config.yaml"),
+                   help="the configuration whose wsd_apple experiment gives the hyperparameters")
     p.add_argument("--out", default=str(HERE / "results" / "micro_feedback.json"))
     args = p.parse_args(argv)
 
-    hp = bench.SETTINGS["apple"]["hyperparameters"]
-    data, source = bench.load_apple(Path(args.data_mirror))
-    X, y = data["X_train"], data["y_train"]
+    exp = experiment(load_config(args.config), "wsd_apple")
+    hp = hyperparameters(exp)
+    data, data_source, _ = load_data(exp, Path(args.data_dir))
+    X, y = dense_uint8(data["X_train"]), data["y_train"]
     model = TMClassifier(**hp, backend="cpu", n_threads=1, seed=args.seed)
     model.fit(X, y, epochs=args.epochs)
     planes = model._backend.get_ta_state()  # (G, STATE_BITS, WORDS) uint32
@@ -186,19 +193,19 @@ def main(argv=None) -> int:
     costs = json.loads(out.stdout)
     record = {
         "generated_by": "benchmarks/micro_feedback.py",
-        "git": bench.git_info(),
-        "versions": bench.versions(),
-        "cpu": bench.cpu_info(),
+        "git": git_info(),
+        "versions": versions(),
+        "cpu": cpu_info(),
         "load_average_after": list(__import__("os").getloadavg()),
         "seed": args.seed,
         "state_after_epochs": args.epochs,
-        "dataset": {"source": source, "n_train": len(X), "n_literals": int(n_literals)},
+        "dataset": {"source": data_source, "n_train": len(X), "n_literals": int(n_literals)},
         "hyperparameters": hp,
         "compile": shlex.join(build[:-3]),
-        "code": bench.code_digests(),
+        "code": code_digests(),
         "costs_ns": costs,
     }
-    bench.write_json(Path(args.out), record)
+    write_json_atomic(Path(args.out), record, sort_keys=False)
     print(json.dumps(costs, indent=1))
     print(f"wrote {args.out}")
     return 0

@@ -28,17 +28,19 @@ against realised ones. Writes ``benchmarks/results/opcount_apple.json``.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
+from asynctm.benchmarking import dense_uint8, hyperparameters, load_data
+from asynctm.config_check import load_config
+from asynctm.experiments.plan import experiment
+from asynctm.io import write_json_atomic
+from asynctm.provenance import code_digests, cpu_info, git_info, versions
+
 HERE = Path(__file__).resolve().parent
-_spec = importlib.util.spec_from_file_location("bench_tm", HERE / "bench_tm.py")
-bench = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(bench)
 
 SNAPSHOTS = (0, 1, 2, 5)  # plus the state before the last epoch
 MASK_BLOCK_PAIRS = 8  # 64-literal pairs per 1/s mask draw (kernels/README.md, "Random numbers")
@@ -135,14 +137,19 @@ def main(argv=None) -> int:
     p.add_argument("--epochs", type=int, default=10)
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--replay-examples", type=int, default=100, help="examples replayed by the reference")
-    p.add_argument("--data-mirror", default=str(bench.default_mirror()))
+    p.add_argument("--data-dir", default="data",
+                   help="the pipeline's data folder: wsd_apple's processed dataset in "
+                        "<data-dir>/processed/wsd_apple/paper (default data; `snakemake --cores all data` prepares it)")
+    p.add_argument("--config", default=str(HERE.parent / "config" / "config.yaml"),
+                   help="the configuration whose wsd_apple experiment gives the hyperparameters")
     p.add_argument("--out", default=str(HERE / "results" / "opcount_apple.json"))
     args = p.parse_args(argv)
 
-    hp = bench.SETTINGS["apple"]["hyperparameters"]
+    exp = experiment(load_config(args.config), "wsd_apple")
+    hp = hyperparameters(exp)
     n_clauses, T, s = hp["n_clauses"], hp["T"], hp["s"]
-    data, source = bench.load_apple(Path(args.data_mirror))
-    X, y = data["X_train"], data["y_train"]
+    data, source, _ = load_data(exp, Path(args.data_dir))
+    X, y = dense_uint8(data["X_train"]), data["y_train"]
     lit = literals(X)
     n, L = lit.shape
     words = -(-L // 32)
@@ -199,16 +206,16 @@ def main(argv=None) -> int:
 
     record = {
         "generated_by": "benchmarks/opcount_apple.py",
-        "git": bench.git_info(),
-        "code": bench.code_digests(),
-        "versions": bench.versions(),
-        "cpu": bench.cpu_info(),
+        "git": git_info(),
+        "code": code_digests(),
+        "versions": versions(),
+        "cpu": cpu_info(),
         "seed": args.seed,
         "load_average_after": list(__import__("os").getloadavg()),
         "note": "counts are expectations at the state before the epoch, with exact class sums; epoch 1's time "
                 "includes one-time costs (our kernel compile if not cached, encoding)",
         "dataset": {"source": source, "n_train": int(n), "n_literals": int(L), "words_per_example": int(words)},
-        "hyperparameters": {**hp, **bench.COMMON_HYPERPARAMETERS},
+        "hyperparameters": hp,
         "mask": {"pairs_per_type_i": pairs, "pairs_per_draw": MASK_BLOCK_PAIRS,
                  "max_draws_per_type_i": -(-pairs // MASK_BLOCK_PAIRS)},
         "pytm_draws_per_type_i": {"forgotten_literals": L / s,
@@ -217,7 +224,7 @@ def main(argv=None) -> int:
         "reference_replay": replay,
     }
     out = Path(args.out)
-    bench.write_json(out, record)
+    write_json_atomic(out, record, sort_keys=False)
     print(f"wrote {out}")
     return 0
 

@@ -7,7 +7,6 @@ subset in --quick mode.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -107,15 +106,9 @@ def test_pytm_cuda_peer_is_guarded():
     assert "pycuda.autoinit" not in sys.modules
 
 
-def _bench_module(repo_root):
-    spec = importlib.util.spec_from_file_location("bench_tm", repo_root / "benchmarks" / "bench_tm.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+def test_bench_helpers():
+    from asynctm import benchmarking as bench
 
-
-def test_bench_helpers(repo_root):
-    bench = _bench_module(repo_root)
     data = {"X_train": np.arange(20).reshape(10, 2), "y_train": np.arange(10),
             "X_test": np.arange(8).reshape(4, 2), "y_test": np.arange(4)}
     sub = bench.subsample(data, 4, None, seed=0)

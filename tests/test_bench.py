@@ -1,7 +1,7 @@
-"""benchmarks/bench_tm.py and benchmarks/report.py: argument parsing, hyperparameters from the configuration,
-the goal / equal-accuracy logic, the Markdown table (the committed records render as committed), seeds, and a
-tiny end-to-end run on a synthetic processed dataset (no dataset mirror, no pyTsetlinMachineParallel
-environment needed)."""
+"""benchmarks/bench_tm.py, its measurements (asynctm.benchmarking) and benchmarks/report.py: argument parsing,
+hyperparameters from the configuration, the goal / equal-accuracy logic, the Markdown table (the committed
+records render as committed), seeds, and a tiny end-to-end run on a synthetic processed dataset (no dataset
+mirror, no pyTsetlinMachineParallel environment needed)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import scipy.sparse as sp
+
+from asynctm import benchmarking
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -95,14 +97,14 @@ def test_hyperparameters_are_the_configs(bench, tmp_path):
         exp = bench.experiment(cfg, setting)
         e, tm = cfg["experiments"][exp_name], cfg["tm"]
         assert exp["dataset"] == e["dataset"] and exp["protocol"] == "paper"
-        hp = bench.hyperparameters(exp)
+        hp = benchmarking.hyperparameters(exp)
         assert (hp["n_clauses"], hp["T"], hp["s"]) == (e["clauses"], e["T"], e["s"])
-        assert {k: hp[k] for k in bench.TM_SETTINGS} == {k: tm[k] for k in bench.TM_SETTINGS}
+        assert {k: hp[k] for k in benchmarking.TM_SETTINGS} == {k: tm[k] for k in benchmarking.TM_SETTINGS}
         assert set(bench.SETTINGS[setting]) <= {"experiment", "epochs", "quick_epochs", "max_train", "max_test",
                                                 "quick_max_train", "quick_max_test", "evaluate", "goal"}
     changed = {**cfg, "experiments": {**cfg["experiments"], "wsd_apple": {**cfg["experiments"]["wsd_apple"],
                                                                           "T": 100}}}
-    assert bench.hyperparameters(bench.experiment(changed, "apple"))["T"] == 100
+    assert benchmarking.hyperparameters(bench.experiment(changed, "apple"))["T"] == 100
     assert {s: g["goal"]["min_speedup"] for s, g in bench.SETTINGS.items()} == {
         "apple": 25.0, "bike": 10.0, "semeval": 40.0, "imdb": 25.0}
 
@@ -159,29 +161,30 @@ def test_goal_without_the_peer(report):
     assert cmp_["speedup_vs_baseline"] == {} and cmp_["goal"]["evaluated"] is False
 
 
-def test_aggregate_pools_epochs_and_averages_metrics(bench):
+def test_aggregate_pools_epochs_and_averages_metrics():
     def seed_result(seed, epochs, metrics):
         return {"label": "x", "peer": "pytm", "options": {}, "metadata": {}, "seed": seed, "warmup_s": 1.0 + seed,
                 "warmup_cpu_s": 1.0, "warmup_metric": None, "epoch_s": epochs, "epoch_cpu_s": epochs,
                 "load1_after_epoch": [0.1] * len(epochs), "metric_per_epoch": metrics, "eval_s": [0.5]}
 
-    agg = bench.aggregate([seed_result(0, [1.0, 3.0], [None, 80.0]), seed_result(1, [2.0, 4.0], [None, 90.0])])
+    agg = benchmarking.aggregate([seed_result(0, [1.0, 3.0], [None, 80.0]),
+                                  seed_result(1, [2.0, 4.0], [None, 90.0])])
     assert agg["epoch_s"] == [1.0, 3.0, 2.0, 4.0] and agg["median_epoch_s"] == 2.5
     assert agg["final_metric"] == 85.0 and agg["final_metric_per_seed"] == [80.0, 90.0]
     assert agg["metric_per_epoch"] == [None, 85.0] and agg["warmup_s"] == 1.5 and agg["warmup_metric"] is None
     assert agg["seeds"] == [0, 1] and len(agg["per_seed"]) == 2 and agg["final_metric_std"] > 0
-    one = bench.aggregate([seed_result(7, [1.0], [70.0])])
+    one = benchmarking.aggregate([seed_result(7, [1.0], [70.0])])
     assert one["final_metric"] == 70.0 and "per_seed" not in one and one["final_metric_std"] == 0.0
 
 
-def test_array_digest_sparse(bench):
+def test_array_digest_sparse():
     X = np.eye(4, dtype=np.uint8)
-    dense = bench.array_digest(X=X)
-    assert dense == bench.array_digest(X=X.copy())  # dense digests unchanged by the sparse branch
-    assert bench.array_digest(X=sp.csr_matrix(X)) == bench.array_digest(X=sp.csc_matrix(X))
-    assert bench.array_digest(X=sp.csr_matrix(X)) != dense
-    sub = bench.subsample({"X_train": sp.csr_matrix(X), "y_train": np.arange(4), "X_test": X, "y_test": np.arange(4)},
-                          2, None, seed=0)
+    dense = benchmarking.array_digest(X=X)
+    assert dense == benchmarking.array_digest(X=X.copy())  # dense digests unchanged by the sparse branch
+    assert benchmarking.array_digest(X=sp.csr_matrix(X)) == benchmarking.array_digest(X=sp.csc_matrix(X))
+    assert benchmarking.array_digest(X=sp.csr_matrix(X)) != dense
+    sub = benchmarking.subsample({"X_train": sp.csr_matrix(X), "y_train": np.arange(4), "X_test": X,
+                                  "y_test": np.arange(4)}, 2, None, seed=0)
     assert sp.issparse(sub["X_train"]) and sub["X_train"].shape == (2, 4)
     assert np.array_equal(sub["X_train"].toarray().argmax(axis=1), sub["y_train"])
 

@@ -1,5 +1,5 @@
 """The peers: our Tsetlin Machine and the paper's baselines behind one interface, for the experiment runner
-(:mod:`asynctm.experiments.run`), the GPU campaign and the benchmarks (``benchmarks/bench_tm.py``).
+(:mod:`asynctm.experiments.run`), the GPU campaign and the benchmarks (:mod:`asynctm.benchmarking`).
 
 This module holds the interface (:class:`Peer`), our own adapter (:class:`AsyncTMPeer`, the reference
 every baseline is compared with, so it is not one of them) and :func:`make_peer`; the baselines live in
