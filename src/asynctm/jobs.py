@@ -3,9 +3,10 @@
 One way to run a job (every ``run:`` block of workflow/rules/*.smk): :func:`run_module` starts
 ``python -m MODULE ARGS --log LOG`` with this interpreter as its own process (so jobs run in parallel and a
 signal reaches it), leaves its stderr to the terminal (Snakemake shows a long run's progress), and turns a
-failure or a signal into one error naming the log. The job's CLI writes its own log: :class:`JobLog`
-(messages to stderr and to the log, the traceback of an unexpected error to the log too) in asynctm.datasets and
-asynctm.artifacts; the run's progress log of asynctm.experiments.
+failure or a signal into one error naming the log. The job's CLI writes its own log with :class:`JobLog`
+(messages to the log and to stderr, the traceback of an unexpected error to the log too): asynctm.datasets and
+asynctm.artifacts plain lines, a run of asynctm.experiments its progress as timestamped lines tagged with the
+run, kept across a resumed attempt.
 
 Left to itself, Snakemake 9 stops badly. Its local executor runs each job of a ``run:`` rule in a
 Snakemake subprocess (``/bin/sh -c 'python -m snakemake --target-jobs ...'``), which runs our
@@ -31,6 +32,7 @@ import subprocess
 import sys
 import threading
 import traceback
+from datetime import datetime
 from pathlib import Path
 
 GRACE_S = 5.0  # seconds the processes get between SIGTERM and SIGKILL
@@ -56,22 +58,33 @@ def run_module(module: str, *args, log) -> None:
 
 
 class JobLog:
-    """A job's messages: to stderr (or ``stream``) and, when ``path`` is given, to its log, started afresh (one
-    file per job: jobs may run in threads of one Snakemake process, so no global logging handler is shared)."""
+    """A job's messages: to its log when ``path`` is given, then to stderr (or ``stream``). One file per job,
+    written line by line (jobs may run in threads of one Snakemake process, so no global logging handler is
+    shared); the log comes first because it is what stays when the process is killed right after.
 
-    def __init__(self, path: str | os.PathLike | None):
+    ``tag``: each line reads ``HH:MM:SS [tag] message`` (local time; a run's progress, tagged with the run).
+    ``append``: keep what an earlier, interrupted attempt wrote (a resumed run); otherwise the log starts
+    afresh. Lines from several threads (a run's heartbeat) never interleave."""
+
+    def __init__(self, path: str | os.PathLike | None, tag: str | None = None, append: bool = False):
         self.path = Path(path) if path else None
+        self.tag = tag
+        self._lock = threading.Lock()
         if self.path:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.path.write_text("")
+            with open(self.path, "a" if append else "w", encoding="utf-8"):
+                pass
 
     def __call__(self, msg: str, stream=None) -> None:
-        print(msg, file=sys.stderr if stream is None else stream, flush=True)
-        self._append(msg + "\n")
+        line = msg if self.tag is None else f"{datetime.now().strftime('%H:%M:%S')} [{self.tag}] {msg}"
+        with self._lock:
+            self._append(line + "\n")
+            print(line, file=sys.stderr if stream is None else stream, flush=True)
 
     def traceback(self) -> None:
         """The traceback of the exception being handled, to the log (re-raise it for stderr)."""
-        self._append(traceback.format_exc())
+        with self._lock:
+            self._append(traceback.format_exc())
 
     def _append(self, text: str) -> None:
         if self.path:

@@ -20,6 +20,7 @@ import traceback
 from pathlib import Path
 
 from ..io import is_disk_full
+from ..jobs import JobLog
 
 
 def main(argv=None) -> int:
@@ -98,8 +99,7 @@ def main(argv=None) -> int:
         full = is_disk_full(exc)
         if args.log:
             try:
-                with open(args.log, "a") as fh:
-                    traceback.print_exc(file=fh)
+                JobLog(args.log, append=True).traceback()
             except OSError:
                 full = True  # nor can the log be written
         else:

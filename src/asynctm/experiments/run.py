@@ -28,6 +28,7 @@ import numpy as np
 
 from ..datasets.base import ProcessedDataset, load_processed
 from ..io import atomic_open, write_json_atomic
+from ..jobs import JobLog
 from .metrics import evaluate
 
 SCHEMA = 1
@@ -146,30 +147,6 @@ def _record(settings: dict, ds_summary: dict, **parts) -> dict:
     # protocol_scope: only in the settings of runs under a reduced protocol (experiments.plan.protocol_scope).
     scope = {"protocol_scope": settings["protocol_scope"]} if "protocol_scope" in settings else {}
     return {**head, **{k: settings[k] for k in keys}, **scope, "dataset": ds_summary, **parts}
-
-
-class _Progress:
-    """Progress lines to the run's log file and to stderr (Snakemake shows them for long runs). ``append``:
-    keep the log of an earlier, interrupted attempt (a resumed run)."""
-
-    def __init__(self, log: Path | None, tag: str, append: bool = False):
-        self.fh = None
-        if log is not None:
-            log.parent.mkdir(parents=True, exist_ok=True)
-            self.fh = open(log, "a" if append else "w", buffering=1)
-        self.tag = tag
-        self.lock = threading.Lock()
-
-    def __call__(self, msg: str) -> None:
-        line = f"{datetime.now().strftime('%H:%M:%S')} [{self.tag}] {msg}"
-        with self.lock:  # the log first: it is what stays when the process is killed right after
-            if self.fh:
-                self.fh.write(line + "\n")
-            print(line, file=sys.stderr, flush=True)
-
-    def close(self):
-        if self.fh:
-            self.fh.close()
 
 
 class _Heartbeat:
@@ -340,7 +317,7 @@ def run_tm(settings: dict, data_dir, out, log=None, threads: int | None = None,
     ckpt = checkpoint_path(out)
     every = checkpoint_every_s if checkpoint_every_s is not None else settings.get("checkpoint_every_s",
                                                                                       DEFAULT_CHECKPOINT_EVERY_S)
-    say = _Progress(Path(log) if log else None, _tag(settings), append=ckpt.exists())
+    say = JobLog(log, _tag(settings), append=ckpt.exists())
     heartbeat = _Heartbeat(say)
     n_epochs = settings["hyperparameters"]["epochs"]
     epochs: list[dict] = []
@@ -450,7 +427,6 @@ def run_tm(settings: dict, data_dir, out, log=None, threads: int | None = None,
         raise
     finally:
         heartbeat.end()
-        say.close()
 
 
 def _utc(t: float) -> str:
@@ -468,37 +444,31 @@ def run_svm(settings: dict, data_dir, out, log=None, threads: int | None = None)
     from ..baselines.thundersvm import run_svm as fit_svm
 
     started = time.time()
-    say = _Progress(Path(log) if log else None, _tag(settings))
-    try:
-        ds = load_dataset(data_dir, settings)
-        say(f"{ds.X_train.shape[0]} train x {ds.X_train.shape[1]} features")
-        parts = fit_svm(settings["task"], ds.X_train, ds.y_train, ds.X_test, ds.y_test,
-                        settings["hyperparameters"], seed=settings["seed"], f1=settings["f1"], n_threads=threads)
-        impl = parts["implementation"]
-        gpu = impl.get("build") == "gpu"
-        record = _record(settings, dataset_summary(ds, settings), **parts,
-                         provenance=provenance(impl.get("threads"), gpu, started))
-        write_json_atomic(out, record)
-        say(f"done: {impl.get('library')} {_metric_line(parts['final'])}, fit {parts['timing']['fit_s']:.2f} s")
-        return record
-    finally:
-        say.close()
+    say = JobLog(log, _tag(settings))
+    ds = load_dataset(data_dir, settings)
+    say(f"{ds.X_train.shape[0]} train x {ds.X_train.shape[1]} features")
+    parts = fit_svm(settings["task"], ds.X_train, ds.y_train, ds.X_test, ds.y_test,
+                    settings["hyperparameters"], seed=settings["seed"], f1=settings["f1"], n_threads=threads)
+    impl = parts["implementation"]
+    gpu = impl.get("build") == "gpu"
+    record = _record(settings, dataset_summary(ds, settings), **parts,
+                     provenance=provenance(impl.get("threads"), gpu, started))
+    write_json_atomic(out, record)
+    say(f"done: {impl.get('library')} {_metric_line(parts['final'])}, fit {parts['timing']['fit_s']:.2f} s")
+    return record
 
 
 def run_mlp(settings: dict, scores, out, log=None) -> dict:
     from .novelty import load_scores, run_mlp_novelty
 
     started = time.time()
-    say = _Progress(Path(log) if log else None, _tag(settings))
-    try:
-        tm_record = json.loads(Path(scores).with_name(Path(scores).name.removesuffix(".scores.npz") + ".json")
-                               .read_text())
-        parts = run_mlp_novelty(load_scores(scores), settings["hyperparameters"])
-        record = _record(settings, tm_record["dataset"], **parts, tm_record={
-            "impl": tm_record["impl"], "params": tm_record["params"], "seed": tm_record["seed"],
-            "timing": tm_record["timing"]}, provenance=provenance(1, False, started))
-        write_json_atomic(out, record)
-        say(f"done: {_metric_line(parts['final'])} -> {out}")
-        return record
-    finally:
-        say.close()
+    say = JobLog(log, _tag(settings))
+    tm_record = json.loads(Path(scores).with_name(Path(scores).name.removesuffix(".scores.npz") + ".json")
+                           .read_text())
+    parts = run_mlp_novelty(load_scores(scores), settings["hyperparameters"])
+    record = _record(settings, tm_record["dataset"], **parts, tm_record={
+        "impl": tm_record["impl"], "params": tm_record["params"], "seed": tm_record["seed"],
+        "timing": tm_record["timing"]}, provenance=provenance(1, False, started))
+    write_json_atomic(out, record)
+    say(f"done: {_metric_line(parts['final'])} -> {out}")
+    return record
