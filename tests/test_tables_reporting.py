@@ -261,3 +261,16 @@ def test_time_figure_caption_names_records_timed_on_a_busy_machine(tmp_path):
     assert "Timed on a busy machine: 1 of 2 records (1-minute load average 6.5-6.5 at the end on 2 cores)" in caption
     assert "semeval/tm_cpu/n40_T15_s3.9_e5/seed0.json" in caption.split("Timed on a busy machine")[1]
     assert "n20_T15" not in caption.split("Timed on a busy machine")[1].split("\n")[0]
+
+
+def test_regression_table_names_what_a_constant_prediction_scores(tmp_path):
+    from asynctm.experiments.run import constant_baseline
+
+    base = constant_baseline([0, 0, 1, 5, 100], [0, 2, 10])
+    assert base["value"] == 1 and base["mae"] == pytest.approx((1 + 1 + 9) / 3)
+    mae = [{"mae": 12.0, "rmse": 20.0}] * 3
+    write(tmp_path, "blogfeedback", "tm_cpu", "n1280_T1280_s1.5_e100", 0, mae, 0.1,
+          dataset={"constant_baseline": base})
+    write(tmp_path, "bike_sharing", "tm_cpu", BIKE, 0, mae, 0.1)  # an older record without it: no number
+    notes = " ".join(build(tmp_path, "table5_regression").notes)
+    assert "has test MAE 3.67 on BlogFeedback (" in notes and "Bike Sharing" not in notes.split("has test MAE")[1]

@@ -23,7 +23,7 @@ BASE_COLUMNS = [
     "train_s_mean", "train_s_total", "fit_s", "epochs",
     "library", "library_version", "device", "threads",
     "cpu_model", "logical_cores", "gpu_name", "gpu_driver", "gpu_cuda",
-    "seeded", "protocol_scope", "full_protocol_runs", "full_protocol_epochs", "resumed", "load_at_end",
+    "seeded", "protocol_scope", "full_protocol_runs", "full_protocol_epochs", "resumed", "load_at_end", "constant_mae",
 ]
 LAST_EPOCHS = 10  # Tables 3 and 5 report the final epoch and the mean of this many last epochs (last10_<metric>)
 
@@ -130,6 +130,12 @@ def _resumed(record: dict) -> int:
     return int(count) if isinstance(count, int) and not isinstance(count, bool) else 0
 
 
+def _constant_mae(record: dict) -> float | None:
+    """The test MAE of predicting the training median (regression records since the dataset summary has it)."""
+    value = ((record.get("dataset") or {}).get("constant_baseline") or {}).get("mae")
+    return float(value) if _number(value) else None
+
+
 def parse_record(record, path: Path, rel: Path) -> dict | None:
     """One record's row (None when its status is not complete). ``rel``: its path under the results root,
     which must agree with the record's own experiment, impl, params and seed."""
@@ -170,6 +176,7 @@ def parse_record(record, path: Path, rel: Path) -> dict | None:
         "seeded": _seeded(impl), "protocol_scope": reduced_protocol(record), **_full_protocol(record),
         "resumed": _resumed(record),
         "load_at_end": prov.get("load_average_1min_at_end") if _number(prov.get("load_average_1min_at_end")) else None,
+        "constant_mae": _constant_mae(record),
     }
     if kind == "tm":
         row["train_s_mean"] = float(_require(record, "timing.train_s_mean", path, _finite_number, "a number"))

@@ -16,6 +16,14 @@ from ..experiments.plan import TM_IMPLS
 MISSING = ("–", "--")
 
 
+# The datasets as the paper names them, for every table, figure and page.
+DATASET_LABELS = {
+    "bbc_sport": "BBC Sport", "newsgroups20": "20 Newsgroups", "semeval": "SemEval", "imdb": "IMDb",
+    "wsd_java": "WSD Java", "wsd_apple": "WSD Apple", "bike_sharing": "Bike Sharing",
+    "blogfeedback": "BlogFeedback",
+}
+
+
 def finite(x) -> bool:
     return x is not None and not (isinstance(x, float) and math.isnan(x))
 

@@ -27,13 +27,11 @@ from pathlib import Path
 from ..experiments.plan import TM_IMPLS
 from ..jobs import JobLog
 from . import catalog, load_config
+from .render import DATASET_LABELS
 
 PAGE = "report.html"
 IMPL_LABELS = {"pytm_indexed": "TM indexed (pyTM)", "pytm_nonindexed": "TM non-indexed (pyTM)",
                "tm_gpu": "TM GPU (ours)", "tm_cpu": "TM CPU (ours)", "svm": "SVM", "mlp_novelty": "novelty MLP"}
-DATASET_LABELS = {"bbc_sport": "BBC Sport", "newsgroups20": "20 Newsgroups", "semeval": "SemEval", "imdb": "IMDb",
-                  "wsd_java": "WSD Java", "wsd_apple": "WSD Apple", "bike_sharing": "Bike Sharing",
-                  "blogfeedback": "BlogFeedback"}
 # The headline metric of each table in the summary: (CSV column prefix, label, decimals).
 SUMMARY_METRICS = {"table3_performance": ("accuracy", "accuracy (%)", 2), "table5_regression": ("mae", "MAE", 2)}
 

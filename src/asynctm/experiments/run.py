@@ -113,11 +113,24 @@ def load_dataset(data_dir, settings: dict) -> ProcessedDataset:
 
 
 def dataset_summary(ds: ProcessedDataset, settings: dict) -> dict:
-    return {"name": ds.name, "protocol": ds.protocol, "raw_digest": ds.meta.get("raw_digest"),
-            "n_train": int(ds.X_train.shape[0]), "n_test": int(ds.X_test.shape[0]),
-            "n_novel": None if ds.X_novel is None else int(ds.X_novel.shape[0]),
-            "n_features": int(ds.X_train.shape[1]),
-            "max_train": settings.get("max_train"), "max_test": settings.get("max_test")}
+    summary = {"name": ds.name, "protocol": ds.protocol, "raw_digest": ds.meta.get("raw_digest"),
+               "n_train": int(ds.X_train.shape[0]), "n_test": int(ds.X_test.shape[0]),
+               "n_novel": None if ds.X_novel is None else int(ds.X_novel.shape[0]),
+               "n_features": int(ds.X_train.shape[1]),
+               "max_train": settings.get("max_train"), "max_test": settings.get("max_test")}
+    if settings["task"] == "regression":
+        summary["constant_baseline"] = constant_baseline(ds.y_train, ds.y_test)
+    return summary
+
+
+def constant_baseline(y_train, y_test) -> dict:
+    """What a model that ignores the features scores: the training targets' median (the constant with the
+    least absolute error on them) predicted for every test example. A regression run whose MAE is above it
+    has learned nothing usable from the features."""
+    y_train, y_test = np.asarray(y_train, dtype=np.float64), np.asarray(y_test, dtype=np.float64)
+    median = float(np.median(y_train))
+    return {"predict": "median of the training targets", "value": median,
+            "mae": float(np.mean(np.abs(y_test - median)))}
 
 
 # -- provenance ----------------------------------------------------------------------------------------------
