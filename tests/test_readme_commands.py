@@ -150,6 +150,24 @@ def test_checkout_order_does_not_rerun_committed_records(tmp_path):
     assert not planned and not {"run_tm", "run_tm_novelty", "run_mlp_novelty", "run_svm"} & set(jobs), out[-3000:]
 
 
+def test_tables_follow_a_changed_config(tmp_path):
+    """The settings the tables are built with follow the config on every invocation, also on a checkout whose
+    artifacts_config.yaml was written by another configuration (a rule would keep that stale file)."""
+    repo = copy_workflow(tmp_path / "repo", copy=shutil.copy2)
+    shutil.copytree(REPO / "results", repo / "results", ignore=shutil.ignore_patterns("smoke"))
+    shutil.copytree(REPO / "paper_tables", repo / "paper_tables", ignore=shutil.ignore_patterns("report.html", "reference"),
+                    dirs_exist_ok=True)
+    settings = repo / "paper_tables" / "artifacts_config.yaml"
+    (repo / ".venv" / "bin").mkdir(parents=True)
+    (repo / ".venv" / "bin" / "snakemake").symlink_to(Path(sys.executable).with_name("snakemake"))
+    committed = settings.read_text()
+    assert "reduced:" in committed
+    _, jobs, out = _dry_run(repo, ".venv/bin/snakemake --cores 1 tables --config run_missing=false 'seeds=[0,1]'")
+    assert "seeds:\n- 0\n- 1\nsmoke" in settings.read_text() and "table3_performance" in jobs, out[-3000:]
+    _dry_run(repo, ".venv/bin/snakemake --cores 1 tables --config run_missing=false")
+    assert settings.read_text() == committed
+
+
 def test_quick_start_report_builds_the_page_and_names_the_outputs(clone):
     command = next(line for heading, lines in bash_blocks(README.read_text()) if heading.startswith("Quick start")
                    for line in lines if " report " in line)

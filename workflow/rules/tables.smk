@@ -27,19 +27,14 @@ ARTIFACTS_CONFIG_KEYS = ("scale", "results_dir", "gpu", "datasets", "seeds", "im
 ARTIFACTS_LOGS = f"logs/artifacts/{config['scale']}"
 
 
-rule artifacts_config:
-    output:
-        ARTIFACTS_CONFIG,
-    params:
-        text=yaml.safe_dump(
-            json.loads(json.dumps({key: config[key] for key in ARTIFACTS_CONFIG_KEYS if key in config})),
-            sort_keys=True,
-        ),
-    log:
-        f"{ARTIFACTS_LOGS}/artifacts_config.log",
-    run:
-        write_text_atomic(output[0], params.text)
-        Path(log[0]).write_text(f"wrote {output[0]}\n")
+# Written while the workflow is read, and only when its content changes (so its time says when the settings
+# last changed): a rule would keep a stale file on a checkout, where Snakemake holds no record of the params that
+# made it, and the tables would then be built with settings the config no longer has.
+_ARTIFACTS_CONFIG_TEXT = yaml.safe_dump(
+    json.loads(json.dumps({key: config[key] for key in ARTIFACTS_CONFIG_KEYS if key in config})), sort_keys=True
+)
+if not Path(ARTIFACTS_CONFIG).is_file() or Path(ARTIFACTS_CONFIG).read_text() != _ARTIFACTS_CONFIG_TEXT:
+    write_text_atomic(ARTIFACTS_CONFIG, _ARTIFACTS_CONFIG_TEXT)
 
 
 for _name in catalog.TABLES:
