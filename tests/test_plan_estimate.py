@@ -69,10 +69,10 @@ def test_reduced_protocol_is_paper_scale_only_and_checked(config):
 
 
 def test_the_configured_reduced_protocol(config):
-    """The config's choice: pyTsetlinMachine reduced on IMDb, BBC Sport and 20 Newsgroups; full elsewhere."""
+    """The config's choice: pyTsetlinMachine reduced on IMDb and 20 Newsgroups; full elsewhere."""
     reduced = {name for name in config["experiments"] for impl in ("pytm_indexed", "pytm_nonindexed")
                if plan.reduced_protocol(config, name, impl)}
-    assert reduced == {"imdb", "bbc_sport", "newsgroups20"}
+    assert reduced == {"imdb", "newsgroups20"}
     assert not any(plan.reduced_protocol(config, n, "tm_cpu") for n in config["experiments"])
 
 

@@ -120,14 +120,16 @@ def mlp_scores_input(wildcards):
     run is missing or forced to rerun (then the TM run, if needed, comes first and the stage follows it). A
     finished pair (e.g. committed, on a fresh clone, where checkout order sets the files' times) is otherwise
     never redone because the scores file happens to be newer than the record."""
-    scores = mlp_scores_path(wildcards)
-    tm_record = scores.removesuffix(".scores.npz") + ".json"
-    record = f"{RESULTS}/{wildcards.experiment}/mlp_novelty/{wildcards.tm_impl}.{wildcards.tm_params}/seed{wildcards.seed}.json"
+    seed = wildcards.seed
+    tm_record = PLAN.record_path(config, {"experiment": wildcards.experiment, "impl": wildcards.tm_impl,
+                                          "params": wildcards.tm_params, "seed": seed})
+    record = PLAN.record_path(config, {"experiment": wildcards.experiment, "impl": "mlp_novelty",
+                                       "params": f"{wildcards.tm_impl}.{wildcards.tm_params}", "seed": seed})
     if Path(record).is_file() and Path(tm_record).is_file() and not (
         _forced(record, {"run_mlp_novelty"}) or _forced(tm_record, _TM_RULES)
     ):
         return {}
-    return {"scores": scores}
+    return {"scores": mlp_scores_path(wildcards)}
 
 
 _TM_RULES = {"run_tm", "run_tm_novelty"}

@@ -475,7 +475,7 @@ def table5_regression(records: pd.DataFrame, config: dict, reference: pd.DataFra
 def constant_note(used: pd.DataFrame) -> str:
     """What ignoring the features scores on each dataset's test set, from the records' dataset summaries ('' when
     none has it): the floor a regression TM has to beat."""
-    if "constant_mae" not in used or used.empty:
+    if used.empty:
         return ""
     values = used.dropna(subset=["constant_mae"]).groupby("experiment")["constant_mae"].agg(["min", "max"])
     if values.empty:
