@@ -153,6 +153,10 @@ _SIGNATURES = {
     "tm_sync_feedback": [_P, _P, _P, _P, _P, _I, _I, _P, _P, _P],
     "tm_include_counts": [_P, _I, _P],
     "tm_class_sums": [_P, _P, _I, _P],
+    "tm_include_word_counts": [_P, _P],
+    "tm_compact_includes": [_P, _P, _P, _P],
+    "tm_class_sums_compact": [_P, _P, _P, _P, _I, _P],
+    "tm_class_sums_blocked": [_P, _P, _I, _P],
 }
 _libraries: dict[Path, ctypes.CDLL] = {}
 
@@ -270,7 +274,31 @@ class CpuBackend(FeedbackEvents):
         X_words = np.ascontiguousarray(X_words, dtype=np.uint32)
         out = np.empty((self.cfg.n_classes, X_words.shape[0]), dtype=np.int32)
         self._threads()
-        self.lib.tm_class_sums(_ptr(self.ta_state), _ptr(X_words), X_words.shape[0], _ptr(out))
+        offsets, index, bits = self.compact_includes()
+        self.lib.tm_class_sums_compact(_ptr(offsets), _ptr(index), _ptr(bits), _ptr(X_words), X_words.shape[0],
+                                       _ptr(out))
+        return out
+
+    def compact_includes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every clause's include words that are not 0: (offsets int64 (G+1,), word index int32, word bits
+        uint32), clause g's at [offsets[g], offsets[g+1]) (kernels/README.md, "Inference")."""
+        counts = np.empty(self.cfg.n_clauses_total, dtype=np.int32)
+        self._threads()
+        self.lib.tm_include_word_counts(_ptr(self.ta_state), _ptr(counts))
+        offsets = np.zeros(self.cfg.n_clauses_total + 1, dtype=np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        index = np.empty(max(int(offsets[-1]), 1), dtype=np.int32)
+        bits = np.empty_like(index, dtype=np.uint32)
+        self.lib.tm_compact_includes(_ptr(self.ta_state), _ptr(offsets), _ptr(index), _ptr(bits))
+        return offsets, index, bits
+
+    def class_sums_dense(self, X_words: np.ndarray, kernel: str = "tm_class_sums") -> np.ndarray:
+        """Inference by scanning the include planes (tm_class_sums, the GPU's kernel; or tm_class_sums_blocked):
+        equal to class_sums."""
+        X_words = np.ascontiguousarray(X_words, dtype=np.uint32)
+        out = np.empty((self.cfg.n_classes, X_words.shape[0]), dtype=np.int32)
+        self._threads()
+        getattr(self.lib, kernel)(_ptr(self.ta_state), _ptr(X_words), X_words.shape[0], _ptr(out))
         return out
 
     def training_clause_outputs(self, X_words: np.ndarray) -> np.ndarray:
