@@ -253,8 +253,6 @@ def test_outputs_and_sums_at_fixed_states(open_backend, build, name):
                 ("class", "example"))
     if hasattr(be, "class_sums_dense"):  # the CPU build infers from compacted includes; the planes' scan too
         assert_same("inference class sums, dense scan", be.class_sums_dense(X_words), sums, ("class", "example"))
-        assert_same("inference class sums, blocked scan", be.class_sums_dense(X_words, "tm_class_sums_blocked"),
-                    sums, ("class", "example"))
     assert np.abs(sums).max() <= c["T"]
 
     tm.init_training(X, y_target)

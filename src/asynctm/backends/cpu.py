@@ -156,7 +156,6 @@ _SIGNATURES = {
     "tm_include_word_counts": [_P, _P],
     "tm_compact_includes": [_P, _P, _P, _P],
     "tm_class_sums_compact": [_P, _P, _P, _P, _I, _P],
-    "tm_class_sums_blocked": [_P, _P, _I, _P],
 }
 _libraries: dict[Path, ctypes.CDLL] = {}
 
@@ -292,13 +291,13 @@ class CpuBackend(FeedbackEvents):
         self.lib.tm_compact_includes(_ptr(self.ta_state), _ptr(offsets), _ptr(index), _ptr(bits))
         return offsets, index, bits
 
-    def class_sums_dense(self, X_words: np.ndarray, kernel: str = "tm_class_sums") -> np.ndarray:
-        """Inference by scanning the include planes (tm_class_sums, the GPU's kernel; or tm_class_sums_blocked):
-        equal to class_sums."""
+    def class_sums_dense(self, X_words: np.ndarray) -> np.ndarray:
+        """Inference by scanning the include planes (tm_class_sums, the GPU's kernel): equal to class_sums, and
+        3-40x slower on trained models (benchmarks/micro_inference.py)."""
         X_words = np.ascontiguousarray(X_words, dtype=np.uint32)
         out = np.empty((self.cfg.n_classes, X_words.shape[0]), dtype=np.int32)
         self._threads()
-        getattr(self.lib, kernel)(_ptr(self.ta_state), _ptr(X_words), X_words.shape[0], _ptr(out))
+        self.lib.tm_class_sums(_ptr(self.ta_state), _ptr(X_words), X_words.shape[0], _ptr(out))
         return out
 
     def training_clause_outputs(self, X_words: np.ndarray) -> np.ndarray:
