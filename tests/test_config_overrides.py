@@ -180,3 +180,13 @@ def test_load_config_names_an_unreadable_file(tmp_path):
     (tmp_path / "bad.yaml").write_text("seeds: [0,\n")
     with pytest.raises(ConfigError, match="not valid YAML"):
         load_config(tmp_path / "bad.yaml")
+
+
+def test_a_sweep_limit_names_known_implementations(tmp_path):
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    config["sweeps"]["semeval"]["max_clauses"] = {"pytm": 640, "tm_cpu": 0}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    with pytest.raises(ConfigError) as err:
+        load_config(tmp_path / "config.yaml", REPO / "config" / "schema.yaml")
+    assert "config sweeps.semeval.max_clauses: 'pytm' is not one of ['tm_gpu', 'tm_cpu'" in str(err.value)
+    assert "config sweeps.semeval.max_clauses.tm_cpu: 0 is less than the minimum of 1" in str(err.value)

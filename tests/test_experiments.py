@@ -51,10 +51,29 @@ def test_paper_plan_has_every_experiment_impl_and_seed(config):
     # No GPU here: no tm_gpu runs; pyTsetlinMachine's regression machine has no index.
     assert not any(r["impl"] == "tm_gpu" for r in runs)
     assert not any(r["impl"] == "pytm_indexed" and r["experiment"] in ("bike_sharing", "blogfeedback") for r in runs)
-    # Sweeps: every point, with the sweep's epochs and seeds; a point equal to the main setting is shared.
-    assert ("semeval", "pytm_indexed", "n2560_T15_s3.9_e5", 0) in keys
+    # Sweeps: every point, with the sweep's epochs and seeds; a point equal to the main setting is shared; an
+    # implementation with max_clauses stops there (pyTsetlinMachine on SemEval at 640).
+    assert ("semeval", "pytm_indexed", "n640_T15_s3.9_e5", 0) in keys
+    assert ("semeval", "pytm_indexed", "n1280_T15_s3.9_e5", 0) not in keys
+    assert ("semeval", "tm_cpu", "n15000_T15_s3.9_e5", 0) in keys
     assert ("imdb", "tm_cpu", "n15000_T80_s27_e5", 0) in keys
     assert ("bike_sharing", "tm_cpu", "n1280_T1280_s1.5_e100", 0) in keys
+
+
+def test_a_sweep_limit_per_implementation(config):
+    """max_clauses leaves an implementation's larger points out of the plan, the sweep and the figures' inputs."""
+    from asynctm.artifacts import catalog
+
+    sweeps = {**config["sweeps"], "bbc_sport": {**config["sweeps"]["bbc_sport"], "max_clauses": {"pytm_indexed": 1000}}}
+    limited = {**config, "sweeps": sweeps}
+    points = {(r["impl"], r["params"]) for r in plan.requested_runs(limited, host_gpu=False)
+              if r["experiment"] == "bbc_sport" and r["params"].endswith("_e5")}
+    assert ("pytm_indexed", "n1000_T100_s15_e5") in points and ("pytm_indexed", "n2000_T100_s15_e5") not in points
+    assert ("tm_cpu", "n10000_T100_s15_e5") in points
+    sweep = plan.sweep(limited, "bbc_sport")
+    assert sweep.runs("pytm_indexed", 1000) and not sweep.runs("pytm_indexed", 2000) and sweep.runs("tm_cpu", 10000)
+    assert not catalog._uses("sweep", limited, "bbc_sport", "pytm_indexed", "n2000_T100_s15_e5", 0)
+    assert catalog._uses("sweep", config, "bbc_sport", "pytm_indexed", "n2000_T100_s15_e5", 0)
 
 
 def test_gpu_runs_are_planned_where_a_gpu_is(config):

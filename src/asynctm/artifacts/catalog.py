@@ -63,7 +63,8 @@ def experiments(name: str, config: dict) -> list[str]:
 def _uses(role: str, config: dict, experiment: str, impl: str, params: str, seed: int) -> bool:
     if role == "sweep":
         sweep = plan.sweep(config, experiment)
-        return sweep is not None and impl in sweep.impls and params in sweep.params and seed in sweep.seeds
+        return (sweep is not None and params in sweep.params and seed in sweep.seeds
+                and sweep.runs(impl, plan.parse_tm_params(params)["clauses"]))
     if role in ("tm", "tm_ours"):
         wanted = plan.TM_IMPLS if role == "tm" else plan.OUR_IMPLS
         return (impl in wanted and params == plan.main_params(config, experiment, impl)

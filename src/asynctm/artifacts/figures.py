@@ -190,6 +190,8 @@ def _versus_clauses(records, config, host_gpu, name, experiment, column, ylabel,
     for impl in sweep.impls:
         s, absent = Series(impl), []
         for clauses, params in zip(sweep.clauses, sweep.params):
+            if not sweep.runs(impl, clauses):
+                continue
             recs = select(records, experiment, impl, params, sweep.seeds)
             mean, std = _mean_std(recs[column].tolist() if column in recs else [])
             if not render.finite(mean):
@@ -208,8 +210,11 @@ def _versus_clauses(records, config, host_gpu, name, experiment, column, ylabel,
         _draw(ax, series, "clauses (log₂ scale)", ylabel, log_x2=True, markers=True, from_zero=from_zero)
     not_run = _gaps(config, experiment, sweep.impls, {s.impl for s in series}, host_gpu)
     if sweep.clauses:
-        setting = (f"Sweep: clauses {', '.join(map(str, sweep.clauses))}; {sweep.epochs} epochs per run; seeds "
-                   f"{', '.join(map(str, sweep.seeds))}; error bars: ± sample standard deviation over seeds "
+        limits = "".join(f"; {impl} up to {limit} clauses (config sweeps.{experiment}.max_clauses: beyond it a "
+                         f"run costs hours, see plan --estimate)" for impl, limit in sweep.max_clauses
+                         if impl in sweep.impls and limit < max(sweep.clauses))
+        setting = (f"Sweep: clauses {', '.join(map(str, sweep.clauses))}{limits}; {sweep.epochs} epochs per run; "
+                   f"seeds {', '.join(map(str, sweep.seeds))}; error bars: ± sample standard deviation over seeds "
                    "where a point has several.")
     else:
         setting = f"The config has no clause sweep for {experiment}."

@@ -43,8 +43,6 @@ PAPER_ORDER = ("wsd_apple", "semeval", "imdb", "bike_sharing", "bbc_sport", "wsd
                "blogfeedback")
 # Clause sweeps (the figures): SemEval first (the "almost constant time" goal), then IMDb, BBC Sport, Bike Sharing.
 SWEEP_ORDER = ("semeval", "imdb", "bbc_sport", "bike_sharing")
-# Points beyond the configured sweep, tm_gpu only (paper scale): the paper's Fig. 7 takes SemEval to 15,000.
-EXTRA_SWEEP_CLAUSES = {"semeval": (10000, 15000)}
 MAX_FAILURES_IN_A_ROW = 3
 KILL_GRACE_S = 10
 # Not packed: a run's resumable state (large, and only useful on the machine that wrote it).
@@ -450,12 +448,7 @@ def sweep_runs(config: dict) -> list[tuple[str, str, int]]:
         pts = plan.sweep_points(config, name)
         if "tm_gpu" not in pts["impls"]:
             continue
-        exp = plan.experiment(config, name)
-        params = list(pts["params"])
-        if not plan.is_smoke(config):
-            epochs = plan.parse_tm_params(params[0])["epochs"]
-            params += [plan.tm_params_name(c, exp["T"], exp["s"], epochs) for c in EXTRA_SWEEP_CLAUSES.get(name, ())]
-        params = sorted(dict.fromkeys(params), key=lambda p: plan.parse_tm_params(p)["clauses"])
+        params = sorted(plan.sweep_params(pts, "tm_gpu"), key=lambda p: plan.parse_tm_params(p)["clauses"])
         order = [params[0], params[-1], *params[1:-1]] if len(params) > 1 else params
         runs += [(name, p, seed) for p in dict.fromkeys(order) for seed in pts["seeds"]]
     return runs

@@ -150,7 +150,9 @@ def protocol_scope(config: dict, name: str, impl: str, params: str) -> dict | No
 
 
 def sweep_points(config: dict, name: str) -> dict:
-    """``{"impls", "seeds", "params": [...]}`` of an experiment's clause sweep at the configured scale."""
+    """``{"impls", "seeds", "params": [...], "max_clauses": {impl: clauses}}`` of an experiment's clause sweep at
+    the configured scale (an implementation runs only the points up to its ``max_clauses``, see
+    :func:`sweep_params`)."""
     sweep = config["sweeps"][name]
     exp = experiment(config, name)
     if is_smoke(config):
@@ -161,7 +163,14 @@ def sweep_points(config: dict, name: str) -> dict:
     for c in clauses:
         _check_clauses(exp, c)
     return {"impls": list(sweep["impls"]), "seeds": list(seeds),
-            "params": [tm_params_name(c, exp["T"], exp["s"], epochs) for c in dict.fromkeys(clauses)]}
+            "params": [tm_params_name(c, exp["T"], exp["s"], epochs) for c in dict.fromkeys(clauses)],
+            "max_clauses": dict(sweep.get("max_clauses") or {})}
+
+
+def sweep_params(points: dict, impl: str) -> list[str]:
+    """The sweep points (params) an implementation runs: all of them, or those up to its ``max_clauses``."""
+    limit = points.get("max_clauses", {}).get(impl)
+    return [p for p in points["params"] if limit is None or parse_tm_params(p)["clauses"] <= limit]
 
 
 def seeds(config: dict) -> list[int]:
@@ -262,9 +271,9 @@ def requested_runs(config: dict, host_gpu: bool) -> list[dict]:
                 add(name, "svm", svm_params(config, name), seed, "svm")
     for name in [n for n in config.get("sweeps", {}) if n in active]:
         pts = sweep_points(config, name)
-        for params in pts["params"]:
-            for seed in pts["seeds"]:
-                for impl in runnable(name, pts["impls"]):
+        for impl in runnable(name, pts["impls"]):
+            for params in sweep_params(pts, impl):
+                for seed in pts["seeds"]:
                     add(name, impl, params, seed, "tm")
     return [runs[k] for k in sorted(runs)]
 
@@ -292,6 +301,12 @@ class Sweep:
     seeds: tuple[int, ...]
     epochs: int
     params: tuple[str, ...]
+    max_clauses: tuple[tuple[str, int], ...] = ()  # (impl, clauses): that impl runs only the points up to it
+
+    def runs(self, impl: str, clauses: int) -> bool:
+        """Whether ``impl`` runs the point at ``clauses`` (config sweeps.<experiment>.max_clauses)."""
+        limit = dict(self.max_clauses).get(impl)
+        return impl in self.impls and (limit is None or clauses <= limit)
 
 
 def sweep(config: dict, name: str) -> Sweep | None:
@@ -303,7 +318,8 @@ def sweep(config: dict, name: str) -> Sweep | None:
     order = sorted(range(len(parsed)), key=lambda i: parsed[i]["clauses"])
     return Sweep(name, tuple(parsed[i]["clauses"] for i in order),
                  tuple(i for i in TM_IMPLS if i in points["impls"]), tuple(sorted(points["seeds"])),
-                 parsed[0]["epochs"] if parsed else 0, tuple(points["params"][i] for i in order))
+                 parsed[0]["epochs"] if parsed else 0, tuple(points["params"][i] for i in order),
+                 tuple(sorted(points["max_clauses"].items())))
 
 
 def gap_reason(config: dict, name: str, impl: str, host_gpu: bool, requested=None) -> str:
