@@ -110,9 +110,15 @@ def run_data_input(wildcards):
     return [processed_meta(wildcards.experiment)]
 
 
+def _mlp_tm_record(wildcards):
+    """The record of the TM run whose class sums an MLP novelty stage trains on."""
+    return PLAN.record_path(config, {"experiment": wildcards.experiment, "impl": wildcards.tm_impl,
+                                     "params": wildcards.tm_params, "seed": wildcards.seed})
+
+
 def mlp_scores_path(wildcards):
     """The class sums (written beside the TM run's record) that an MLP novelty stage trains on."""
-    return f"{RESULTS}/{wildcards.experiment}/{wildcards.tm_impl}/{wildcards.tm_params}/seed{wildcards.seed}.scores.npz"
+    return _mlp_tm_record(wildcards).removesuffix(".json") + ".scores.npz"
 
 
 def mlp_scores_input(wildcards):
@@ -120,11 +126,9 @@ def mlp_scores_input(wildcards):
     run is missing or forced to rerun (then the TM run, if needed, comes first and the stage follows it). A
     finished pair (e.g. committed, on a fresh clone, where checkout order sets the files' times) is otherwise
     never redone because the scores file happens to be newer than the record."""
-    seed = wildcards.seed
-    tm_record = PLAN.record_path(config, {"experiment": wildcards.experiment, "impl": wildcards.tm_impl,
-                                          "params": wildcards.tm_params, "seed": seed})
+    tm_record = _mlp_tm_record(wildcards)
     record = PLAN.record_path(config, {"experiment": wildcards.experiment, "impl": "mlp_novelty",
-                                       "params": f"{wildcards.tm_impl}.{wildcards.tm_params}", "seed": seed})
+                                       "params": f"{wildcards.tm_impl}.{wildcards.tm_params}", "seed": wildcards.seed})
     if Path(record).is_file() and Path(tm_record).is_file() and not (
         _forced(record, {"run_mlp_novelty"}) or _forced(tm_record, _TM_RULES)
     ):

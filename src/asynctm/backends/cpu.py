@@ -272,8 +272,7 @@ class CpuBackend(FeedbackEvents):
     def class_sums(self, X_words: np.ndarray) -> np.ndarray:
         X_words = np.ascontiguousarray(X_words, dtype=np.uint32)
         out = np.empty((self.cfg.n_classes, X_words.shape[0]), dtype=np.int32)
-        self._threads()
-        offsets, index, bits = self.compact_includes()
+        offsets, index, bits = self.compact_includes()  # also sets the thread count
         self.lib.tm_class_sums_compact(_ptr(offsets), _ptr(index), _ptr(bits), _ptr(X_words), X_words.shape[0],
                                        _ptr(out))
         return out

@@ -167,10 +167,16 @@ def sweep_points(config: dict, name: str) -> dict:
             "max_clauses": dict(sweep.get("max_clauses") or {})}
 
 
+def within_sweep_limit(max_clauses: dict, impl: str, clauses: int) -> bool:
+    """Whether a sweep's ``max_clauses`` lets ``impl`` run its point at ``clauses`` (no limit: every point)."""
+    limit = max_clauses.get(impl)
+    return limit is None or clauses <= limit
+
+
 def sweep_params(points: dict, impl: str) -> list[str]:
     """The sweep points (params) an implementation runs: all of them, or those up to its ``max_clauses``."""
-    limit = points.get("max_clauses", {}).get(impl)
-    return [p for p in points["params"] if limit is None or parse_tm_params(p)["clauses"] <= limit]
+    return [p for p in points["params"]
+            if within_sweep_limit(points.get("max_clauses", {}), impl, parse_tm_params(p)["clauses"])]
 
 
 def seeds(config: dict) -> list[int]:
@@ -305,8 +311,7 @@ class Sweep:
 
     def runs(self, impl: str, clauses: int) -> bool:
         """Whether ``impl`` runs the point at ``clauses`` (config sweeps.<experiment>.max_clauses)."""
-        limit = dict(self.max_clauses).get(impl)
-        return impl in self.impls and (limit is None or clauses <= limit)
+        return impl in self.impls and within_sweep_limit(dict(self.max_clauses), impl, clauses)
 
 
 def sweep(config: dict, name: str) -> Sweep | None:
