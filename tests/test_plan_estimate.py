@@ -186,11 +186,47 @@ def test_plan_status_and_estimate_are_grouped_with_totals(repo_root, capsys, mon
     est = capsys.readouterr().out
     assert "wsd_apple     tm_cpu" not in est  # complete groups are left out of --estimate
     assert "\nall " in est and "run_budget_hours=inf" in est
-    assert "imdb          pytm_indexed     n7000_T80_s27_e5 " in est
+    # the reduced protocol's group is listed while one of its records is missing (the committed records decide)
+    reduced_missing = any(not (repo_root / f"results/imdb/pytm_indexed/n7000_T80_s27_e5/seed{k}.json").exists()
+                          for k in plan.run_seeds(yaml.safe_load((repo_root / "config/config.yaml").read_text()),
+                                                  "imdb", "pytm_indexed"))
+    assert ("imdb          pytm_indexed     n7000_T80_s27_e5 " in est) == reduced_missing
     assert experiments_main(["plan", "--estimate", "--full-protocol"]) == 0
     full = capsys.readouterr().out
     assert "imdb          pytm_indexed     n7000_T80_s27_e100 " in full
     assert "imdb          pytm_indexed     n7000_T80_s27_e5 " not in full
+
+
+def test_plan_busy_lists_the_records_timed_on_a_busy_machine(config, tmp_path, capsys, monkeypatch):
+    """Records whose run ended with a 1-minute load average above the cores + 1 (TM and SVM: the kinds whose
+    times the tables report) are listed with the one command that times them again; quiet ones are not."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "config.yaml").write_text(yaml.safe_dump({**config, "results_dir": "res"}))
+    shutil.copy(Path(__file__).parents[1] / "config" / "schema.yaml", tmp_path / "config" / "schema.yaml")
+    assert experiments_main(["plan", "--busy"]) == 0
+    assert "No requested record was timed on a busy machine" in capsys.readouterr().out
+
+    def record(experiment, impl, params, seed, kind, load):
+        path = tmp_path / "res" / experiment / impl / params / f"seed{seed}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"status": "complete", "kind": kind, "provenance": {
+            "load_average_1min_at_end": load, "logical_cores": 2, "threads": 1, "cpu_model": "Test CPU"}}))
+        return path.relative_to(tmp_path).as_posix()
+
+    apple = plan.main_params(config, "wsd_apple")
+    busy_tm = record("wsd_apple", "pytm_indexed", apple, 1, "tm", 3.5)
+    busy_svm = record("wsd_apple", "svm", "linear_C1", 2, "svm", 6.25)
+    record("wsd_apple", "pytm_indexed", apple, 0, "tm", 3.0)  # cores + 1: still quiet
+    record("bbc_sport", "mlp_novelty", "tm_cpu." + plan.main_params(config, "bbc_sport"), 0, "mlp_novelty", 9.0)
+    record("wsd_apple", "tm_cpu", "n999_T50_s5_e100", 0, "tm", 9.0)  # not requested by the config
+    assert experiments_main(["plan", "--busy"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("2 requested record(s) timed on a busy machine")
+    assert f"3.50      2        1  Test CPU  {busy_tm}" in out and f"6.25      2        1  Test CPU  {busy_svm}" in out
+    assert out.rstrip().endswith(".venv/bin/snakemake --cores all tables figures report --config run_missing=false "
+                                 f"--forcerun {busy_tm} {busy_svm}")
+    assert "seed0.json" not in out
 
 
 # -- the workflow ----------------------------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLoca
 
 from ..experiments import plan
 from . import render
-from .records import disturbed, epochs_frame, select
+from .records import busy_load_text, disturbed, epochs_frame, select
 
 COLUMN_WIDTH_IN = 3.3
 STYLE = {
@@ -171,10 +171,8 @@ def _caption(title: str, paper_caption: str, what: str, series: list[Series], no
         lines.append("Missing points: " + "; ".join(missing) + ".")
     busy = disturbed(used) if timed else None
     if busy is not None and busy.any():
-        loads = [float(v) for v in used.loc[busy, "load_at_end"]]
-        lines.append(f"Timed on a busy machine: {int(busy.sum())} of {len(used)} records (1-minute load average "
-                     f"{min(loads):.1f}-{max(loads):.1f} at the end on {int(used.loc[busy, 'logical_cores'].max())} "
-                     "cores), so their times are longer than a quiet machine's: "
+        lines.append(f"Timed on a busy machine: {int(busy.sum())} of {len(used)} records ({busy_load_text(used[busy])}"
+                     "), so their times are longer than a quiet machine's: "
                      + ", ".join(sorted(used.loc[busy, "path"])) + ".")
     lines.append(render.hardware(used))
     return "\n".join(lines) + "\n"

@@ -33,12 +33,26 @@ LAST_EPOCHS = 10  # Tables 3 and 5 report the final epoch and the mean of this m
 DISTURBED_LOAD_ABOVE_CORES = 1.0
 
 
+def busy(load, cores) -> bool:
+    """Whether a run that ended at this 1-minute load average on this many cores was timed on a busy machine
+    (see DISTURBED_LOAD_ABOVE_CORES); False where either is unknown."""
+    return bool(_number(load) and _number(cores) and float(load) > float(cores) + DISTURBED_LOAD_ABOVE_CORES)
+
+
+def busy_load_text(busy_rows: pd.DataFrame) -> str:
+    """How busy the machine was for these (disturbed) records, e.g. '1-minute load average 3.1-3.5 at the end on
+    2 cores'."""
+    low, high = (f"{float(v):.1f}" for v in (busy_rows["load_at_end"].min(), busy_rows["load_at_end"].max()))
+    return (f"1-minute load average {low if low == high else f'{low}-{high}'} at the end on "
+            f"{int(busy_rows['logical_cores'].max())} cores")
+
+
 def disturbed(frame: pd.DataFrame) -> pd.Series:
-    """True where a record's time was taken on a busy machine (see DISTURBED_LOAD_ABOVE_CORES)."""
+    """True where a record's time was taken on a busy machine (see :func:`busy`)."""
     if frame.empty or "load_at_end" not in frame:
         return pd.Series(False, index=frame.index)
-    return pd.Series([_number(load) and _number(cores) and float(load) > float(cores) + DISTURBED_LOAD_ABOVE_CORES
-                      for load, cores in zip(frame["load_at_end"], frame["logical_cores"])], index=frame.index)
+    return pd.Series([busy(load, cores) for load, cores in zip(frame["load_at_end"], frame["logical_cores"])],
+                     index=frame.index)
 
 
 class RecordError(ValueError):

@@ -21,7 +21,7 @@ import pandas as pd
 from ..experiments import plan
 from . import render
 from .catalog import TABLE3_DATASETS, TABLE4_DATASETS, TABLE5_DATASETS
-from .records import LAST_EPOCHS, disturbed, select
+from .records import LAST_EPOCHS, busy_load_text, disturbed, select
 from .reference import paper_value
 from .render import DATASET_LABELS, Grid, finite, pm, seconds, speedup, text
 
@@ -141,10 +141,8 @@ def _quiet(frame: pd.DataFrame, name: str) -> tuple[pd.DataFrame, str]:
     busy = disturbed(frame)
     if not busy.any():
         return frame, ""
-    loads = [float(v) for v in frame.loc[busy, "load_at_end"]]
     return frame[~busy], (f"{int(busy.sum())} of {len(frame)} {name} records left out of the ratio: timed on a busy "
-                          f"machine (load average {min(loads):.1f}-{max(loads):.1f} at the end on "
-                          f"{int(frame.loc[busy, 'logical_cores'].max())} cores; rerun them on a quiet one)")
+                          f"machine ({busy_load_text(frame[busy])}; plan --busy times them again)")
 
 
 def same_machine_ratio(numerator: pd.DataFrame, denominator: pd.DataFrame, column: str,
@@ -416,7 +414,8 @@ SPEEDUP_NOTE = (
     "each implementation on the one thread count its protocol gives it, timed on a quiet machine (a 1-minute "
     "load average at the end of the run at most the cores plus one); where records of several machines "
     "meet, or some were timed on a busy machine, the note names what was used and what was left out, or why no "
-    "speed-up is shown."
+    "speed-up is shown (`python -m asynctm.experiments plan --busy` lists the records timed on a busy machine "
+    "and the command that times them again)."
 )
 DISTINCT_NOTE = (
     "Records whose per-epoch metrics are identical are the same run repeated and count once in the mean ± sd; "

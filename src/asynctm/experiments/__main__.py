@@ -6,6 +6,7 @@
     python -m asynctm.experiments plan [--config config/config.yaml] [--gpu]   # list the requested records
     python -m asynctm.experiments plan --status     # present / missing records, grouped, estimated cost
     python -m asynctm.experiments plan --estimate   # the missing ones, estimated time, totals per impl
+    python -m asynctm.experiments plan --busy       # records timed on a busy machine, and how to re-time them
 
 ``--settings`` is the JSON made by :mod:`asynctm.experiments.plan` (the rules pass it). Errors are printed
 as one line naming the problem (the traceback goes to the log); the exit status is 1.
@@ -44,6 +45,8 @@ def main(argv=None) -> int:
                        help="every requested record, grouped: present, missing, estimated cost, totals")
     shown.add_argument("--estimate", action="store_true",
                        help="the missing records with their estimated time, and totals per implementation")
+    shown.add_argument("--busy", action="store_true",
+                       help="the present records timed on a busy machine, and the command that times them again")
     p.add_argument("--cores", type=int, default=None, help="cores for the wall-time totals (default: this host's)")
     p.add_argument("--data-dir", default=None, help="the processed datasets' folder (default: the config's data_dir)")
     p.add_argument("--budget-hours", type=float, default=None,
@@ -61,6 +64,11 @@ def main(argv=None) -> int:
         except ConfigError as exc:
             print(f"asynctm.experiments plan: invalid configuration {args.config}:\n{exc}", file=sys.stderr)
             return 1
+        if args.busy:
+            from .estimate import busy_records, render_busy
+
+            print(render_busy(busy_records(config, requested_runs(config, host_gpu=args.gpu))))
+            return 0
         if args.status or args.estimate:
             from . import estimate
 

@@ -17,7 +17,8 @@ estimate is unknown. SVM and novelty-MLP runs take the mean wall time of their r
 
 The estimate is for the host the records ran on (named in the report); ``tm_cpu`` runs use all cores, the
 pyTsetlinMachine and MLP runs one. :func:`budget` decides which missing runs the default target starts
-(config ``run_budget_hours``); :func:`render` prints ``plan --estimate`` and ``plan --status``.
+(config ``run_budget_hours``); :func:`render` prints ``plan --estimate`` and ``plan --status``, and
+:func:`render_busy` ``plan --busy``: the present records whose time was taken on a busy machine.
 """
 
 from __future__ import annotations
@@ -433,6 +434,45 @@ def render(config: dict, rows: list[Row], timings: Timings, cores: int, *, show_
             "  .venv/bin/snakemake --cores all --config run_budget_hours=inf      # every missing run",
             "  .venv/bin/snakemake --cores all exp_<experiment>   (or sweep_<experiment>, or a record's path)"]
     return "\n".join(out)
+
+
+# Kinds whose time the tables and figures report (TM s/epoch, SVM fit); the MLP stage's fit time enters none.
+TIMED_KINDS = ("tm", "svm")
+
+
+def busy_records(config: dict, runs: list[dict]) -> list[dict]:
+    """The requested records on disk that were timed on a busy machine (``artifacts.records.busy``): their
+    metrics stand, their times are left out of the tables' ratios until they are timed again."""
+    from ..artifacts.records import busy
+
+    out = []
+    for run in runs:
+        path = Path(plan.record_path(config, run))
+        try:
+            rec = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        prov = rec.get("provenance") or {}
+        load, cores = prov.get("load_average_1min_at_end"), prov.get("logical_cores")
+        if rec.get("kind") in TIMED_KINDS and busy(load, cores):
+            out.append({"path": path.as_posix(), "load": float(load), "cores": int(cores),
+                        "cpu": prov.get("cpu_model") or "unknown CPU", "threads": prov.get("threads")})
+    return out
+
+
+def render_busy(busy: list[dict]) -> str:
+    """``plan --busy``: each record timed on a busy machine, and the one command that times them again."""
+    if not busy:
+        return "No requested record was timed on a busy machine: every time enters the tables' ratios."
+    lines = [[f"{b['load']:.2f}", str(b["cores"]), str(b["threads"]), b["cpu"], b["path"]] for b in busy]
+    return "\n".join([
+        f"{len(busy)} requested record(s) timed on a busy machine (1-minute load average at the end above the "
+        "cores + 1): their metrics stand, their times are left out of the tables' ratios.", "",
+        *_table(["load", "cores", "threads", "CPU", "record"], lines, {0, 1, 2}), "",
+        "Time them again with nothing else running on this machine (each record, and what is built from it, is "
+        "replaced when its run ends; README.md, 'Rerunning and changing settings'):",
+        "  .venv/bin/snakemake --cores all tables figures report --config run_missing=false --forcerun "
+        + " ".join(b["path"] for b in busy)])
 
 
 def default_cores() -> int:
