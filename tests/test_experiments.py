@@ -171,6 +171,23 @@ def test_a_tm_run_writes_a_complete_record(tmp_path, impl):
     assert 0 <= rec["final"]["f1_macro"] <= 100 and ds.y_test.shape[0] == 100
 
 
+def test_the_record_names_the_checkout_the_run_started_from(tmp_path, monkeypatch):
+    """A commit or an edit made while a run goes on is not the run's code: the record keeps the checkout of its
+    start and says how it stood at the end (git_at_end) only where the two differ."""
+    from asynctm import provenance as prov_module
+
+    _toy(tmp_path)
+    states = iter([{"commit": "a" * 40, "tracked_files_modified": 0},
+                   {"commit": "b" * 40, "tracked_files_modified": 3}])
+    monkeypatch.setattr(prov_module, "git_info", lambda: next(states))
+    prov = run_tm(_settings(epochs=1), tmp_path / "data", tmp_path / "r.json", threads=1)["provenance"]
+    assert (prov["git_commit"], prov["git_dirty"]) == ("a" * 40, 0)
+    assert prov["git_at_end"] == {"commit": "b" * 40, "git_dirty": 3}
+    monkeypatch.setattr(prov_module, "git_info", lambda: {"commit": "a" * 40, "tracked_files_modified": 0})
+    prov = run_tm(_settings(epochs=1), tmp_path / "data", tmp_path / "s.json", threads=1)["provenance"]
+    assert prov["git_commit"] == "a" * 40 and "git_at_end" not in prov
+
+
 def test_record_metrics_equal_sklearn_on_the_same_predictions(tmp_path):
     from asynctm import TMClassifier
 

@@ -135,12 +135,17 @@ def constant_baseline(y_train, y_test) -> dict:
 
 # -- provenance ----------------------------------------------------------------------------------------------
 
-def provenance(threads: int | None, gpu: bool, started: float) -> dict:
+def provenance(threads: int | None, gpu: bool, started: float, git: dict) -> dict:
+    """The record's ``provenance``. ``git``: ``provenance.git_info()`` when this attempt started, the code it
+    loaded (taken at the end instead, a commit or an edit made while a run of hours went on would be recorded as
+    the run's code); where the checkout changed while the run went on, ``git_at_end`` says how it stood then."""
     from ..provenance import cpu_info, git_info, gpu_info, versions
 
-    git = git_info()
+    end = git_info()
+    changed = {} if end == git else {"git_at_end": {"commit": end["commit"],
+                                                    "git_dirty": end["tracked_files_modified"]}}
     cpu = cpu_info()
-    return {"git_commit": git["commit"], "git_dirty": git["tracked_files_modified"],
+    return {"git_commit": git["commit"], "git_dirty": git["tracked_files_modified"], **changed,
             "command": " ".join(sys.argv), "python": platform.python_version(), "packages": versions(),
             "platform": platform.platform(), "cpu_model": cpu["model"], "logical_cores": cpu["logical_cores"],
             "usable_cores": cpu["usable_cores"], "threads": threads, "gpu": gpu_info() if gpu else None,
@@ -325,7 +330,9 @@ def run_tm(settings: dict, data_dir, out, log=None, threads: int | None = None,
     """Train one TM implementation for ``epochs`` epochs and write its record to ``out``, resuming from the
     run's checkpoint where an interrupted attempt left one. ``checkpoint_every_s`` (default: the settings'
     ``checkpoint_every_s``, else 120): the least time between two checkpoints (0: after every epoch)."""
-    started = time.time()
+    from ..provenance import git_info
+
+    started, git = time.time(), git_info()
     out = Path(out)
     ckpt = checkpoint_path(out)
     every = checkpoint_every_s if checkpoint_every_s is not None else settings.get("checkpoint_every_s",
@@ -348,7 +355,7 @@ def run_tm(settings: dict, data_dir, out, log=None, threads: int | None = None,
             device = peer.metadata()
             say(f"{ds.X_train.shape[0]} train x {ds.X_train.shape[1]} features, {h['epochs']} epochs; set-up "
                 f"{sum(setup.values()):.2f} s ({device['device']})")
-            from ..provenance import cpu_info, git_info
+            from ..provenance import cpu_info
 
             key, cpu_model = _checkpoint_key(settings, device.get("threads")), cpu_info()["model"]
             history: list[dict] = []
@@ -365,7 +372,7 @@ def run_tm(settings: dict, data_dir, out, log=None, threads: int | None = None,
                     peer.restore(ckpt, ds.X_train, ds.y_train, len(state["epochs"]))
                     epochs = state["epochs"]
                     history = state["resume"] + [{"after_epoch": len(epochs), "started_utc": _utc(started),
-                                                  "git_commit": git_info()["commit"]}]
+                                                  "git_commit": git["commit"]}]
                     say(f"resumed from {ckpt.name} after epoch {len(epochs)}/{n_epochs} (resume {len(history)}; "
                         + ("bit for bit as an uninterrupted run" if peer.resume_exact else
                            "not bit for bit: " + peer.resume_note) + ")")
@@ -422,7 +429,7 @@ def run_tm(settings: dict, data_dir, out, log=None, threads: int | None = None,
                       "exact": peer.resume_exact, "note": peer.resume_note}
             record = _record(settings, dataset_summary(ds, settings), hyperparameters=h, implementation=meta,
                              metric_names=names, epochs=epochs, final=final, timing=timing, resume=resume,
-                             provenance=provenance(meta.get("threads"), settings["impl"] == "tm_gpu", started))
+                             provenance=provenance(meta.get("threads"), settings["impl"] == "tm_gpu", started, git))
             write_json_atomic(out, record)
             ckpt.unlink(missing_ok=True)
             say(f"done: {_metric_line(final)}, {timing['train_s_mean']:.3f} s/epoch -> {out}"
@@ -455,8 +462,9 @@ def novelty_scores_path(record_path) -> Path:
 
 def run_svm(settings: dict, data_dir, out, log=None, threads: int | None = None) -> dict:
     from ..baselines.thundersvm import run_svm as fit_svm
+    from ..provenance import git_info
 
-    started = time.time()
+    started, git = time.time(), git_info()
     say = JobLog(log, _tag(settings))
     ds = load_dataset(data_dir, settings)
     say(f"{ds.X_train.shape[0]} train x {ds.X_train.shape[1]} features")
@@ -465,23 +473,24 @@ def run_svm(settings: dict, data_dir, out, log=None, threads: int | None = None)
     impl = parts["implementation"]
     gpu = impl.get("build") == "gpu"
     record = _record(settings, dataset_summary(ds, settings), **parts,
-                     provenance=provenance(impl.get("threads"), gpu, started))
+                     provenance=provenance(impl.get("threads"), gpu, started, git))
     write_json_atomic(out, record)
     say(f"done: {impl.get('library')} {_metric_line(parts['final'])}, fit {parts['timing']['fit_s']:.2f} s")
     return record
 
 
 def run_mlp(settings: dict, scores, out, log=None) -> dict:
+    from ..provenance import git_info
     from .novelty import load_scores, run_mlp_novelty
 
-    started = time.time()
+    started, git = time.time(), git_info()
     say = JobLog(log, _tag(settings))
     tm_record = json.loads(Path(scores).with_name(Path(scores).name.removesuffix(".scores.npz") + ".json")
                            .read_text())
     parts = run_mlp_novelty(load_scores(scores), settings["hyperparameters"])
     record = _record(settings, tm_record["dataset"], **parts, tm_record={
         "impl": tm_record["impl"], "params": tm_record["params"], "seed": tm_record["seed"],
-        "timing": tm_record["timing"]}, provenance=provenance(1, False, started))
+        "timing": tm_record["timing"]}, provenance=provenance(1, False, started, git))
     write_json_atomic(out, record)
     say(f"done: {_metric_line(parts['final'])} -> {out}")
     return record
