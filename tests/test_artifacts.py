@@ -146,7 +146,9 @@ def make_records(root: Path) -> Records:
             recs.write(experiment, "svm", plan.svm_params(CONFIG, experiment), seed, "svm",
                        {"accuracy": 90.0} if exp["task"] != "regression" else {"mae": 30.0, "rmse": 40.0},
                        {"fit_s": float(1 + recs.rng.random()), "predict_s": 0.1},
-                       implementation={"library": "scikit-learn", "version": "1.5.0", "device": "cpu"})
+                       implementation={"library": "scikit-learn", "version": "1.5.0", "device": "cpu",
+                                       **({"forced_by": "config experiments.imdb.svm_library"}
+                                          if experiment == "imdb" else {})})
         sweep = plan.sweep(CONFIG, experiment)
         if sweep:
             for impl in sweep.impls:
@@ -315,6 +317,8 @@ def test_table4_svm_and_tm_times(built):
         assert r_tm["total_s_mean"] == pytest.approx(np.mean(tm["timing.train_s_total"]), rel=1e-9)
         assert r_tm["svm_over_tm"] == pytest.approx(np.mean(svm) / np.mean(tm["timing.train_s_mean"]), rel=1e-8)
         assert row(table, dataset=dataset, model="tm_gpu")["note"] == plan.REASON_NO_GPU
+        named = "library named by config experiments.imdb.svm_library"
+        assert (named in str(r_svm["note"])) is (dataset == "imdb")
     assert row(table, dataset="imdb", model="svm")["paper_s"] == 3.89
     caption = (root / "out" / "table4_svm_time.caption.txt").read_text()
     assert "SVM library that ran: scikit-learn 1.5.0 on cpu" in caption

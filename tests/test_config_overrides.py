@@ -190,3 +190,13 @@ def test_a_sweep_limit_names_known_implementations(tmp_path):
         load_config(tmp_path / "config.yaml", REPO / "config" / "schema.yaml")
     assert "config sweeps.semeval.max_clauses: 'pytm' is not one of ['tm_gpu', 'tm_cpu'" in str(err.value)
     assert "config sweeps.semeval.max_clauses.tm_cpu: 0 is less than the minimum of 1" in str(err.value)
+
+
+def test_an_unknown_svm_library_is_refused_with_the_allowed_ones(tmp_path):
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    config["experiments"]["imdb"]["svm_library"] = "libsvm"
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    with pytest.raises(ConfigError) as err:
+        load_config(tmp_path / "config.yaml", REPO / "config" / "schema.yaml")
+    assert ("config experiments.imdb.svm_library: 'libsvm' is not one of ['thundersvm-gpu', 'thundersvm-cpu', "
+            "'sklearn']") in str(err.value)

@@ -121,6 +121,20 @@ def test_settings_carry_the_experiment_overrides(config):
     assert st["task"] == "novelty" and st["seed"] == 3
 
 
+def test_an_experiment_can_name_its_svm_library(config):
+    """IMDb names scikit-learn (ThunderSVM's CPU build did not finish): its settings carry the library, and its
+    runs take one thread; the others keep the automatic choice and their settings stay as they were."""
+    from asynctm.experiments.estimate import run_threads
+
+    assert plan.svm_run_settings(config, "imdb", "linear_C1", 0)["library"] == "sklearn"
+    assert "library" not in plan.svm_run_settings(config, "wsd_apple", "linear_C1", 0)
+    assert run_threads(config, "svm", 2, "imdb") == 1 and run_threads(config, "svm", 2, "wsd_apple") == 2
+    forced = {**config, "experiments": {**config["experiments"],
+                                        "wsd_apple": {**config["experiments"]["wsd_apple"],
+                                                      "svm_library": "thundersvm-cpu"}}}
+    assert plan.svm_run_settings(forced, "wsd_apple", "linear_C1", 0)["library"] == "thundersvm-cpu"
+
+
 # -- the runner ------------------------------------------------------------------------------------------
 
 def _toy(tmp_path, task="classification", novel=False):
@@ -186,6 +200,24 @@ def test_the_record_names_the_checkout_the_run_started_from(tmp_path, monkeypatc
     monkeypatch.setattr(prov_module, "git_info", lambda: {"commit": "a" * 40, "tracked_files_modified": 0})
     prov = run_tm(_settings(epochs=1), tmp_path / "data", tmp_path / "s.json", threads=1)["provenance"]
     assert prov["git_commit"] == "a" * 40 and "git_at_end" not in prov
+
+
+@pytest.mark.parametrize("library, forced_by", [("sklearn", "config experiments.toy.svm_library"), (None, None)])
+def test_an_svm_run_uses_and_records_the_library_its_settings_name(tmp_path, monkeypatch, library, forced_by):
+    from asynctm.experiments.run import run_svm
+
+    monkeypatch.delenv("ASYNCTM_SVM_LIBRARY", raising=False)
+    _toy(tmp_path)
+    settings = {**_settings(), "kind": "svm", "impl": "svm", "params": "linear_C1",
+                "hyperparameters": {"kernel": "linear", "C": 1.0}}
+    if library:
+        settings["library"] = library
+    rec = run_svm(settings, tmp_path / "data", tmp_path / "seed1.json", threads=1)
+    impl = rec["implementation"]
+    assert impl.get("forced_by") == forced_by and impl["forced"] is bool(library)
+    if library:
+        assert impl["library_choice"] == library and impl["library"] == "scikit-learn"
+        assert impl["threads"] == 1 and rec["final"]["accuracy"] > 90
 
 
 def test_record_metrics_equal_sklearn_on_the_same_predictions(tmp_path):

@@ -69,7 +69,8 @@ rule run_svm:
         settings=lambda wc: json.dumps(
             PLAN.svm_run_settings(config, wc.experiment, wc.params, int(wc.seed)), sort_keys=True
         ),
-    threads: workflow.cores
+    # ThunderSVM on every core; scikit-learn (an experiment's svm_library) is single-threaded
+    threads: lambda wc: ESTIMATE.run_threads(config, "svm", workflow.cores, wc.experiment)
     run:
         JOBS.run_module(
             "asynctm.experiments", "svm", "--settings", params.settings, "--data-dir", DATA, "--out",

@@ -493,6 +493,12 @@ TABLE4_COLUMNS = ["dataset", "model", "library", "params", "n_runs", "time_s_mea
                   "status", "note"]
 
 
+def forced_library_note(recs: pd.DataFrame) -> str:
+    """Where the library was not the automatic choice: what named it (the records' ``forced_by``)."""
+    named = sorted({v for v in recs.get("library_forced_by", pd.Series(dtype=object)) if isinstance(v, str)})
+    return f"library named by {', '.join(named)}" if named else ""
+
+
 def table4_svm_time(records: pd.DataFrame, config: dict, reference: pd.DataFrame, host_gpu: bool) -> Table:
     """The paper's Table 4: SVM training time (one fit) vs. TM training time (per epoch, and in total) on
     eight datasets; the SVM library that ran comes from the svm records."""
@@ -534,7 +540,8 @@ def table4_svm_time(records: pd.DataFrame, config: dict, reference: pd.DataFrame
                 "svm_over_tm_paper": _ratio(paper_svm, paper_tm) if model == "tm_gpu" else math.nan,
                 "status": "not run" if recs.empty else "partial" if len(recs) < len(model_seeds) else "ok",
                 "note": reason if recs.empty else "; ".join(n for n in (
-                    reduced_note(recs), _seed_note(len(recs), len(model_seeds)), machines_note(recs, model),
+                    forced_library_note(recs), reduced_note(recs), _seed_note(len(recs), len(model_seeds)),
+                    machines_note(recs, model),
                     ratio_note.replace("ratio", "SVM fit / TM epoch", 1)) if n),
             })
     grid = Grid([("Dataset", "Dataset", "l"), ("Model", "Model", "l"), ("Library", "Library", "l"),

@@ -22,8 +22,9 @@ loaded is decided from the installed distributions (``importlib.metadata``: ``th
 ``libthundersvm.so`` with a matching sha256) and cross-checked against the library itself (does the loaded
 ``.so`` call the CUDA runtime, ``cudaMalloc``?); both pieces of evidence are recorded. Checked with the real
 GPU wheel installed beside the CPU one: it is reported as the GPU build that cannot be loaded. A library can be
-forced with ``library=`` or ``$ASYNCTM_SVM_LIBRARY`` (``thundersvm-gpu``, ``thundersvm-cpu``, ``sklearn``); a
-forced library that cannot run is an error, never a silent fallback.
+forced with ``library=`` (the pipeline passes an experiment's ``svm_library`` from the config) or
+``$ASYNCTM_SVM_LIBRARY`` (``thundersvm-gpu``, ``thundersvm-cpu``, ``sklearn``); a forced library that cannot run
+is an error, never a silent fallback.
 
 Settings (the same numbers reach every library)
 ------------------------------------------------

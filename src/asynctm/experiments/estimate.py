@@ -216,12 +216,15 @@ def estimate_run(config: dict, run: dict, timings: Timings) -> Estimate:
     return Estimate(seconds, basis + (f", x{scale:.3g}" if abs(scale - 1) > 1e-9 else ""))
 
 
-def run_threads(config: dict, impl: str, cores: int) -> int:
+def run_threads(config: dict, impl: str, cores: int, experiment: str | None = None) -> int:
     if impl in ONE_THREAD or impl == "tm_gpu":
         return 1
     if impl == "tm_cpu":
         return min(cores, config.get("cpu_threads") or cores)
-    return cores  # svm
+    # svm: ThunderSVM's CPU build on every core; scikit-learn, where the experiment names it, on one
+    if experiment is not None and plan.experiment(config, experiment).get("svm_library") == "sklearn":
+        return 1
+    return cores
 
 
 # -- status of every requested record ----------------------------------------------------------------------
@@ -391,7 +394,7 @@ def totals(config: dict, rows: list[Row], cores: int) -> list[str]:
             t[1] += len(row.missing)
         else:
             t[2] += row.missing_s
-            t[3] += row.missing_s * run_threads(config, row.impl, cores) / cores
+            t[3] += row.missing_s * run_threads(config, row.impl, cores, row.experiment) / cores
 
     def line(impl, n, u, s, w):
         known = n > u  # hours only where some run has an estimate

@@ -213,7 +213,8 @@ def svm_run_settings(config: dict, name: str, params: str, seed: int) -> dict:
         raise PlanError(f"{name}/svm/{params}: the config's SVM settings give {svm_params_name(svm)!r}")
     return {"kind": "svm", "experiment": name, "impl": "svm", "params": params, "seed": int(seed),
             "scale": config.get("scale", "paper"), "task": exp["task"], "dataset": exp["dataset"],
-            "protocol": exp["protocol"], "f1": exp["f1"], "hyperparameters": svm, **_limits(config)}
+            "protocol": exp["protocol"], "f1": exp["f1"], "hyperparameters": svm, **_limits(config),
+            **({"library": exp["svm_library"]} if exp.get("svm_library") else {})}
 
 
 def mlp_run_settings(config: dict, name: str, params: str, seed: int) -> dict:

@@ -461,7 +461,7 @@ def novelty_scores_path(record_path) -> Path:
 # -- baselines ---------------------------------------------------------------------------------------------
 
 def run_svm(settings: dict, data_dir, out, log=None, threads: int | None = None) -> dict:
-    from ..baselines.thundersvm import run_svm as fit_svm
+    from ..baselines.thundersvm import ENV_LIBRARY, run_svm as fit_svm
     from ..provenance import git_info
 
     started, git = time.time(), git_info()
@@ -469,8 +469,13 @@ def run_svm(settings: dict, data_dir, out, log=None, threads: int | None = None)
     ds = load_dataset(data_dir, settings)
     say(f"{ds.X_train.shape[0]} train x {ds.X_train.shape[1]} features")
     parts = fit_svm(settings["task"], ds.X_train, ds.y_train, ds.X_test, ds.y_test,
-                    settings["hyperparameters"], seed=settings["seed"], f1=settings["f1"], n_threads=threads)
+                    settings["hyperparameters"], seed=settings["seed"], f1=settings["f1"], n_threads=threads,
+                    library=settings.get("library"))
     impl = parts["implementation"]
+    if settings.get("library"):
+        impl["forced_by"] = f"config experiments.{settings['experiment']}.svm_library"
+    elif impl.get("forced"):
+        impl["forced_by"] = f"${ENV_LIBRARY}"
     gpu = impl.get("build") == "gpu"
     record = _record(settings, dataset_summary(ds, settings), **parts,
                      provenance=provenance(impl.get("threads"), gpu, started, git))
