@@ -202,11 +202,14 @@ def test_the_record_names_the_checkout_the_run_started_from(tmp_path, monkeypatc
     assert prov["git_commit"] == "a" * 40 and "git_at_end" not in prov
 
 
-@pytest.mark.parametrize("library, forced_by", [("sklearn", "config experiments.toy.svm_library"), (None, None)])
-def test_an_svm_run_uses_and_records_the_library_its_settings_name(tmp_path, monkeypatch, library, forced_by):
+@pytest.mark.parametrize("library, env, forced_by", [("sklearn", None, "config experiments.toy.svm_library"),
+                                                     (None, "sklearn", "$ASYNCTM_SVM_LIBRARY"), (None, None, None)])
+def test_an_svm_run_uses_and_records_the_library_its_settings_name(tmp_path, monkeypatch, library, env, forced_by):
     from asynctm.experiments.run import run_svm
 
     monkeypatch.delenv("ASYNCTM_SVM_LIBRARY", raising=False)
+    if env:
+        monkeypatch.setenv("ASYNCTM_SVM_LIBRARY", env)
     _toy(tmp_path)
     settings = {**_settings(), "kind": "svm", "impl": "svm", "params": "linear_C1",
                 "hyperparameters": {"kernel": "linear", "C": 1.0}}
@@ -214,9 +217,9 @@ def test_an_svm_run_uses_and_records_the_library_its_settings_name(tmp_path, mon
         settings["library"] = library
     rec = run_svm(settings, tmp_path / "data", tmp_path / "seed1.json", threads=1)
     impl = rec["implementation"]
-    assert impl.get("forced_by") == forced_by and impl["forced"] is bool(library)
-    if library:
-        assert impl["library_choice"] == library and impl["library"] == "scikit-learn"
+    assert impl.get("forced_by") == forced_by and impl["forced"] is bool(library or env)
+    if library or env:
+        assert impl["library_choice"] == (library or env) and impl["library"] == "scikit-learn"
         assert impl["threads"] == 1 and rec["final"]["accuracy"] > 90
 
 

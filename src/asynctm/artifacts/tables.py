@@ -495,7 +495,7 @@ TABLE4_COLUMNS = ["dataset", "model", "library", "params", "n_runs", "time_s_mea
 
 def forced_library_note(recs: pd.DataFrame) -> str:
     """Where the library was not the automatic choice: what named it (the records' ``forced_by``)."""
-    named = sorted({v for v in recs.get("library_forced_by", pd.Series(dtype=object)) if isinstance(v, str)})
+    named = sorted({v for v in _column(recs, "library_forced_by") if isinstance(v, str)})
     return f"library named by {', '.join(named)}" if named else ""
 
 

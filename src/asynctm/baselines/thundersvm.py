@@ -453,6 +453,8 @@ def run_svm(task: str, X_train, y_train, X_test, y_test, params: dict, seed: int
 
     impl: dict = {"library_choice": lib, "forced": forced, "skipped": skipped, "class": est_name,
                   "seed": seed, "random_numbers": "none drawn (no probability estimates); the seed has no effect"}
+    if forced and library is None:
+        impl["forced_by"] = f"${ENV_LIBRARY}"
     if lib.startswith("thundersvm"):
         import thundersvm
 

@@ -461,7 +461,7 @@ def novelty_scores_path(record_path) -> Path:
 # -- baselines ---------------------------------------------------------------------------------------------
 
 def run_svm(settings: dict, data_dir, out, log=None, threads: int | None = None) -> dict:
-    from ..baselines.thundersvm import ENV_LIBRARY, run_svm as fit_svm
+    from ..baselines.thundersvm import run_svm as fit_svm
     from ..provenance import git_info
 
     started, git = time.time(), git_info()
@@ -474,8 +474,6 @@ def run_svm(settings: dict, data_dir, out, log=None, threads: int | None = None)
     impl = parts["implementation"]
     if settings.get("library"):
         impl["forced_by"] = f"config experiments.{settings['experiment']}.svm_library"
-    elif impl.get("forced"):
-        impl["forced_by"] = f"${ENV_LIBRARY}"
     gpu = impl.get("build") == "gpu"
     record = _record(settings, dataset_summary(ds, settings), **parts,
                      provenance=provenance(impl.get("threads"), gpu, started, git))
