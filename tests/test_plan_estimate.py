@@ -116,7 +116,8 @@ def test_estimate_scales_the_nearest_records_by_clauses_examples_and_epochs(conf
 
 
 def test_benchmarks_fill_in_where_no_record_is(config, tmp_path):
-    bench = {"time_utc": "2026-01-01T00:00:00Z", "cpu": {"model": "Bench CPU"}, "settings": [{
+    bench = {"generated_by": estimate.BENCH_TM, "time_utc": "2026-01-01T00:00:00Z", "cpu": {"model": "Bench CPU"},
+             "settings": [{
         "setting": "imdb", "hyperparameters": {"n_clauses": 7000},
         "dataset": {"source": {"dataset": "imdb", "protocol": "paper"}, "n_train": 1000, "max_train": None,
                     "subsample": "seeded draw"},
@@ -125,6 +126,11 @@ def test_benchmarks_fill_in_where_no_record_is(config, tmp_path):
                     {"median_epoch_s": 9.0, "metadata": {"peer": "asynctm", "backend": "cpu", "threads": 1}}]}]}
     (tmp_path / "bench").mkdir()
     (tmp_path / "bench" / "b.json").write_text(json.dumps(bench))
+    # The GPU campaign's benchmark lies in the same folder, in its own layout (results keyed by implementation).
+    gpu_bench = {"generated_by": "python -m asynctm.campaign.bench", "settings": [{
+        "setting": "imdb", "hyperparameters": {"n_clauses": 7000}, "dataset": {"n_train": 25000},
+        "results": {"tm_gpu": {"median_epoch_s": 0.5}, "pytm_cuda": {"median_epoch_s": 2.0}}}]}
+    (tmp_path / "bench" / "gpu.json").write_text(json.dumps(gpu_bench))
     run = {"experiment": "imdb", "impl": "pytm_indexed", "params": "n7000_T80_s27_e5", "kind": "tm", "seed": 0}
     t = estimate.load_timings(tmp_path / "results", tmp_path / "bench")
     unknown = estimate.estimate_run(config, run, t)  # a subsample, and the full size is not known yet

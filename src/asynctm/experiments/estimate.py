@@ -34,6 +34,7 @@ from . import plan
 # Benchmark settings (benchmarks/bench_tm.py) whose dataset record does not name its dataset and protocol.
 _BENCH_DATASETS = {"apple": ("wsd_apple", "paper"), "bike": ("bike_sharing", "paper"),
                    "semeval": ("semeval", "paper"), "imdb": ("imdb", "paper")}
+BENCH_TM = "benchmarks/bench_tm.py"  # the ``generated_by`` of the benchmark records read here
 ONE_THREAD = ("pytm_indexed", "pytm_nonindexed", "mlp_novelty")
 
 
@@ -149,7 +150,10 @@ def _load_benchmarks(folder: Path, t: Timings) -> None:
             bench = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
-        if not isinstance(bench, dict) or not isinstance(bench.get("settings"), list):
+        # Only benchmarks/bench_tm.py's records (CPU, ours and pyTsetlinMachine); the folder also holds the GPU
+        # campaign's benchmark and one-off measurements, in other layouts.
+        if not isinstance(bench, dict) or bench.get("generated_by") != BENCH_TM or not isinstance(
+                bench.get("settings"), list):
             continue
         when = str(bench.get("time_utc") or bench.get("date_utc") or "")
         cpu = (bench.get("cpu") or {}).get("model")
