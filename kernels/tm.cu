@@ -80,6 +80,32 @@ TM_DEVICE int tm_clause_output(const tm_u32 *TM_RESTRICT include, const tm_u32 *
     return empty_output || any != 0;
 }
 
+// The training output of a clause (empty: 1) as its group of TM_CLAUSE_THREADS threads computes it: each thread
+// scans its own chunks of words (those it updates in tm_type_i and tm_type_ii), and after every round of chunks
+// the group stops if one of them found an included literal that is 0. Every thread returns the same value, and
+// `hint` (null: none) stays the same in every thread: it becomes the word found by the lowest such thread (any
+// violated word is a valid hint; it only saves work). With one thread this is tm_clause_output(.., 1, hint).
+TM_DEVICE int tm_clause_output_train(const tm_u32 *TM_RESTRICT include, const tm_u32 *TM_RESTRICT x, int *hint)
+{
+#if TM_CLAUSE_THREADS == 1
+    return tm_clause_output(include, x, 1, hint);
+#else
+    if (hint && (include[*hint] & ~x[*hint])) return 0;  // the same word in every thread: a uniform exit
+    int found = -1;
+    for (int base = 0; base < WORDS; base += TM_CLAUSE_THREADS * CHUNK_WORDS) {
+        const int w0 = base + TM_CLAUSE_THREAD * CHUNK_WORDS;
+        for (int i = 0; i < CHUNK_WORDS && found < 0 && w0 + i < WORDS; ++i)
+            if (include[w0 + i] & ~x[w0 + i]) found = w0 + i;
+        if (TM_GROUP_ANY(found >= 0)) break;  // every thread runs the same rounds, so each vote is complete
+    }
+    const tm_u32 ballot = TM_GROUP_BALLOT(found >= 0);
+    if (!ballot) return 1;
+    const int w = TM_GROUP_SHFL(found, TM_GROUP_FIRST(ballot));
+    if (hint) *hint = w;
+    return 0;
+#endif
+}
+
 // +1 of the automata flagged in active[i], for words w0 .. w0+n-1: a bit-sliced ripple carry over
 // the planes, branch-free so that a CPU vectorises it across words. With `saturate`, lanes already at
 // the maximum (every plane 1) are left there; callers that only raise excluded automata (below the
@@ -167,10 +193,12 @@ TM_DEVICE void tm_s_masks(const tm_u32 *TM_RESTRICT pool32, tm_u64 key, long lon
 // Type I feedback (Table 1): o = 1 memorises the literals that are 1 (with probability (s-1)/s, or
 // always when boosting true positives) and forgets those that are 0 with probability 1/s; o = 0
 // forgets every literal with probability 1/s.
+// A clause's group of TM_CLAUSE_THREADS threads splits the chunks of words: thread t takes chunks t,
+// t + TM_CLAUSE_THREADS, ... The masks of a chunk are drawn from its own counter, so the split changes nothing.
 TM_DEVICE void tm_type_i(tm_u32 *TM_RESTRICT state, const tm_u32 *TM_RESTRICT x, int o, tm_u64 key, long long g,
                           const tm_u32 *TM_RESTRICT pool32)
 {
-    for (int w0 = 0; w0 < WORDS; w0 += CHUNK_WORDS) {
+    for (int w0 = TM_CLAUSE_THREAD * CHUNK_WORDS; w0 < WORDS; w0 += TM_CLAUSE_THREADS * CHUNK_WORDS) {
         const int n = TM_MIN(CHUNK_WORDS, WORDS - w0);
         tm_u32 xw[CHUNK_WORDS], nz[CHUNK_WORDS], wanted[CHUNK_WORDS], m[CHUNK_WORDS], step[CHUNK_WORDS];
         tm_nonzero(state, w0, n, nz);
@@ -207,7 +235,7 @@ TM_DEVICE void tm_type_i(tm_u32 *TM_RESTRICT state, const tm_u32 *TM_RESTRICT x,
 TM_DEVICE void tm_type_ii(tm_u32 *TM_RESTRICT state, const tm_u32 *TM_RESTRICT x)
 {
     const tm_u32 *include = INCLUDE_PLANE(state);
-    for (int w0 = 0; w0 < WORDS; w0 += CHUNK_WORDS) {
+    for (int w0 = TM_CLAUSE_THREAD * CHUNK_WORDS; w0 < WORDS; w0 += TM_CLAUSE_THREADS * CHUNK_WORDS) {  // as tm_type_i
         const int n = TM_MIN(CHUNK_WORDS, WORDS - w0);
         tm_u32 up[CHUNK_WORDS];
         tm_u32 any = 0;
@@ -227,7 +255,9 @@ TM_DEVICE void tm_type_ii(tm_u32 *TM_RESTRICT state, const tm_u32 *TM_RESTRICT x
 #define TM_EVENTS 3
 
 // The feedback of one visit (Algorithm 1, lines 4-11) of clause g to an example with literals x, key `key`
-// and per-class target `target`, given the clause's output o there and the tally as read.
+// and per-class target `target`, given the clause's output o there and the tally as read. Every thread of the
+// clause's group calls it with the same o and tally, so all take the same branches (the draws depend only on
+// the key and g); thread 0 counts the event.
 TM_DEVICE void tm_feedback(long long g, tm_u32 *TM_RESTRICT state, const tm_u32 *TM_RESTRICT x, int o, int tally,
                            int target, tm_u64 key, const tm_u32 *TM_RESTRICT s_pool, tm_u64 *TM_RESTRICT events)
 {
@@ -249,10 +279,10 @@ TM_DEVICE void tm_feedback(long long g, tm_u32 *TM_RESTRICT state, const tm_u32 
 #endif
     if (direction * tm_polarity(g % CLAUSES) > 0) {
         tm_type_i(state, x, o, key, g, s_pool);
-        ++events[o ? TM_EVENT_TYPE_IA : TM_EVENT_TYPE_IB];
+        if (TM_CLAUSE_THREAD == 0) ++events[o ? TM_EVENT_TYPE_IA : TM_EVENT_TYPE_IB];
     } else if (o) {
         tm_type_ii(state, x);
-        ++events[TM_EVENT_TYPE_II];
+        if (TM_CLAUSE_THREAD == 0) ++events[TM_EVENT_TYPE_II];
     }
 }
 
@@ -344,18 +374,24 @@ TM_DEVICE void tm_train_clause(long long g, tm_u32 *ta_state, const tm_u32 *X, c
     int hint = 0;
     for (int e = start; e < end; ++e) {
         const tm_u32 *x = X + (long long)e * WORDS;
+        TM_GROUP_SYNC();  // the group's feedback on the last example is visible to all its threads
 
-        // Refresh (Algorithm 1, lines 12-17, done first as in the paper's kernel).
-        const int o = tm_clause_output(include, x, 1, &hint);
-        const tm_u32 bit = 1u << (e & 31);
-        const int previous = (stored[e >> 5] & bit) != 0;
-        if (o != previous) {
-            TALLY_ADD(c, e, polarity * (o - previous));
-            stored[e >> 5] ^= bit;
+        // Refresh (Algorithm 1, lines 12-17, done first as in the paper's kernel); thread 0 of the group owns
+        // the stored output and the tally.
+        const int o = tm_clause_output_train(include, x, &hint);
+        int tally = 0;
+        if (TM_CLAUSE_THREAD == 0) {
+            const tm_u32 bit = 1u << (e & 31);
+            const int previous = (stored[e >> 5] & bit) != 0;
+            if (o != previous) {
+                TALLY_ADD(c, e, polarity * (o - previous));
+                stored[e >> 5] ^= bit;
+            }
+            tally = TALLY_READ(c, e);
         }
 
-        // Feedback (Algorithm 1, lines 4-11), from the tally as this thread sees it now.
-        tm_feedback(g, state, x, o, TALLY_READ(c, e), y[c * n_examples + e], keys[e], s_pool,
+        // Feedback (Algorithm 1, lines 4-11), from the tally as thread 0 read it just now.
+        tm_feedback(g, state, x, o, TM_GROUP_BCAST(tally), y[c * n_examples + e], keys[e], s_pool,
                     feedback_events + TM_EVENTS * g);
     }
 }
@@ -366,12 +402,12 @@ TM_DEVICE int tm_sync_refresh_clause(long long g, const tm_u32 *ta_state, const 
                                      int n_examples, int e)
 {
     const int out_words = (n_examples + 31) / 32;
-    const int o = tm_clause_output(INCLUDE_PLANE(CLAUSE_STATE(ta_state, g)), X + (long long)e * WORDS, 1, 0);
+    const int o = tm_clause_output_train(INCLUDE_PLANE(CLAUSE_STATE(ta_state, g)), X + (long long)e * WORDS, 0);
     tm_u32 *word = clause_output + g * out_words + (e >> 5);
     const tm_u32 bit = 1u << (e & 31);
     const int previous = (*word & bit) != 0;
     if (o == previous) return 0;
-    *word ^= bit;
+    if (TM_CLAUSE_THREAD == 0) *word ^= bit;  // thread 0 owns the stored output; only its return value is used
     return tm_polarity(g % CLAUSES) * (o - previous);
 }
 
@@ -394,10 +430,10 @@ TM_DEVICE void tm_sync_feedback_clause(long long g, tm_u32 *ta_state, const tm_u
 TM_KERNEL void tm_sync_refresh(const tm_u32 *ta_state, const tm_u32 *X, int *class_sum, tm_u32 *clause_output,
                                int n_examples, int e)
 {
-    TM_PARALLEL_FOR(g, CLAUSES_TOTAL)
+    TM_PARALLEL_FOR_CLAUSES(g, CLAUSES_TOTAL)
     {
         const int change = tm_sync_refresh_clause(g, ta_state, X, clause_output, n_examples, e);
-        if (change) TM_ATOMIC_ADD(class_sum + (g / CLAUSES) * n_examples + e, change);
+        if (change && TM_CLAUSE_THREAD == 0) TM_ATOMIC_ADD(class_sum + (g / CLAUSES) * n_examples + e, change);
     }
 }
 
@@ -405,7 +441,7 @@ TM_KERNEL void tm_sync_feedback(tm_u32 *ta_state, const tm_u32 *X, const int *y,
                                 const tm_u32 *clause_output, int n_examples, int e, const tm_u64 *keys,
                                 const tm_u32 *s_pool, tm_u64 *feedback_events)
 {
-    TM_PARALLEL_FOR(g, CLAUSES_TOTAL)
+    TM_PARALLEL_FOR_CLAUSES(g, CLAUSES_TOTAL)
     tm_sync_feedback_clause(g, ta_state, X, y, class_sum, clause_output, n_examples, e, keys, s_pool,
                             feedback_events);
 }
@@ -483,7 +519,7 @@ TM_KERNEL void tm_train_batch(tm_u32 *ta_state, const tm_u32 *X, const int *y, i
         free(view);
     }
 #else
-    TM_PARALLEL_FOR(g, CLAUSES_TOTAL)
+    TM_PARALLEL_FOR_CLAUSES(g, CLAUSES_TOTAL)
     tm_train_clause(g, ta_state, X, y, class_sum, clause_output, n_examples, start, end, keys, s_pool, 0, 0,
                     feedback_events);
 #endif

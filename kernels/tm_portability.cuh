@@ -29,6 +29,35 @@ typedef unsigned long long tm_u64;
 #define TM_LOAD_RELAXED(ptr) (*(volatile const int *)(ptr))
 #define TM_TALLY_VIEWS 0
 #define TM_POPCOUNT(x) __popc(x)
+// Threads per clause in the training kernels (TM_CLAUSE_THREADS, from the host; default 1). With more, a
+// group of that many consecutive threads of one warp shares a clause: thread t of the group takes chunks of
+// words t, t + TM_CLAUSE_THREADS, ... of the clause's literals; the group agrees on the clause output by a
+// vote, and its thread 0 alone touches the clause's stored output, tally and counters (kernels/README.md,
+// "Threads per clause").
+#ifndef TM_CLAUSE_THREADS
+#define TM_CLAUSE_THREADS 1
+#endif
+#if TM_CLAUSE_THREADS < 1 || TM_CLAUSE_THREADS > 32 || (TM_CLAUSE_THREADS & (TM_CLAUSE_THREADS - 1)) != 0
+#error "TM_CLAUSE_THREADS must be a power of two from 1 to 32"
+#endif
+#if TM_CLAUSE_THREADS > 1
+#define TM_CLAUSE_THREAD ((int)(threadIdx.x & (TM_CLAUSE_THREADS - 1)))
+// The group's threads as a mask of warp lanes (a group never straddles two warps: its size divides 32).
+#define TM_GROUP_MASK                                                                                    \
+    (TM_CLAUSE_THREADS == 32 ? 0xFFFFFFFFu                                                               \
+                             : (((1u << (TM_CLAUSE_THREADS & 31)) - 1u)                                  \
+                                << (threadIdx.x & 31 & ~(TM_CLAUSE_THREADS - 1))))
+#define TM_GROUP_ANY(p) __any_sync(TM_GROUP_MASK, (p))
+#define TM_GROUP_BALLOT(p) (__ballot_sync(TM_GROUP_MASK, (p)) & TM_GROUP_MASK)
+#define TM_GROUP_FIRST(ballot) (__ffs(ballot) - 1)  // the warp lane of the lowest thread that voted yes
+#define TM_GROUP_SHFL(v, warp_lane) __shfl_sync(TM_GROUP_MASK, (v), (warp_lane))
+#define TM_GROUP_BCAST(v) __shfl_sync(TM_GROUP_MASK, (v), 0, TM_CLAUSE_THREADS)  // thread 0's value
+#define TM_GROUP_SYNC() __syncwarp(TM_GROUP_MASK)
+// One group per clause: the threads of a group get the same g, so the group runs every iteration together.
+#define TM_PARALLEL_FOR_CLAUSES(g, n)                                                                     \
+    for (long long g = ((long long)blockIdx.x * blockDim.x + threadIdx.x) / TM_CLAUSE_THREADS;          \
+         g < (long long)(n); g += (long long)blockDim.x * gridDim.x / TM_CLAUSE_THREADS)
+#endif
 
 #else  // CPU build
 
@@ -64,5 +93,16 @@ extern "C" int tm_get_threads(void) { return tm_cpu_threads; }
 #define TM_FOR_NOWAIT(i, n) \
     _Pragma("omp for schedule(static) nowait") for (long long i = 0; i < (long long)(n); ++i)
 #define TM_BARRIER _Pragma("omp barrier")
+// No warps: one loop iteration per clause, whatever the host asked for the GPU.
+#undef TM_CLAUSE_THREADS
+#define TM_CLAUSE_THREADS 1
 
+#endif
+
+#if TM_CLAUSE_THREADS == 1
+#define TM_CLAUSE_THREAD 0
+#define TM_GROUP_ANY(p) (p)
+#define TM_GROUP_BCAST(v) (v)
+#define TM_GROUP_SYNC()
+#define TM_PARALLEL_FOR_CLAUSES(g, n) TM_PARALLEL_FOR(g, n)
 #endif

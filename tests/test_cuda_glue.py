@@ -118,6 +118,7 @@ def make_fake_pycuda(allocations: list):
 
             def launch(*args, block, grid):
                 assert len(block) == 3 and len(grid) == 2 and grid[0] >= 1
+                launches.append((name, block[0] * grid[0]))
                 cargs = []
                 for a in args:
                     if isinstance(a, FakeAllocation):
@@ -138,6 +139,7 @@ def make_fake_pycuda(allocations: list):
             return launch
 
     compiler.SourceModule = SourceModule
+    compiler.launches = launches = []  # (kernel, threads launched), in order
     pycuda = types.ModuleType("pycuda")
     pycuda.driver, pycuda.compiler = drv, compiler
     return pycuda
@@ -186,6 +188,37 @@ def test_cuda_backend_glue_matches_the_cpu_backend(fake_cuda, cfg):
     np.testing.assert_array_equal(gpu.training_clause_outputs(X[:33]), host.training_clause_outputs(X[:33]))
     gpu.close()
     assert all(a.freed for a in fake_cuda), "close() must free every device buffer"
+
+
+@pytest.mark.parametrize("tally", ["async", "sync"])
+def test_clause_kernels_get_a_group_of_threads_per_clause(fake_cuda, tally):
+    """threads_per_clause multiplies the threads of the training kernels only; the simulated device (the CPU
+    build, where a clause is one loop iteration whatever the host asked) then gives the CPU backend's result."""
+    import pycuda.compiler
+
+    from asynctm.backends.cuda import BLOCK, CLAUSE_GROUP_KERNELS, CudaBackend
+
+    cfg = KernelConfig(n_classes=3, n_clauses=6, n_literals=2 * 45, T=7, s=3.9, tally=tally, threads_per_clause=32)
+    rng = np.random.default_rng(3)
+    X, _ = pack_literals(rng.integers(0, 2, (40, 45)))
+    y = rng.integers(-cfg.T, cfg.T + 1, (cfg.n_classes, 40)).astype(np.int32)
+    gpu, host = CudaBackend(cfg), cpu.CpuBackend(cfg, n_threads=1)
+    assert host.cfg.threads_per_clause == 1
+    for be in (gpu, host):
+        be.init_state()
+        be.set_training_data(X, y)
+        be.train_epoch(epoch=0, seed=5, batch_size=40)  # one batch: the simulated device runs one thread
+    np.testing.assert_array_equal(gpu.get_ta_state(), host.get_ta_state())
+    np.testing.assert_array_equal(gpu.get_tallies(), host.get_tallies())
+    threads = {}
+    for name, n in pycuda.compiler.launches:
+        threads.setdefault(name, set()).add(n)
+    grouped = -(-cfg.n_clauses_total * 32 // BLOCK) * BLOCK  # 18 clauses x 32 threads, in whole blocks
+    assert {name: threads[name] for name in CLAUSE_GROUP_KERNELS if name in threads} == {
+        name: {grouped} for name in CLAUSE_GROUP_KERNELS if name in threads}
+    assert ("tm_sync_feedback" if tally == "sync" else "tm_train_batch") in threads
+    assert threads["tm_refresh_outputs"] == {BLOCK}  # one thread per clause elsewhere
+    gpu.close()
 
 
 def test_estimator_runs_on_the_simulated_gpu(fake_cuda):

@@ -256,11 +256,34 @@ def test_gpu_memory_is_released_after_del(xor_data):
     ({"n_threads": 0}, ValueError, "n_threads must be >= 1"),
     ({"seed": -1}, ValueError, "seed must be None or an integer"),
     ({"append_negated": "yes"}, TypeError, "append_negated must be True or False"),
+    ({"gpu_threads_per_clause": 3}, ValueError, "gpu_threads_per_clause must be one of"),
+    ({"gpu_threads_per_clause": 64}, ValueError, "gpu_threads_per_clause must be one of"),
+    ({"gpu_threads_per_clause": True}, ValueError, "gpu_threads_per_clause must be one of"),
+    ({"gpu_threads_per_clause": "32"}, ValueError, "gpu_threads_per_clause must be one of"),
 ])
 def test_impossible_hyperparameters(kwargs, error, match):
     params = {"n_clauses": 10, "T": 15, "s": 3.9, **kwargs}
     with pytest.raises(error, match=match):
         TMClassifier(**params)
+
+
+def test_cpu_build_ignores_gpu_threads_per_clause(xor_data):
+    X_train, y_train, X_test, _ = xor_data
+    one = TMClassifier(10, 15, 3.9, backend="cpu", n_threads=1, seed=3).fit(X_train, y_train, epochs=3)
+    warp = TMClassifier(10, 15, 3.9, backend="cpu", n_threads=1, seed=3, gpu_threads_per_clause=32)
+    warp.fit(X_train, y_train, epochs=3)
+    assert warp.get_params()["gpu_threads_per_clause"] == 32
+    np.testing.assert_array_equal(warp.ta_states(), one.ta_states())
+    np.testing.assert_array_equal(warp.decision_function(X_test), one.decision_function(X_test))
+
+
+@pytest.mark.gpu
+def test_noisy_xor_learns_with_a_warp_per_clause(xor_data):
+    """The same bar as test_noisy_xor_learns, with the GPU's training kernels at 32 threads per clause."""
+    X_train, y_train, X_test, y_test = xor_data
+    scores = [TMClassifier(20, 15, 3.9, backend="cuda", seed=seed, gpu_threads_per_clause=32)
+              .fit(X_train, y_train, epochs=40).score(X_test, y_test) for seed in (1, 2, 3)]
+    assert np.median(scores) >= 0.9, scores
 
 
 def test_regressor_accepts_odd_clause_counts():

@@ -12,6 +12,8 @@ Failures name the first differing (clause, literal) / (class, example) / (clause
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -154,9 +156,9 @@ def open_backend():
     opened = []
 
     def _open(kind: str, cfg: KernelConfig, n_threads: int = 1):
-        if kind == "cuda":
+        if kind.startswith("cuda"):  # "cuda<k>": k threads per clause in the training kernels
             _cuda_or_skip()
-            be = make_backend("cuda", cfg)
+            be = make_backend("cuda", dataclasses.replace(cfg, threads_per_clause=int(kind[4:] or 1)))
         else:
             be = make_backend("cpu", cfg, n_threads=n_threads)
         opened.append(be)
@@ -173,6 +175,9 @@ ALL_BUILDS = [
     pytest.param(("cpu", 2), id="cpu2"),
     pytest.param(("cuda", None), id="cuda", marks=pytest.mark.gpu),
 ]
+# The GPU's training kernels with a warp of threads per clause: the same rules, so exact where the one-thread
+# GPU build is (only the training kernels differ).
+GROUP_BUILDS = [pytest.param(("cuda32", None), id="cuda-32-per-clause", marks=pytest.mark.gpu)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -265,7 +270,7 @@ def test_outputs_and_sums_at_fixed_states(open_backend, build, name):
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("build", ALL_BUILDS)
+@pytest.mark.parametrize("build", ALL_BUILDS + GROUP_BUILDS)
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_one_feedback_step(open_backend, build, name):
     c = CONFIGS[name]
@@ -340,6 +345,8 @@ SYNC_BUILDS = [
     pytest.param(("cpu", 1), id="cpu1"),
     pytest.param(("cpu", 2), id="cpu2"),
     pytest.param(("cuda", None), id="cuda", marks=pytest.mark.gpu),
+    *GROUP_BUILDS,
+    pytest.param(("cuda8", None), id="cuda-8-per-clause", marks=pytest.mark.gpu),
 ]
 
 
@@ -429,7 +436,7 @@ def test_cpu_one_thread_is_deterministic(open_backend):
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("build", ALL_BUILDS)
+@pytest.mark.parametrize("build", ALL_BUILDS + GROUP_BUILDS)
 @pytest.mark.parametrize("name", ["2cls-boost-40lit", "3cls-noboost-34lit", "regression-5bit-37lit"])
 def test_padding_lanes_never_change(open_backend, build, name):
     c = CONFIGS[name]
@@ -450,7 +457,7 @@ def test_padding_lanes_never_change(open_backend, build, name):
 
 
 @pytest.mark.parametrize("build", [pytest.param(("cpu", 2), id="cpu2"),
-                                   pytest.param(("cuda", None), id="cuda", marks=pytest.mark.gpu)])
+                                   pytest.param(("cuda", None), id="cuda", marks=pytest.mark.gpu), *GROUP_BUILDS])
 @pytest.mark.parametrize("name", ["2cls-boost-40lit", "4cls-s27-150lit", "regression-5bit-37lit"])
 def test_tally_invariant_with_threads(open_backend, build, name):
     c = CONFIGS[name]

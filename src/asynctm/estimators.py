@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 
+from .backends import THREADS_PER_CLAUSE as _THREADS_PER_CLAUSE
 from .backends import TALLIES as _TALLIES
 from .backends import UPDATE_RULES as _REGRESSION_RULES
 from .backends import KernelConfig, make_backend, resolve_backend
@@ -72,7 +73,8 @@ class _TsetlinMachine(BaseEstimator):
     _regression = False
 
     def __init__(self, n_clauses=100, T=15, s=3.9, state_bits=8, boost_true_positive=True, append_negated=True,
-                 batch_size=100, backend="auto", n_threads=None, seed=None, tally="async", regression_rule="linear"):
+                 batch_size=100, backend="auto", n_threads=None, seed=None, tally="async", regression_rule="linear",
+                 gpu_threads_per_clause=1):
         self.n_clauses = n_clauses
         self.T = T
         self.s = s
@@ -89,6 +91,10 @@ class _TsetlinMachine(BaseEstimator):
         # only, pyTsetlinMachine's). kernels/README.md states both exactly.
         self.tally = tally
         self.regression_rule = regression_rule
+        # gpu_threads_per_clause: threads per clause in the GPU's training kernels: 1 (the paper's one thread per
+        # clause) up to 32 (a warp), the clause's literal words split across them; the same rules, so the same
+        # results as 1 wherever the GPU's schedule is deterministic. The CPU build ignores it.
+        self.gpu_threads_per_clause = gpu_threads_per_clause
         self._validate_params()
 
     # -- parameters ------------------------------------------------------------------------------
@@ -128,6 +134,9 @@ class _TsetlinMachine(BaseEstimator):
                              "TMClassifier uses 'linear' (|y - v| / 2T)")
         if self.regression_rule == "quadratic" and self.T > 32767:
             raise ValueError(f"regression_rule='quadratic' needs T <= 32767, got {self.T}")
+        if isinstance(self.gpu_threads_per_clause, bool) or self.gpu_threads_per_clause not in _THREADS_PER_CLAUSE:
+            raise ValueError(f"gpu_threads_per_clause must be one of {_THREADS_PER_CLAUSE}, "
+                             f"got {self.gpu_threads_per_clause!r}")
         if self.seed is not None:
             if isinstance(self.seed, bool) or not isinstance(self.seed, numbers.Integral) or not 0 <= self.seed < 2**64:
                 raise ValueError(f"seed must be None or an integer in [0, 2^64), got {self.seed!r}")
@@ -154,7 +163,8 @@ class _TsetlinMachine(BaseEstimator):
         return KernelConfig(n_classes=self._n_outputs, n_clauses=self.n_clauses, n_literals=self.n_literals_,
                             T=int(self.T), s=float(self.s), state_bits=self.state_bits,
                             boost_true_positive=bool(self.boost_true_positive), regression=self._regression,
-                            tally=self.tally, regression_rule=self.regression_rule)
+                            tally=self.tally, regression_rule=self.regression_rule,
+                            threads_per_clause=int(self.gpu_threads_per_clause))
 
     def _make_backend(self):
         name = resolve_backend(self.backend)

@@ -19,6 +19,7 @@ import numpy as np
 KERNEL_FILE = "tm.cu"
 TALLIES = ("async", "sync")  # kernels/README.md, "Tallies": the paper's asynchronous ones, or synchronous
 UPDATE_RULES = ("linear", "quadratic")  # P(update) = |t - v| / 2T, or ((t - v) / T)^2
+THREADS_PER_CLAUSE = (1, 2, 4, 8, 16, 32)  # threads per clause in the GPU's training kernels (kernels/README.md)
 
 
 class BackendUnavailableError(RuntimeError):
@@ -101,6 +102,7 @@ class KernelConfig:
     s_pool_bits: int = S_POOL_BITS  # the 1/s pool has 2^s_pool_bits words (tests use small pools)
     tally: str = "async"  # "async": Algorithm 1's local tallies; "sync": refreshed on every clause first
     regression_rule: str = "linear"  # the update probability: "linear" |t - v| / 2T, "quadratic" ((t - v) / T)^2
+    threads_per_clause: int = 1  # GPU training kernels: a power of two up to a warp (32); the CPU build has 1
 
     def __post_init__(self):
         if self.tally not in TALLIES:
@@ -109,6 +111,9 @@ class KernelConfig:
             raise ValueError(f"regression_rule must be one of {UPDATE_RULES}, got {self.regression_rule!r}")
         if self.regression_rule == "quadratic" and self.T > 32767:
             raise ValueError(f"regression_rule='quadratic' needs T <= 32767 (64-bit exact comparison), got {self.T}")
+        if self.threads_per_clause not in THREADS_PER_CLAUSE or isinstance(self.threads_per_clause, bool):
+            raise ValueError(f"threads_per_clause (GPU) must be one of {THREADS_PER_CLAUSE}, "
+                             f"got {self.threads_per_clause!r}")
 
     @property
     def n_words(self) -> int:
@@ -130,6 +135,7 @@ class KernelConfig:
             "REGRESSION": str(int(self.regression)),
             "SYNC_TALLY": str(int(self.tally == "sync")),
             "QUADRATIC_UPDATE": str(int(self.regression_rule == "quadratic")),
+            "TM_CLAUSE_THREADS": str(self.threads_per_clause),
         }
 
 

@@ -11,6 +11,7 @@ one-line notice instead of crashing Python in ``dlopen``. Build folders of kille
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import errno
 import hashlib
 import logging
@@ -192,7 +193,7 @@ class CpuBackend(FeedbackEvents):
     name = "cpu"
 
     def __init__(self, cfg: KernelConfig, n_threads: int | None = None):
-        self.cfg = cfg
+        self.cfg = cfg = dataclasses.replace(cfg, threads_per_clause=1)  # threads per clause is the GPU's alone
         self.n_threads = default_threads() if n_threads is None else int(n_threads)
         if self.n_threads < 1:
             raise ValueError(f"n_threads must be >= 1, got {n_threads}")
