@@ -221,6 +221,11 @@ def test_benchmark_comparison_and_goal():
     c = compare("wsd_apple", "classification", "accuracy", {"tm_gpu": res(1.0, [93, 94, 95]),
                                                             "tm_cpu": res(3.0, [92, 95, 98])})
     assert c["tm_gpu_within_spread"]["tm_cpu"]["within"] and c["goal"] is None
+    c = compare("semeval", "classification", "accuracy", {"tm_gpu": res(4.0, [90, 91, 92]),
+                                                          "tm_gpu_warp": res(0.5, [90, 91, 92]),
+                                                          "pytm_cuda": res(2.5, [90.5, 91, 91.5])})
+    assert not c["goal"]["met"] and c["tm_gpu_warp"]["goal"]["met"]  # each build against the peer on its own
+    assert c["tm_gpu_warp"]["speedup_vs_pytm_cuda"] == 5.0 and c["warp_speedup_vs_one_thread"] == 8.0
 
 
 def _tar(path: Path, members: list[tuple[str, bytes | None, str]]) -> Path:
@@ -320,6 +325,7 @@ def test_dress_rehearsal_on_the_simulated_gpu(tmp_path):
     apple = bench["settings"][0]
     assert apple["setting"] == "wsd_apple" and apple["results"]["tm_gpu"]["median_epoch_s"] > 0
     assert apple["results"]["tm_gpu"]["literals_per_clause"] > 0
+    assert apple["results"]["tm_gpu_warp"]["median_epoch_s"] > 0 and "warp_speedup_vs_one_thread" in apple["comparison"]
     assert "PyTsetlinMachineCUDA" in apple["skipped"]["pytm_cuda"]  # not installed here: reported, not fatal
     assert apple["results"]["tm_cpu"]["timed_epochs"] == 1 and "tm_cpu" in apple["comparison"]["tm_gpu_within_spread"]
     junit = next((tree / "benchmarks/results/campaign").glob("gpu_tests_*.xml")).read_text()
