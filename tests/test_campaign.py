@@ -145,6 +145,13 @@ def test_run_order_and_device_commands():
     assert all(len(c) < 2000 for c in calls)  # the device tool's limit on a command
 
 
+@pytest.mark.parametrize("name, k", [("gpu_tests", 32), ("bench", 32), ("paper", 3)])
+def test_threads_per_clause_is_for_the_training_steps_and_a_warp_at_most(tmp_path, name, k):
+    with pytest.raises(StageError, match="--threads-per-clause applies to the sweeps and paper steps"):
+        steps_mod.run_step(name, campaign_dir=tmp_path, out_dir=tmp_path / "out", threads_per_clause=k)
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_child_past_the_deadline_is_stopped_and_packing_skips_checkpoints(tmp_path):
     import time
 

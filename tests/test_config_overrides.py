@@ -192,6 +192,15 @@ def test_a_sweep_limit_names_known_implementations(tmp_path):
     assert "config sweeps.semeval.max_clauses.tm_cpu: 0 is less than the minimum of 1" in str(err.value)
 
 
+def test_threads_per_clause_must_be_a_power_of_two_up_to_a_warp(tmp_path):
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    config["gpu_threads_per_clause"] = 3
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    with pytest.raises(ConfigError) as err:
+        load_config(tmp_path / "config.yaml", REPO / "config" / "schema.yaml")
+    assert "config gpu_threads_per_clause: 3 is not one of [1, 2, 4, 8, 16, 32]" in str(err.value)
+
+
 def test_an_unknown_svm_library_is_refused_with_the_allowed_ones(tmp_path):
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     config["experiments"]["imdb"]["svm_library"] = "libsvm"

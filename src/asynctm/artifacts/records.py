@@ -184,6 +184,8 @@ def parse_record(record, path: Path, rel: Path) -> dict | None:
         "train_s_mean": math.nan, "train_s_total": math.nan, "fit_s": math.nan, "epochs": None,
         "library": impl.get("library"), "library_version": impl.get("version"), "device": impl.get("device"),
         "library_forced_by": impl.get("forced_by"),
+        "threads_per_clause": (record.get("hyperparameters") or {}).get("threads_per_clause", 1)
+        if fields["impl"] == "tm_gpu" else None,
         "threads": prov.get("threads"), "cpu_model": prov.get("cpu_model"),
         "logical_cores": prov.get("logical_cores"),
         "gpu_name": (gpu or {}).get("name"), "gpu_driver": (gpu or {}).get("driver"),

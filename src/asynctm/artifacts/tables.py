@@ -13,6 +13,7 @@ A run that has no record is a gap that says why, never a number; a record under 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -300,7 +301,7 @@ def _metric_rows(records, config, reference, host_gpu, datasets, metrics, baseli
                         "speedup_over": baseline if is_fast else "",
                         "speedup_paper": paper_value(reference, source, dataset, impl, "speedup")[0],
                         "speedup_machine": host})
-            notes = [reduced_note(metric_recs, time_recs, cost=True), distinct_note]
+            notes = [reduced_note(metric_recs, time_recs, cost=True), distinct_note, gpu_threads_note(time_recs)]
             if metric_recs.empty and time_recs.empty:
                 notes.append(reason)
             else:
@@ -493,6 +494,16 @@ TABLE4_COLUMNS = ["dataset", "model", "library", "params", "n_runs", "time_s_mea
                   "status", "note"]
 
 
+def gpu_threads_note(recs: pd.DataFrame) -> str:
+    """tm_gpu records trained with more than one thread per clause (config gpu_threads_per_clause): how many
+    records with how many threads, where any did ('' where all had the paper's one)."""
+    counts = Counter(int(v) for v in _column(recs, "threads_per_clause") if finite(v))
+    if set(counts) <= {1}:
+        return ""
+    return "threads per clause on the GPU: " + ", ".join(
+        f"{k} ({n} record{'s' if n > 1 else ''})" for k, n in sorted(counts.items()))
+
+
 def forced_library_note(recs: pd.DataFrame) -> str:
     """Where the library was not the automatic choice: what named it (the records' ``forced_by``)."""
     named = sorted({v for v in _column(recs, "library_forced_by") if isinstance(v, str)})
@@ -540,7 +551,8 @@ def table4_svm_time(records: pd.DataFrame, config: dict, reference: pd.DataFrame
                 "svm_over_tm_paper": _ratio(paper_svm, paper_tm) if model == "tm_gpu" else math.nan,
                 "status": "not run" if recs.empty else "partial" if len(recs) < len(model_seeds) else "ok",
                 "note": reason if recs.empty else "; ".join(n for n in (
-                    forced_library_note(recs), reduced_note(recs), _seed_note(len(recs), len(model_seeds)),
+                    forced_library_note(recs), gpu_threads_note(recs), reduced_note(recs),
+                    _seed_note(len(recs), len(model_seeds)),
                     machines_note(recs, model),
                     ratio_note.replace("ratio", "SVM fit / TM epoch", 1)) if n),
             })

@@ -2,7 +2,8 @@
 
     python -m asynctm.campaign stage [--config KEY=VALUE ...] [--wheels DIR] [--sdist FILE] [--dest DIR]
     python -m asynctm.campaign commands            # the device-tool calls to make, in order
-    python3 -m asynctm.campaign step NAME [--budget S] [--out DIR] [--no-install] [--select TEXT]   # on the GPU
+    python3 -m asynctm.campaign step NAME [--budget S] [--out DIR] [--no-install] [--select TEXT]
+                                     [--threads-per-clause K]                                    # on the GPU
     python -m asynctm.campaign unpack FOLDER [--into TREE] [--overwrite]
 
 Errors are printed as one line naming the problem; the exit status is then 1.
@@ -17,12 +18,15 @@ from pathlib import Path
 from . import STAGE_DIR
 
 # The device tool's fixed arguments: the staged folder travels as a carried path; one command may run 600 s.
-DEVICE_CALL = 'kind="nvidia-h100-x1" (or "nvidia-h200"), carry=["' + STAGE_DIR + '"], timeout_s=600'
+DEVICE_CALL = 'kind="nvidia-h100-x1" (or "nvidia-h200"), carry=["' + STAGE_DIR + '"]'
 
 
-# One device call per entry: (step, budget in seconds or None for the default). The GPU tests and the
-# benchmark share the first call (one machine start for both; together under the 600 s a command may run).
-DEVICE_CALLS = ((("gpu_tests", 120), ("bench", 420)), (("sweeps", None),), (("paper", None),))
+# One device call per entry: (step, budget in seconds or None for the default), sized to a session's 15
+# minutes of device time (the machine's start, transfers and idle time included). The first lease
+# (2026-11-26, an H200: a start of about 30 s) ran the GPU tests (54 s) and the benchmark (337 s, stopped in
+# SemEval) in one call, then at once, while the machine was still warm (30 s), 5 WSD apple paper runs (94 s)
+# and 2 SemEval sweep points (206 s) in a second call, and ended with 161 s left.
+DEVICE_CALLS = ((("gpu_tests", 120), ("bench", 330)), (("sweeps", 150), ("paper", 150)))
 
 
 def device_command(calls, commit: str | None, dirty: int | None) -> str:
@@ -34,14 +38,20 @@ def device_command(calls, commit: str | None, dirty: int | None) -> str:
 
 def commands(say=print) -> None:
     from ..provenance import git_info
+    from .steps import DEFAULT_BUDGET_S
 
     git = git_info()
     say("# 1. here: commit, then stage (the records name the commit; the staged folder must be current)")
     say("python -m asynctm.campaign stage --config data_dir=data")
-    say(f"# 2. the device tool's run, once per line below, with {DEVICE_CALL}; after each call, here:")
+    say(f"# 2. the device tool's run, once per line below, with {DEVICE_CALL}; the second call at once after")
+    say("#    the first (the machine goes back after 30 s idle); then here, for each reply:")
     say("#    python -m asynctm.campaign unpack <files_at of that reply>")
     say("#    (a step that stopped at its budget is continued by calling it again: recorded runs are skipped)")
-    for calls in DEVICE_CALLS:
+    say("#    Where the GPU tests passed and the benchmark shows a warp per clause (tm_gpu_warp) faster at equal")
+    say("#    accuracy, add --threads-per-clause 32 to the sweeps and paper steps (their records say so).")
+    for i, calls in enumerate(DEVICE_CALLS, 1):
+        # each step installs and probes the GPU (seconds) before its budget starts; the rest is packing
+        say(f"# call {i}: timeout_s={sum(budget or DEFAULT_BUDGET_S for _, budget in calls) + 30 * len(calls)}")
         say(device_command(calls, git["commit"], git["tracked_files_modified"]))
     say("# 3. here: snakemake --cores all tables figures --config run_missing=false; commit results/, "
         "benchmarks/results/, paper_tables/ and figures/")
@@ -71,6 +81,9 @@ def main(argv=None) -> int:
     p.add_argument("--tree", default=None, help="the checkout whose records count as done (default: this one)")
     p.add_argument("--select", default=None,
                    help="gpu_tests: a pytest -k expression; bench, sweeps, paper: comma-separated experiments")
+    p.add_argument("--threads-per-clause", type=int, default=None,
+                   help="sweeps, paper: the tm_gpu runs' threads per clause (default: the config's "
+                        "gpu_threads_per_clause)")
     p = sub.add_parser("unpack", help="put the returned tarballs into results/ and benchmarks/results/")
     p.add_argument("folder")
     p.add_argument("--into", default=None, help="the tree to unpack into (default: this checkout)")
@@ -91,7 +104,8 @@ def main(argv=None) -> int:
                             out_dir=Path(args.out) if args.out else None,
                             budget_s=args.budget if args.budget is not None else DEFAULT_BUDGET_S,
                             do_install=not args.no_install, work_dir=Path(args.work_dir) if args.work_dir else None,
-                            select=args.select, tree=Path(args.tree) if args.tree else None)
+                            select=args.select, tree=Path(args.tree) if args.tree else None,
+                            threads_per_clause=args.threads_per_clause)
         else:
             from .unpack import unpack
 

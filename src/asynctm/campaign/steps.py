@@ -484,13 +484,23 @@ STEPS = {"gpu_tests": step_gpu_tests, "bench": step_bench, "sweeps": step_sweeps
 
 def run_step(name: str, campaign_dir: Path | None = None, out_dir: Path | None = None,
              budget_s: float = DEFAULT_BUDGET_S, do_install: bool = True, work_dir: Path | None = None,
-             select: str | None = None, tree: Path | None = None) -> int:
-    """Run one step; returns the exit status (0: it ran, even if it stopped at its budget)."""
+             select: str | None = None, tree: Path | None = None, threads_per_clause: int | None = None) -> int:
+    """Run one step; returns the exit status (0: it ran, even if it stopped at its budget).
+    ``threads_per_clause`` (sweeps, paper) overrides the staged config's ``gpu_threads_per_clause``, so that a
+    call can choose it on the GPU machine after the benchmark, without staging again."""
+    from ..backends import THREADS_PER_CLAUSE
+
     if name not in STEPS:
         raise StageError(f"unknown step {name!r}; the steps are, in order: {', '.join(STEPS)}")
+    if threads_per_clause is not None and (name not in ("sweeps", "paper")
+                                           or threads_per_clause not in THREADS_PER_CLAUSE):
+        raise StageError(f"--threads-per-clause applies to the sweeps and paper steps and must be one of "
+                         f"{THREADS_PER_CLAUSE}, got {threads_per_clause} for step {name}")
     campaign_dir = Path(campaign_dir) if campaign_dir else REPO / STAGE_DIR
     out_dir = Path(out_dir or os.environ.get("OUT") or REPO / "campaign-out")
     step = Step(name, campaign_dir, out_dir, budget_s, work_dir, tree)
+    if threads_per_clause is not None:
+        step.config["gpu_threads_per_clause"] = step.manifest["threads_per_clause"] = threads_per_clause
     try:
         if do_install:
             install(campaign_dir, step.campaign, say=step.say)

@@ -195,6 +195,9 @@ def tm_run_settings(config: dict, name: str, impl: str, params: str, seed: int) 
     _check_clauses(exp, p["clauses"])
     hyper = {"n_clauses": p["clauses"], "T": p["T"], "s": p["s"], "epochs": p["epochs"],
              **{k: exp[k] for k in TM_SETTINGS if k != "epochs"}}
+    k = config.get("gpu_threads_per_clause", 1)
+    if impl == "tm_gpu" and k != 1:  # only then: the settings of every other run stay as they were
+        hyper["threads_per_clause"] = int(k)
     return {"kind": "tm", "experiment": name, "impl": impl, "params": params, "seed": int(seed),
             "scale": config.get("scale", "paper"), "task": exp["task"], "dataset": exp["dataset"],
             "protocol": exp["protocol"], "f1": exp["f1"], "hyperparameters": hyper, **_limits(config),

@@ -269,8 +269,11 @@ def make_tm_peer(settings: dict, threads: int | None):
 
 
 def _with_switches(peer, h: dict):
-    """Our TM with the settings' ``tally`` and ``regression_rule`` (kernels/README.md), where they name them."""
+    """Our TM with the settings' ``tally``, ``regression_rule`` and ``threads_per_clause`` (the estimators'
+    ``gpu_threads_per_clause``; kernels/README.md), where they name them."""
     switches = {k: h[k] for k in ("tally", "regression_rule") if k in h}
+    if "threads_per_clause" in h:
+        switches["gpu_threads_per_clause"] = h["threads_per_clause"]
     if switches:
         peer.model.set_params(**switches)
     return peer
