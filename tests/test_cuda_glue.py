@@ -3,14 +3,22 @@
 The fake ``pycuda.driver`` keeps device buffers in host memory with guard bytes, and the fake
 ``SourceModule`` compiles the kernel text for the CPU: a launch then runs the same kernel, with the
 arguments exactly as ``CudaBackend`` passes them. So argument order and types, buffer sizes and copies are
-checked here against the CPU backend; only what happens on a real GPU is left to the ``gpu`` tests.
+checked here against the CPU backend.
+
+With ``warps=True`` the fake compiles the GPU side of the kernels instead (``tests/cuda_warp_sim.hpp``): every
+thread of a launch is a host thread, with the launch's grid and block, real atomics and warp intrinsics that
+make the threads of a mask meet. That runs the code a GPU runs, the clause groups of ``threads_per_clause``
+included, with true concurrency; what is left to the ``gpu`` tests is the hardware (memory, timing, nvcc).
 """
 
 from __future__ import annotations
 
 import ctypes
+import dataclasses
+import re
 import sys
 import types
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -42,7 +50,26 @@ class FakeAllocation:
         self.freed = True
 
 
-def make_fake_pycuda(allocations: list):
+WARP_SIM = Path(__file__).with_name("cuda_warp_sim.hpp")
+_KERNEL = re.compile(r"TM_KERNEL void (\w+)\(([^)]*)\)")
+# Kernels that exist only in some builds: the simulated GPU build has tm_train_batch without synchronous tallies.
+_KERNEL_GUARDS = {"tm_train_batch": "!SYNC_TALLY"}
+
+
+def warp_sim_source(source: str) -> str:
+    """The kernel text for the simulated GPU: the simulator first, then the kernels, then for every kernel an
+    ``extern "C" sim_<name>(grid, block, <its parameters>)`` that launches it."""
+    wrappers = []
+    for name, params in dict(_KERNEL.findall(source)).items():
+        names = [re.findall(r"\w+", p)[-1] for p in params.split(",")]
+        body = (f'extern "C" void sim_{name}(unsigned grid, unsigned block, {params})\n'
+                f"{{ sim::launch(grid, block, [=] {{ {name}({', '.join(names)}); }}); }}\n")
+        guard = _KERNEL_GUARDS.get(name)
+        wrappers.append(f"#if {guard}\n{body}#endif\n" if guard else body)
+    return f'#include "{WARP_SIM}"\n{source}\n' + "".join(wrappers)
+
+
+def make_fake_pycuda(allocations: list, warps: bool = False):
     drv = types.ModuleType("pycuda.driver")
 
     class Device:
@@ -98,28 +125,35 @@ def make_fake_pycuda(allocations: list):
     class SourceModule:
         def __init__(self, source, no_extern_c=False, options=None):
             assert no_extern_c, "the kernels declare extern \"C\" themselves"
-            # Compile the very text PyCUDA would get; on the host it takes the CPU side of the portability layer.
-            path = cpu.cache_dir() / "cpu" / f"fake_cuda_{abs(hash(source))}.so"
-            if not path.exists():
-                import subprocess
-                import tempfile
-                from pathlib import Path
+            # Compile the very text PyCUDA would get; on the host it takes the CPU side of the portability layer
+            # (or, simulating warps, the GPU side).
+            import hashlib
+            import subprocess
+            import tempfile
 
+            if warps:
+                source = warp_sim_source(source)
+            key = hashlib.sha256((source + WARP_SIM.read_text() if warps else source).encode()).hexdigest()[:20]
+            path = cpu.cache_dir() / "cpu" / f"fake_cuda_{'warps_' if warps else ''}{key}.so"
+            if not path.exists():
                 path.parent.mkdir(parents=True, exist_ok=True)
+                flags = ["g++", "-O1", "-std=c++17", "-pthread", "-fPIC", "-shared", "-x", "c++"] if warps else \
+                    cpu.compiler_command()
                 with tempfile.TemporaryDirectory() as tmp:
                     src = Path(tmp) / "tm.cu"
                     src.write_text(source)
-                    subprocess.run([*cpu.compiler_command(), str(src), "-o", str(path)], check=True)
+                    subprocess.run([*flags, str(src), "-o", str(path)], check=True)
             self.lib = ctypes.CDLL(str(path))
-            self.lib.tm_set_threads(1)  # one thread: the simulated device is deterministic
+            if not warps:
+                self.lib.tm_set_threads(1)  # one thread: the simulated device is deterministic
 
         def get_function(self, name):
-            fn = getattr(self.lib, name)
+            fn = getattr(self.lib, f"sim_{name}" if warps else name)
 
             def launch(*args, block, grid):
                 assert len(block) == 3 and len(grid) == 2 and grid[0] >= 1
                 launches.append((name, block[0] * grid[0]))
-                cargs = []
+                cargs = [ctypes.c_uint(grid[0]), ctypes.c_uint(block[0])] if warps else []
                 for a in args:
                     if isinstance(a, FakeAllocation):
                         assert not a.freed, "a launch used a freed buffer"
@@ -132,6 +166,9 @@ def make_fake_pycuda(allocations: list):
                         raise TypeError(f"{name}: PyCUDA needs sized NumPy scalars, got {type(a).__name__}")
                 fn.restype = None
                 fn(*cargs)
+                if warps:
+                    self.lib.sim_error.restype = ctypes.c_char_p
+                    assert not self.lib.sim_error(), f"{name}: {self.lib.sim_error().decode()}"
                 for alloc in allocations:
                     if not alloc.freed:
                         alloc.check_guards()
@@ -145,10 +182,9 @@ def make_fake_pycuda(allocations: list):
     return pycuda
 
 
-@pytest.fixture
-def fake_cuda(monkeypatch):
+def _install_fake(monkeypatch, warps: bool) -> list:
     allocations: list = []
-    pycuda = make_fake_pycuda(allocations)
+    pycuda = make_fake_pycuda(allocations, warps=warps)
     monkeypatch.setitem(sys.modules, "pycuda", pycuda)
     monkeypatch.setitem(sys.modules, "pycuda.driver", pycuda.driver)
     monkeypatch.setitem(sys.modules, "pycuda.compiler", pycuda.compiler)
@@ -158,6 +194,18 @@ def fake_cuda(monkeypatch):
     monkeypatch.setattr(cuda, "_modules", {})
     monkeypatch.setattr("atexit.register", lambda fn: None)
     return allocations
+
+
+@pytest.fixture
+def fake_cuda(monkeypatch):
+    return _install_fake(monkeypatch, warps=False)
+
+
+@pytest.fixture
+def fake_warps(monkeypatch):
+    if cpu.shutil.which("g++") is None:
+        pytest.skip("the warp simulator needs g++")
+    return _install_fake(monkeypatch, warps=True)
 
 
 @pytest.mark.parametrize("cfg", [
@@ -265,3 +313,91 @@ def test_synchronous_tallies_on_the_simulated_gpu(fake_cuda, cfg):
     assert host.include_counts(cfg.n_literals // 2).sum() > 0
     gpu.close()
     assert all(a.freed for a in fake_cuda), "close() must free every device buffer"
+
+
+# -- the GPU side of the kernels on simulated warps ----------------------------------------------------------
+
+def _train(be, X, y, epochs, batch_size, seed=5):
+    be.init_state()
+    be.set_training_data(X, y)
+    for epoch in range(epochs):
+        be.train_epoch(epoch=epoch, seed=seed, batch_size=batch_size)
+
+
+@pytest.mark.parametrize("k", [1, 8, 32])
+@pytest.mark.parametrize("cfg", [
+    KernelConfig(n_classes=3, n_clauses=6, n_literals=2 * 45, T=7, s=3.9, tally="sync"),
+    KernelConfig(n_classes=1, n_clauses=9, n_literals=2 * 70, T=12, s=2.0, state_bits=6, regression=True,
+                 tally="sync", regression_rule="quadratic"),
+])
+def test_simulated_warps_give_the_cpu_results_with_synchronous_tallies(fake_warps, cfg, k):
+    """The GPU code, every clause group running concurrently, k threads per clause: synchronous tallies are
+    deterministic, so three epochs end exactly where the CPU build's do (TA states, tallies, stored outputs,
+    feedback counters), and inference agrees."""
+    from asynctm.backends.cuda import CudaBackend
+
+    rng = np.random.default_rng(4)
+    X, _ = pack_literals(rng.integers(0, 2, (50, cfg.n_literals // 2)))
+    y = rng.integers(-cfg.T, cfg.T + 1, (cfg.n_classes, 50)).astype(np.int32)
+    gpu, host = CudaBackend(dataclasses.replace(cfg, threads_per_clause=k)), cpu.CpuBackend(cfg, n_threads=1)
+    for be in (gpu, host):
+        _train(be, X, y, epochs=3, batch_size=16)
+    np.testing.assert_array_equal(gpu.get_ta_state(), host.get_ta_state())
+    np.testing.assert_array_equal(gpu.get_tallies(), host.get_tallies())
+    np.testing.assert_array_equal(gpu.get_clause_output_bits(), host.get_clause_output_bits())
+    np.testing.assert_array_equal(gpu.feedback_event_counts(), host.feedback_event_counts())
+    assert host.feedback_event_counts()[:, 0].sum() > 0 and host.feedback_event_counts()[:, 1].sum() > 0
+    np.testing.assert_array_equal(gpu.class_sums(X), host.class_sums(X))
+    gpu.close()
+
+
+@pytest.mark.parametrize("k", [1, 4, 32])
+def test_simulated_warps_one_example_batches_equal_the_cpu(fake_warps, k):
+    """Asynchronous tallies with one example per batch: no two clause groups race on a tally, so every batch
+    (each after fresh tallies) ends where the CPU build's does."""
+    from asynctm.backends.cuda import CudaBackend
+
+    cfg = KernelConfig(n_classes=2, n_clauses=10, n_literals=2 * 300, T=8, s=3.9)  # 19 words: rounds of chunks
+    rng = np.random.default_rng(5)
+    X, _ = pack_literals(rng.integers(0, 2, (40, 300)))
+    y = rng.integers(-cfg.T, cfg.T + 1, (cfg.n_classes, 40)).astype(np.int32)
+    gpu, host = CudaBackend(dataclasses.replace(cfg, threads_per_clause=k)), cpu.CpuBackend(cfg, n_threads=1)
+    state = rng.integers(0, 2**32, (cfg.n_clauses_total, cfg.state_bits, cfg.n_words), dtype=np.uint64)
+    state = state.astype(np.uint32)
+    state[:, -1] &= rng.integers(0, 2**32, state[:, -1].shape, dtype=np.uint64).astype(np.uint32)  # fewer includes
+    for step, e in enumerate([0, 7, 31, 32, 39, 7]):
+        for be in (gpu, host):
+            be.set_ta_state(state)
+            be.set_training_data(X, y)
+            be.train_batch(e, e + 1, epoch=step, seed=11)
+        np.testing.assert_array_equal(gpu.get_ta_state(), host.get_ta_state(), err_msg=f"step {step}")
+        np.testing.assert_array_equal(gpu.get_tallies(), host.get_tallies(), err_msg=f"step {step}")
+        np.testing.assert_array_equal(gpu.get_clause_output_bits(), host.get_clause_output_bits())
+        state = host.get_ta_state()
+    np.testing.assert_array_equal(gpu.feedback_event_counts(), host.feedback_event_counts())
+    gpu.close()
+
+
+@pytest.mark.parametrize("k", [1, 32])
+def test_simulated_warps_keep_the_tallies_exact(fake_warps, k):
+    """Whole asynchronous epochs, clause groups racing on the tallies: every tally stays the sum of its class's
+    stored votes (Algorithm 1's atomic adds), and the machine learns."""
+    from asynctm.backends.cuda import CudaBackend
+
+    cfg = KernelConfig(n_classes=2, n_clauses=8, n_literals=2 * 100, T=6, s=3.9, threads_per_clause=k)
+    rng = np.random.default_rng(6)
+    X01 = rng.integers(0, 2, (120, 100))
+    X, _ = pack_literals(X01)
+    label = X01[:, 0] ^ X01[:, 1]
+    y = np.where(np.arange(2)[:, None] == label[None, :], cfg.T, -cfg.T).astype(np.int32)
+    gpu = CudaBackend(cfg)
+    gpu.init_state()
+    gpu.set_training_data(X, y)
+    pol = np.tile(np.where(np.arange(cfg.n_clauses) % 2, -1, 1), cfg.n_classes)[:, None]
+    for epoch in range(4):
+        gpu.train_epoch(epoch=epoch, seed=3, batch_size=30)
+        bits = np.unpackbits(gpu.get_clause_output_bits().view(np.uint8), axis=1, bitorder="little")[:, :120]
+        stored = (pol * bits).reshape(cfg.n_classes, cfg.n_clauses, 120).sum(axis=1)
+        np.testing.assert_array_equal(gpu.get_tallies(), stored, err_msg=f"epoch {epoch}")
+    assert gpu.feedback_event_counts().sum() > 0 and gpu.get_ta_state()[:, -1].any()  # it learned something
+    gpu.close()

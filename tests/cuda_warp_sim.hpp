@@ -1,0 +1,135 @@
+// A CPU stand-in for the CUDA features that the GPU side of kernels/tm.cu uses, for the tests only
+// (tests/test_cuda_glue.py, "simulated warps"). Included before the kernel text, it makes the host compiler
+// take the __CUDACC__ side of tm_portability.cuh, so the code that runs on a GPU runs here: every thread of a
+// launch is a std::thread with its own threadIdx and blockIdx, atomics are real atomics, and the warp
+// intrinsics (__syncwarp, __any_sync, __ballot_sync, __shfl_sync) make the threads their mask names meet, as
+// on a GPU. A thread that calls an intrinsic its mask partners never reach (divergence) waits in vain: after
+// SIM_WAIT_S the simulation records the error, stops waiting anywhere, and sim_error() reports it.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#define __CUDACC__ 1
+#define __global__
+#define __device__
+#define __forceinline__ inline
+
+struct sim_dim3 {
+    unsigned x, y, z;
+};
+static thread_local sim_dim3 threadIdx, blockIdx;
+static sim_dim3 blockDim, gridDim;  // of the launch under way (one at a time)
+
+template <typename T> static inline T atomicAdd(T *p, T v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
+static inline int __popc(unsigned x) { return __builtin_popcount(x); }
+static inline int __ffs(int x) { return __builtin_ffs(x); }
+
+#ifndef SIM_WAIT_S
+#define SIM_WAIT_S 10
+#endif
+
+namespace sim {
+
+// One meeting of the threads a mask names in one warp: their values in, every value (and the vote) out.
+struct Meeting {
+    std::condition_variable cv;
+    unsigned long long round = 0;
+    int arrived = 0;
+    long long in[32] = {}, out[32] = {};
+};
+
+static std::mutex lock;
+static std::map<std::pair<unsigned long long, unsigned>, Meeting> meetings;  // (warp, mask) -> meeting
+static std::string error;  // the first failure; once set, no thread waits any more
+
+// Called with `lock` held.
+static void fail(const std::string &what) {
+    if (!error.empty()) return;
+    error = what;
+    for (auto &m : meetings) m.second.cv.notify_all();  // nobody waits for a meeting any more
+}
+
+static unsigned lane() { return threadIdx.x & 31u; }
+
+// Every thread named in `mask` (of this thread's warp) calls meet with its value; each returns all of them.
+static void meet(unsigned mask, long long value, long long *values) {
+    const unsigned long long warp = ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    std::unique_lock<std::mutex> guard(lock);
+    if (!(mask >> lane() & 1u)) fail("a thread called a warp intrinsic with a mask that does not name it");
+    if (!error.empty()) return;
+    Meeting &m = meetings[{warp, mask}];
+    const unsigned long long round = m.round;
+    m.in[lane()] = value;
+    if (++m.arrived == __builtin_popcount(mask)) {
+        for (int i = 0; i < 32; ++i) m.out[i] = m.in[i];
+        m.arrived = 0;
+        ++m.round;
+        m.cv.notify_all();
+    } else if (!m.cv.wait_for(guard, std::chrono::seconds(SIM_WAIT_S),
+                              [&] { return m.round != round || !error.empty(); })) {
+        char msg[160];
+        std::snprintf(msg, sizeof msg, "warp %llu, mask %08x: %d of %d threads met in %d s (divergence)", warp,
+                      mask, m.arrived, __builtin_popcount(mask), SIM_WAIT_S);
+        fail(msg);
+    }
+    if (!error.empty()) return;
+    for (int i = 0; i < 32; ++i) values[i] = m.out[i];
+}
+
+// One launch: grid x block threads, each running body() with its own threadIdx and blockIdx.
+static void launch(unsigned grid, unsigned block, const std::function<void()> &body) {
+    blockDim = {block, 1, 1};
+    gridDim = {grid, 1, 1};
+    std::vector<std::thread> threads;
+    threads.reserve((size_t)grid * block);
+    for (unsigned b = 0; b < grid; ++b)
+        for (unsigned t = 0; t < block; ++t)
+            threads.emplace_back([=] {
+                blockIdx = {b, 0, 0};
+                threadIdx = {t, 0, 0};
+                body();
+            });
+    for (auto &t : threads) t.join();
+    meetings.clear();
+}
+
+}  // namespace sim
+
+static inline void __syncwarp(unsigned mask) {
+    long long v[32];
+    sim::meet(mask, 0, v);
+}
+
+static inline unsigned __ballot_sync(unsigned mask, int p) {
+    long long v[32] = {};
+    sim::meet(mask, p != 0, v);
+    unsigned out = 0;
+    for (int i = 0; i < 32; ++i)
+        if ((mask >> i & 1u) && v[i]) out |= 1u << i;
+    return out;
+}
+
+static inline int __any_sync(unsigned mask, int p) { return __ballot_sync(mask, p) != 0; }
+
+// The value of lane (this thread's lane rounded down to a multiple of width) + src_lane % width.
+static inline int __shfl_sync(unsigned mask, int value, int src_lane, int width = 32) {
+    long long v[32] = {};
+    sim::meet(mask, value, v);
+    const unsigned src = (sim::lane() & ~(unsigned)(width - 1)) + ((unsigned)src_lane & (unsigned)(width - 1));
+    if (!(mask >> src & 1u)) {
+        std::lock_guard<std::mutex> guard(sim::lock);
+        sim::fail("__shfl_sync read a lane that its mask does not name");
+    }
+    return (int)v[src];
+}
+
+extern "C" const char *sim_error(void) { return sim::error.c_str(); }
