@@ -24,6 +24,7 @@ import scipy.sparse as sp
 
 from asynctm.campaign import stage as stage_mod
 from asynctm.campaign import steps as steps_mod
+from asynctm.campaign.steps import past_budget
 from asynctm.campaign.stage import StageError, load_config, stage
 from asynctm.campaign.unpack import UnpackError, unpack
 from asynctm.datasets.base import ProcessedDataset, save_processed
@@ -187,6 +188,9 @@ def test_runs_that_cannot_fit_are_passed_over(tmp_path):
     step = steps_mod.Step("paper", tmp_path / "c", tmp_path / "out", 480, tmp_path / "work", tree=tree)
     assert steps_mod.estimate_s(step, "semeval", "n40_T15_s3.9_e100") == pytest.approx(10.0 * 100 + 3.0)
     assert steps_mod.estimate_s(step, "semeval", "n80_T15_s3.9_e100") is None
+    step.config["gpu_threads_per_clause"] = 32  # a warp per clause: the one-thread run says nothing of it
+    assert steps_mod.estimate_s(step, "semeval", "n40_T15_s3.9_e100") is None and killed not in past_budget(step)
+    step.config["gpu_threads_per_clause"] = 1
     steps_mod._tm_runs(step, [("wsd_apple", "n300_T50_s5_e100", 0), ("semeval", "n40_T15_s3.9_e100", 0)])
     reasons = [s["reason"] for s in step.manifest["skipped"]]
     assert "larger --budget" in reasons[0] and "would not fit: about 1003 s needed" in reasons[1]

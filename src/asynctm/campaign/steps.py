@@ -317,10 +317,11 @@ def step_bench(step: Step, select: str | None = None) -> None:
 
 
 def estimate_s(step: Step, name: str, params: str) -> float | None:
-    """Seconds a tm_gpu run should take, from a recorded tm_gpu run of the same experiment and clauses (any
-    epochs; e.g. a sweep point): its time per epoch, training and evaluation, times the epochs, plus its
-    set-up. None when no such record is here."""
+    """Seconds a tm_gpu run should take, from a recorded tm_gpu run of the same experiment, clauses and threads
+    per clause (any epochs; e.g. a sweep point): its time per epoch, training and evaluation, times the epochs,
+    plus its set-up. None when no such record is here."""
     want = plan.parse_tm_params(params)
+    threads = step.config.get("gpu_threads_per_clause", 1)
     root = plan.results_root(step.config)
     for base in (step.work, step.tree):
         for path in sorted((base / root / name / "tm_gpu").glob("n*/seed*.json")):
@@ -329,6 +330,8 @@ def estimate_s(step: Step, name: str, params: str) -> float | None:
                 if got["clauses"] != want["clauses"]:
                     continue
                 rec = json.loads(path.read_text())
+                if (rec.get("hyperparameters") or {}).get("threads_per_clause", 1) != threads:
+                    continue  # another kernel schedule: its time says nothing of this run's
                 n = max(1, len(rec["epochs"]))
                 per_epoch = (rec["timing"]["train_s_total"] + rec["timing"]["eval_s_total"]) / n
                 return per_epoch * want["epochs"] + sum(v for v in rec["timing"]["setup"].values()
@@ -340,12 +343,14 @@ def estimate_s(step: Step, name: str, params: str) -> float | None:
 
 def past_budget(step: Step) -> dict[str, float]:
     """Runs that an earlier call of this step had to kill at its deadline, with that budget (from its
-    manifests in the checkout, unpacked from earlier calls)."""
+    manifests in the checkout, unpacked from earlier calls), with as many threads per clause as now."""
     out: dict[str, float] = {}
+    threads = step.config.get("gpu_threads_per_clause", 1)
     for path in sorted((step.tree / "benchmarks/results/campaign").glob(f"{step.name}_*.json")):
         try:
             for entry in json.loads(path.read_text()).get("past_budget", []):
-                out[entry["run"]] = max(out.get(entry["run"], 0.0), float(entry["budget_s"]))
+                if entry.get("threads_per_clause", 1) == threads:
+                    out[entry["run"]] = max(out.get(entry["run"], 0.0), float(entry["budget_s"]))
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             continue
     return out
@@ -395,8 +400,9 @@ def _tm_runs(step: Step, runs: list[tuple[str, str, int]]) -> None:
                 for partial in (log, out.with_name(out.name.removesuffix(".json") + ".scores.npz")):
                     partial.unlink(missing_ok=True)
                 if rc is None:
-                    step.manifest["past_budget"].append({"run": rel, "budget_s": step.manifest["budget_s"],
-                                                         "elapsed_s": round(took[name], 1)})
+                    step.manifest["past_budget"].append({
+                        "run": rel, "budget_s": step.manifest["budget_s"], "elapsed_s": round(took[name], 1),
+                        "threads_per_clause": config.get("gpu_threads_per_clause", 1)})
                     step.stop(f"{rel} ran past the budget ({took[name]:.0f} s); not recorded")
                     return
                 step.failed(rel, f"exit status {rc} (see the log)")
