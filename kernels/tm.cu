@@ -298,21 +298,21 @@ TM_KERNEL void tm_init_state(tm_u32 *ta_state)
     }
 }
 
-// Stored training outputs of every clause on every example, from scratch.
+// Stored training outputs of every clause on every example, from scratch: one item per clause and word of
+// 32 examples (a clause's words in order, so a CPU thread keeps one clause's automata in cache).
 TM_KERNEL void tm_refresh_outputs(const tm_u32 *ta_state, const tm_u32 *X, int n_examples, tm_u32 *clause_output)
 {
     const int out_words = (n_examples + 31) / 32;
-    TM_PARALLEL_FOR(g, CLAUSES_TOTAL)
+    TM_PARALLEL_FOR(i, (long long)CLAUSES_TOTAL * out_words)
     {
+        const long long g = i / out_words, ow = i % out_words;
         const tm_u32 *include = INCLUDE_PLANE(CLAUSE_STATE(ta_state, g));
-        for (int ow = 0; ow < out_words; ++ow) {
-            tm_u32 bits = 0;
-            for (int b = 0; b < 32; ++b) {
-                const long long e = (long long)ow * 32 + b;
-                if (e < n_examples && tm_clause_output(include, X + e * WORDS, 1, 0)) bits |= 1u << b;
-            }
-            clause_output[g * out_words + ow] = bits;
+        tm_u32 bits = 0;
+        for (int b = 0; b < 32; ++b) {
+            const long long e = ow * 32 + b;
+            if (e < n_examples && tm_clause_output(include, X + e * WORDS, 1, 0)) bits |= 1u << b;
         }
+        clause_output[i] = bits;
     }
 }
 
@@ -546,19 +546,21 @@ TM_KERNEL void tm_include_counts(const tm_u32 *ta_state, int first_negated, int 
     }
 }
 
-// Inference: clipped class sums, empty clauses voting 0.
+// Inference: clipped class sums, empty clauses voting 0. One group of TM_CLAUSE_THREADS threads per (class,
+// example): thread t takes clauses t, t + TM_CLAUSE_THREADS, ..., and the group adds up their votes.
 TM_KERNEL void tm_class_sums(const tm_u32 *ta_state, const tm_u32 *X, int n_examples, int *class_sum)
 {
-    TM_PARALLEL_FOR(i, (long long)CLASSES * n_examples)
+    TM_PARALLEL_FOR_CLAUSES(i, (long long)CLASSES * n_examples)
     {
         const long long c = i / n_examples, e = i % n_examples;
         const tm_u32 *x = X + e * WORDS;
         int sum = 0;
-        for (int j = 0; j < CLAUSES; ++j) {
+        for (int j = TM_CLAUSE_THREAD; j < CLAUSES; j += TM_CLAUSE_THREADS) {
             const tm_u32 *include = INCLUDE_PLANE(CLAUSE_STATE(ta_state, c * CLAUSES + j));
             sum += tm_polarity(j) * tm_clause_output(include, x, 0, 0);
         }
-        class_sum[i] = tm_clip(sum);
+        sum = TM_GROUP_SUM(sum);
+        if (TM_CLAUSE_THREAD == 0) class_sum[i] = tm_clip(sum);
     }
 }
 

@@ -29,11 +29,12 @@ typedef unsigned long long tm_u64;
 #define TM_LOAD_RELAXED(ptr) (*(volatile const int *)(ptr))
 #define TM_TALLY_VIEWS 0
 #define TM_POPCOUNT(x) __popc(x)
-// Threads per clause in the training kernels (TM_CLAUSE_THREADS, from the host; default 1). With more, a
-// group of that many consecutive threads of one warp shares a clause: thread t of the group takes chunks of
-// words t, t + TM_CLAUSE_THREADS, ... of the clause's literals; the group agrees on the clause output by a
-// vote, and its thread 0 alone touches the clause's stored output, tally and counters (kernels/README.md,
-// "Threads per clause").
+// Threads per clause in the training kernels, and per class and example at inference (TM_CLAUSE_THREADS, from
+// the host; default 1). With more, a group of that many consecutive threads of one warp shares a clause: thread
+// t of the group takes chunks of words t, t + TM_CLAUSE_THREADS, ... of the clause's literals; the group agrees
+// on the clause output by a vote, and its thread 0 alone touches the clause's stored output, tally and
+// counters. At inference thread t takes every TM_CLAUSE_THREADS-th clause (kernels/README.md, "Threads per
+// clause").
 #ifndef TM_CLAUSE_THREADS
 #define TM_CLAUSE_THREADS 1
 #endif
@@ -53,6 +54,14 @@ typedef unsigned long long tm_u64;
 #define TM_GROUP_SHFL(v, warp_lane) __shfl_sync(TM_GROUP_MASK, (v), (warp_lane))
 #define TM_GROUP_BCAST(v) __shfl_sync(TM_GROUP_MASK, (v), 0, TM_CLAUSE_THREADS)  // thread 0's value
 #define TM_GROUP_SYNC() __syncwarp(TM_GROUP_MASK)
+// The sum of v over the group, in every thread (a butterfly of shuffles within the group).
+TM_DEVICE int tm_group_sum(int v)
+{
+    for (int offset = TM_CLAUSE_THREADS / 2; offset > 0; offset /= 2)
+        v += __shfl_xor_sync(TM_GROUP_MASK, v, offset, TM_CLAUSE_THREADS);
+    return v;
+}
+#define TM_GROUP_SUM(v) tm_group_sum(v)
 // One group per clause: the threads of a group get the same g, so the group runs every iteration together.
 #define TM_PARALLEL_FOR_CLAUSES(g, n)                                                                     \
     for (long long g = ((long long)blockIdx.x * blockDim.x + threadIdx.x) / TM_CLAUSE_THREADS;          \
@@ -103,6 +112,7 @@ extern "C" int tm_get_threads(void) { return tm_cpu_threads; }
 #define TM_CLAUSE_THREAD 0
 #define TM_GROUP_ANY(p) (p)
 #define TM_GROUP_BCAST(v) (v)
+#define TM_GROUP_SUM(v) (v)
 #define TM_GROUP_SYNC()
 #define TM_PARALLEL_FOR_CLAUSES(g, n) TM_PARALLEL_FOR(g, n)
 #endif

@@ -2,8 +2,8 @@
 // (tests/test_cuda_glue.py, "simulated warps"). Included before the kernel text, it makes the host compiler
 // take the __CUDACC__ side of tm_portability.cuh, so the code that runs on a GPU runs here: every thread of a
 // launch is a std::thread with its own threadIdx and blockIdx, atomics are real atomics, and the warp
-// intrinsics (__syncwarp, __any_sync, __ballot_sync, __shfl_sync) make the threads their mask names meet, as
-// on a GPU. A thread that calls an intrinsic its mask partners never reach (divergence) waits in vain: after
+// intrinsics (__syncwarp, __any_sync, __ballot_sync, __shfl_sync, __shfl_xor_sync) make the threads their mask
+// names meet, as on a GPU. A thread that calls an intrinsic its mask partners never reach (divergence) waits in vain: after
 // SIM_WAIT_S the simulation records the error, stops waiting anywhere, and sim_error() reports it.
 #pragma once
 
@@ -128,6 +128,18 @@ static inline int __shfl_sync(unsigned mask, int value, int src_lane, int width 
     if (!(mask >> src & 1u)) {
         std::lock_guard<std::mutex> guard(sim::lock);
         sim::fail("__shfl_sync read a lane that its mask does not name");
+    }
+    return (int)v[src];
+}
+
+// The value of lane (this thread's lane) ^ lane_mask, within segments of `width` lanes.
+static inline int __shfl_xor_sync(unsigned mask, int value, int lane_mask, int width = 32) {
+    long long v[32] = {};
+    sim::meet(mask, value, v);
+    const unsigned src = sim::lane() ^ (unsigned)lane_mask;
+    if ((src & ~(unsigned)(width - 1)) != (sim::lane() & ~(unsigned)(width - 1)) || !(mask >> src & 1u)) {
+        std::lock_guard<std::mutex> guard(sim::lock);
+        sim::fail("__shfl_xor_sync read a lane outside its segment or its mask");
     }
     return (int)v[src];
 }

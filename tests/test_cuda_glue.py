@@ -401,3 +401,28 @@ def test_simulated_warps_keep_the_tallies_exact(fake_warps, k):
         np.testing.assert_array_equal(gpu.get_tallies(), stored, err_msg=f"epoch {epoch}")
     assert gpu.feedback_event_counts().sum() > 0 and gpu.get_ta_state()[:, -1].any()  # it learned something
     gpu.close()
+
+
+@pytest.mark.parametrize("k", [1, 4, 32])
+def test_simulated_warps_class_sums_with_a_group_per_class_and_example(fake_warps, k):
+    """Inference with k threads per (class, example), each taking every k-th clause: the CPU's class sums, on
+    clauses of 1-3 included literals (so that their votes differ from example to example)."""
+    from asynctm.backends.cuda import CudaBackend
+
+    cfg = KernelConfig(n_classes=3, n_clauses=40, n_literals=2 * 50, T=15, s=3.9, threads_per_clause=k)
+    rng = np.random.default_rng(7)
+    X, _ = pack_literals(rng.integers(0, 2, (60, 50)))
+    include = np.zeros((cfg.n_clauses_total, cfg.n_literals), dtype=bool)
+    for g in range(cfg.n_clauses_total):
+        include[g, rng.choice(cfg.n_literals, rng.integers(1, 4), replace=False)] = True
+    include[::7] = False  # some empty clauses: they vote 0 at inference
+    state = np.zeros((cfg.n_clauses_total, cfg.state_bits, cfg.n_words), dtype=np.uint32)
+    state[:, -1] = np.packbits(np.pad(include, ((0, 0), (0, 32 * cfg.n_words - cfg.n_literals))), axis=1,
+                               bitorder="little").view(np.uint32)
+    gpu, host = CudaBackend(cfg), cpu.CpuBackend(cfg, n_threads=1)
+    for be in (gpu, host):
+        be.set_ta_state(state)
+    sums = host.class_sums(X)
+    assert len(np.unique(sums)) > 5  # the votes really differ
+    np.testing.assert_array_equal(gpu.class_sums(X), sums)
+    gpu.close()

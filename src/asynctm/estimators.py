@@ -91,9 +91,10 @@ class _TsetlinMachine(BaseEstimator):
         # only, pyTsetlinMachine's). kernels/README.md states both exactly.
         self.tally = tally
         self.regression_rule = regression_rule
-        # gpu_threads_per_clause: threads per clause in the GPU's training kernels: 1 (the paper's one thread per
-        # clause) up to 32 (a warp), the clause's literal words split across them; the same rules, so the same
-        # results as 1 wherever the GPU's schedule is deterministic. The CPU build ignores it.
+        # gpu_threads_per_clause: threads per clause on the GPU: 1 (the paper's one thread per clause) up to 32 (a
+        # warp), the clause's literal words split across them in training, the clauses of a class across them at
+        # inference; the same rules, so the same results as 1 wherever the GPU's schedule is deterministic. The
+        # CPU build ignores it.
         self.gpu_threads_per_clause = gpu_threads_per_clause
         self._validate_params()
 

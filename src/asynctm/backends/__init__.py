@@ -19,7 +19,7 @@ import numpy as np
 KERNEL_FILE = "tm.cu"
 TALLIES = ("async", "sync")  # kernels/README.md, "Tallies": the paper's asynchronous ones, or synchronous
 UPDATE_RULES = ("linear", "quadratic")  # P(update) = |t - v| / 2T, or ((t - v) / T)^2
-THREADS_PER_CLAUSE = (1, 2, 4, 8, 16, 32)  # threads per clause in the GPU's training kernels (kernels/README.md)
+THREADS_PER_CLAUSE = (1, 2, 4, 8, 16, 32)  # threads per clause in the GPU's kernels (kernels/README.md)
 
 
 class BackendUnavailableError(RuntimeError):
@@ -102,7 +102,7 @@ class KernelConfig:
     s_pool_bits: int = S_POOL_BITS  # the 1/s pool has 2^s_pool_bits words (tests use small pools)
     tally: str = "async"  # "async": Algorithm 1's local tallies; "sync": refreshed on every clause first
     regression_rule: str = "linear"  # the update probability: "linear" |t - v| / 2T, "quadratic" ((t - v) / T)^2
-    threads_per_clause: int = 1  # GPU training kernels: a power of two up to a warp (32); the CPU build has 1
+    threads_per_clause: int = 1  # GPU kernels: a power of two up to a warp (32); the CPU build has 1
 
     def __post_init__(self):
         if self.tally not in TALLIES:

@@ -15,8 +15,9 @@ from ..encoding import unpack_literals
 from . import BackendUnavailableError, FeedbackEvents, KernelConfig, check_training_arrays, kernel_source, s_mask_pool
 
 BLOCK = 128  # a multiple of 32: a clause's group of threads (cfg.threads_per_clause) never straddles two warps
-# The kernels that give each clause a group of cfg.threads_per_clause threads (TM_PARALLEL_FOR_CLAUSES, tm.cu).
-CLAUSE_GROUP_KERNELS = frozenset({"tm_train_batch", "tm_sync_refresh", "tm_sync_feedback"})
+# The kernels that give each item (a clause in training, a class and example at inference) a group of
+# cfg.threads_per_clause threads (TM_PARALLEL_FOR_CLAUSES in tm.cu).
+CLAUSE_GROUP_KERNELS = frozenset({"tm_train_batch", "tm_sync_refresh", "tm_sync_feedback", "tm_class_sums"})
 MAX_GRID = 65535
 
 _context = None
@@ -129,7 +130,7 @@ class CudaBackend(FeedbackEvents):
         return self.drv.mem_alloc(max(int(nbytes), 4))
 
     def _launch(self, name: str, n_items: int, *args):
-        if name in CLAUSE_GROUP_KERNELS:  # a group of cfg.threads_per_clause threads per clause
+        if name in CLAUSE_GROUP_KERNELS:  # a group of cfg.threads_per_clause threads per item
             n_items *= self.cfg.threads_per_clause
         grid = max(1, min((int(n_items) + BLOCK - 1) // BLOCK, MAX_GRID))
         self.fn[name](*args, block=(BLOCK, 1, 1), grid=(grid, 1))

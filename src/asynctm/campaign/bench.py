@@ -3,7 +3,7 @@
     python -m asynctm.campaign.bench --campaign-dir .campaign --out-dir benchmarks/results --name NAME
 
 Ours runs twice: with one thread per clause (``tm_gpu``, the paper's design and the default) and with a warp
-of 32 threads per clause in the training kernels (``tm_gpu_warp``, ``gpu_threads_per_clause=32``).
+of 32 threads per clause (``tm_gpu_warp``, ``gpu_threads_per_clause=32``).
 For each setting (an experiment's main setting of config/config.yaml, data from the staged processed
 folders) and seed (:data:`SEEDS`, or :data:`SEEDS_BY_SETTING`), the implementations are built with the same
 hyperparameters (:mod:`asynctm.peers`), train one warm-up epoch (kernel compilation, encoding and upload land
@@ -46,7 +46,7 @@ GOAL_POINTS = 1.0
 IMPLS = {"tm_gpu": "ours (asynctm, CUDA)", "tm_gpu_warp": "ours (asynctm, CUDA, a warp per clause)",
          "pytm_cuda": "PyTsetlinMachineCUDA", "tm_cpu": "ours (asynctm, CPU threads)"}
 # Our GPU builds: one thread per clause (the paper's design and the default) and a warp of 32 threads per clause
-# in the training kernels (gpu_threads_per_clause; kernels/README.md, "Threads per clause").
+# (gpu_threads_per_clause; kernels/README.md, "Threads per clause").
 OURS_GPU = {"tm_gpu": 1, "tm_gpu_warp": 32}
 # Our CPU build runs beside them where the goal compares accuracies with it (WSD apple: tm_gpu within the spread
 # of tm_cpu and of PyTsetlinMachineCUDA; the GPU interleaves clause updates differently from the CPU schedule).
