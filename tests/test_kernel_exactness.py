@@ -175,8 +175,8 @@ ALL_BUILDS = [
     pytest.param(("cpu", 2), id="cpu2"),
     pytest.param(("cuda", None), id="cuda", marks=pytest.mark.gpu),
 ]
-# The GPU's training kernels with a warp of threads per clause: the same rules, so exact where the one-thread
-# GPU build is (only the training kernels differ).
+# The GPU's kernels with a warp of threads per clause (per class and example at inference): the same rules, so
+# exact where the one-thread GPU build is.
 GROUP_BUILDS = [pytest.param(("cuda32", None), id="cuda-32-per-clause", marks=pytest.mark.gpu)]
 
 
@@ -238,7 +238,7 @@ def test_init_state_every_lane(open_backend, build, bits):
     assert (states == (1 << (bits - 1)) - 1).all(), np.argwhere(states != (1 << (bits - 1)) - 1)[:5]
 
 
-@pytest.mark.parametrize("build", ALL_BUILDS)
+@pytest.mark.parametrize("build", ALL_BUILDS + GROUP_BUILDS)
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_outputs_and_sums_at_fixed_states(open_backend, build, name):
     c = CONFIGS[name]
