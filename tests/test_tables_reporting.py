@@ -274,3 +274,22 @@ def test_regression_table_names_what_a_constant_prediction_scores(tmp_path):
     write(tmp_path, "bike_sharing", "tm_cpu", BIKE, 0, mae, 0.1)  # an older record without it: no number
     notes = " ".join(build(tmp_path, "table5_regression").notes)
     assert "has test MAE 3.67 on BlogFeedback (" in notes and "Bike Sharing" not in notes.split("has test MAE")[1]
+
+
+def test_gpu_records_with_more_threads_per_clause_are_named_in_the_notes(tmp_path):
+    rng = np.random.default_rng(8)
+    for seed in range(3):
+        # the paper's one thread per clause is not in the hyperparameters; a warp per clause is
+        hyper = {"threads_per_clause": 32} if seed else {}
+        write(tmp_path, "wsd_apple", "tm_gpu", APPLE, seed, accuracy_epochs(rng), 0.1, hyperparameters=hyper)
+        write(tmp_path, "wsd_apple", "tm_cpu", APPLE, seed, accuracy_epochs(rng), 0.05,
+              hyperparameters={"threads_per_clause": 32})  # not a GPU run: never counted
+    records = load_records(tmp_path)
+    gpu = records[records["impl"] == "tm_gpu"].set_index("seed")["threads_per_clause"]
+    assert gpu.to_dict() == {0: 1, 1: 32, 2: 32}
+    assert records[records["impl"] == "tm_cpu"]["threads_per_clause"].isna().all()
+    note = "threads per clause on the GPU: 1 (1 record), 32 (2 records)"
+    assert note in row(build(tmp_path, "table3_performance"), "tm_gpu").loc["wsd_apple"]["note"]
+    table4 = build(tmp_path, "table4_svm_time").frame
+    assert note in table4[table4["model"] == "tm_gpu"].set_index("dataset").loc["wsd_apple"]["note"]
+    assert "per clause" not in row(build(tmp_path, "table3_performance"), "tm_cpu").loc["wsd_apple"]["note"]

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..experiments import plan
+
 KINDS = ("tm", "svm", "mlp_novelty")
 SEED_FILE = re.compile(r"^seed(\d+)\.json$")
 
@@ -184,8 +186,7 @@ def parse_record(record, path: Path, rel: Path) -> dict | None:
         "train_s_mean": math.nan, "train_s_total": math.nan, "fit_s": math.nan, "epochs": None,
         "library": impl.get("library"), "library_version": impl.get("version"), "device": impl.get("device"),
         "library_forced_by": impl.get("forced_by"),
-        "threads_per_clause": (record.get("hyperparameters") or {}).get("threads_per_clause", 1)
-        if fields["impl"] == "tm_gpu" else None,
+        "threads_per_clause": plan.record_threads_per_clause(record) if fields["impl"] == "tm_gpu" else None,
         "threads": prov.get("threads"), "cpu_model": prov.get("cpu_model"),
         "logical_cores": prov.get("logical_cores"),
         "gpu_name": (gpu or {}).get("name"), "gpu_driver": (gpu or {}).get("driver"),

@@ -321,7 +321,7 @@ def estimate_s(step: Step, name: str, params: str) -> float | None:
     per clause (any epochs; e.g. a sweep point): its time per epoch, training and evaluation, times the epochs,
     plus its set-up. None when no such record is here."""
     want = plan.parse_tm_params(params)
-    threads = step.config.get("gpu_threads_per_clause", 1)
+    threads = plan.gpu_threads_per_clause(step.config)
     root = plan.results_root(step.config)
     for base in (step.work, step.tree):
         for path in sorted((base / root / name / "tm_gpu").glob("n*/seed*.json")):
@@ -330,7 +330,7 @@ def estimate_s(step: Step, name: str, params: str) -> float | None:
                 if got["clauses"] != want["clauses"]:
                     continue
                 rec = json.loads(path.read_text())
-                if (rec.get("hyperparameters") or {}).get("threads_per_clause", 1) != threads:
+                if plan.record_threads_per_clause(rec) != threads:
                     continue  # another kernel schedule: its time says nothing of this run's
                 n = max(1, len(rec["epochs"]))
                 per_epoch = (rec["timing"]["train_s_total"] + rec["timing"]["eval_s_total"]) / n
@@ -345,7 +345,7 @@ def past_budget(step: Step) -> dict[str, float]:
     """Runs that an earlier call of this step had to kill at its deadline, with that budget (from its
     manifests in the checkout, unpacked from earlier calls), with as many threads per clause as now."""
     out: dict[str, float] = {}
-    threads = step.config.get("gpu_threads_per_clause", 1)
+    threads = plan.gpu_threads_per_clause(step.config)
     for path in sorted((step.tree / "benchmarks/results/campaign").glob(f"{step.name}_*.json")):
         try:
             for entry in json.loads(path.read_text()).get("past_budget", []):
@@ -402,7 +402,7 @@ def _tm_runs(step: Step, runs: list[tuple[str, str, int]]) -> None:
                 if rc is None:
                     step.manifest["past_budget"].append({
                         "run": rel, "budget_s": step.manifest["budget_s"], "elapsed_s": round(took[name], 1),
-                        "threads_per_clause": config.get("gpu_threads_per_clause", 1)})
+                        "threads_per_clause": plan.gpu_threads_per_clause(config)})
                     step.stop(f"{rel} ran past the budget ({took[name]:.0f} s); not recorded")
                     return
                 step.failed(rel, f"exit status {rc} (see the log)")

@@ -183,6 +183,16 @@ def seeds(config: dict) -> list[int]:
     return list(config["smoke"]["seeds"] if is_smoke(config) else config["seeds"])
 
 
+def gpu_threads_per_clause(config: dict) -> int:
+    """Threads per clause that the configuration gives tm_gpu runs (1: the paper's one thread per clause)."""
+    return int(config.get("gpu_threads_per_clause", 1))
+
+
+def record_threads_per_clause(record: dict) -> int:
+    """Threads per clause a tm_gpu record ran with: its hyperparameters name them only when not 1."""
+    return int((record.get("hyperparameters") or {}).get("threads_per_clause", 1))
+
+
 def tm_run_settings(config: dict, name: str, impl: str, params: str, seed: int) -> dict:
     """Everything the runner needs for one TM run (the record repeats it)."""
     if impl not in TM_IMPLS:
@@ -195,9 +205,9 @@ def tm_run_settings(config: dict, name: str, impl: str, params: str, seed: int) 
     _check_clauses(exp, p["clauses"])
     hyper = {"n_clauses": p["clauses"], "T": p["T"], "s": p["s"], "epochs": p["epochs"],
              **{k: exp[k] for k in TM_SETTINGS if k != "epochs"}}
-    k = config.get("gpu_threads_per_clause", 1)
+    k = gpu_threads_per_clause(config)
     if impl == "tm_gpu" and k != 1:  # only then: the settings of every other run stay as they were
-        hyper["threads_per_clause"] = int(k)
+        hyper["threads_per_clause"] = k
     return {"kind": "tm", "experiment": name, "impl": impl, "params": params, "seed": int(seed),
             "scale": config.get("scale", "paper"), "task": exp["task"], "dataset": exp["dataset"],
             "protocol": exp["protocol"], "f1": exp["f1"], "hyperparameters": hyper, **_limits(config),
