@@ -176,6 +176,20 @@ def test_budget_starts_the_cheapest_known_runs_within_it(config):
     assert "wsd_java: 1 runs, 1 with no estimate" in note and "run_budget_hours=inf" in note
 
 
+def test_wall_hours_share_the_cores_but_never_undercut_the_longest_run(config):
+    def wall(rows):  # the last column of each totals line, by implementation
+        return {line.split()[0]: float(line.split()[-1]) for line in estimate.totals(config, rows, 2)[2:]}
+
+    one = [_row("semeval", "pytm_nonindexed", "n40_T15_s3.9_e100", "tm", [4], 3600.0)]
+    assert wall(one) == {"pytm_nonindexed": 1.0, "all": 1.0}  # one 1-thread hour: an hour on any number of cores
+    four = [_row("semeval", "pytm_nonindexed", "n40_T15_s3.9_e100", "tm", [1, 2, 3, 4], 3600.0),
+            _row("semeval", "tm_cpu", "n40_T15_s3.9_e100", "tm", [0], 360.0)]
+    # four 1-thread hours share the 2 cores (2 h); tm_cpu takes both cores for its 0.1 h
+    assert wall(four) == {"pytm_nonindexed": 2.0, "tm_cpu": 0.1, "all": 2.1}
+    unknown = [_row("wsd_java", "tm_cpu", "n300_T50_s5_e100", "tm", [0], None)]
+    assert estimate.totals(config, unknown, 2)[2].split()[-1] == "-"
+
+
 # -- plan --status / --estimate --------------------------------------------------------------------------------------
 
 def test_plan_status_and_estimate_are_grouped_with_totals(repo_root, capsys, monkeypatch):
@@ -191,7 +205,10 @@ def test_plan_status_and_estimate_are_grouped_with_totals(repo_root, capsys, mon
     assert experiments_main(["plan", "--estimate", "--cores", "2", "--budget-hours", "0"]) == 0
     est = capsys.readouterr().out
     assert "wsd_apple     tm_cpu" not in est  # complete groups are left out of --estimate
-    assert "\nall " in est and "run_budget_hours=inf" in est
+    config = yaml.safe_load((repo_root / "config/config.yaml").read_text())
+    missing = [r for r in plan.requested_runs(config, False) if not (repo_root / plan.record_path(config, r)).exists()]
+    assert ("\nall " in est) == bool(missing) and "run_budget_hours=inf" in est  # totals while runs are missing
+    assert ("Every requested record is present: nothing to run." in est) == (not missing)
     # the reduced protocol's group is listed while one of its records is missing (the committed records decide)
     reduced_missing = any(not (repo_root / f"results/imdb/pytm_indexed/n7000_T80_s27_e5/seed{k}.json").exists()
                           for k in plan.run_seeds(yaml.safe_load((repo_root / "config/config.yaml").read_text()),

@@ -385,29 +385,37 @@ def _table(header: list[str], lines: list[list[str]], right: set[int]) -> list[s
     return [fmt(header), fmt(["-" * w for w in widths]), *(fmt(r) for r in lines)]
 
 
+def _cores(n: int) -> str:
+    return f"{n} core" if n == 1 else f"{n} cores"
+
+
 def totals(config: dict, rows: list[Row], cores: int) -> list[str]:
     """Per implementation: missing runs, how many have no estimate, estimated run hours and wall hours on
-    ``cores`` cores (runs on fewer threads than cores share the machine)."""
+    ``cores`` cores: runs on fewer threads than cores share the machine, and no schedule ends before the
+    longest single run does (one 1-thread run of 1 h takes 1 h on any number of cores)."""
     per: dict = {}
     for row in rows:
         if not row.missing:
             continue
-        t = per.setdefault(row.impl, [0, 0, 0.0, 0.0])
+        t = per.setdefault(row.impl, [0, 0, 0.0, 0.0, 0.0])
         t[0] += len(row.missing)
         if row.each.seconds is None:
             t[1] += len(row.missing)
         else:
             t[2] += row.missing_s
             t[3] += row.missing_s * run_threads(config, row.impl, cores, row.experiment) / cores
+            t[4] = max(t[4], row.each.seconds)
 
-    def line(impl, n, u, s, w):
+    def line(impl, n, u, s, shared, longest):
         known = n > u  # hours only where some run has an estimate
+        w = max(shared, longest)
         return [impl, str(n), str(u), f"{s / 3600:.1f}" if known else "-", f"{w / 3600:.1f}" if known else "-"]
 
     lines = [line(impl, *v) for impl, v in sorted(per.items())]
     if per:
-        lines.append(line("all", *(sum(v[i] for v in per.values()) for i in range(4))))
-    return _table(["impl", "missing runs", "no estimate", "run hours", f"wall hours on {cores} cores"], lines,
+        lines.append(line("all", *(sum(v[i] for v in per.values()) for i in range(4)),
+                          max(v[4] for v in per.values())))
+    return _table(["impl", "missing runs", "no estimate", "run hours", f"wall hours on {_cores(cores)}"], lines,
                   {1, 2, 3, 4})
 
 
@@ -429,13 +437,16 @@ def render(config: dict, rows: list[Row], timings: Timings, cores: int, *, show_
     if lines:
         out += ["", *_table(["experiment", "impl", "params", "present", "missing", "each", "missing total",
                              "started", "estimated from"], lines, {5, 6})]
-    out += ["", "Missing runs by implementation, estimated:", *totals(config, rows, cores)]
+    if n_missing:
+        out += ["", "Missing runs by implementation, estimated:", *totals(config, rows, cores)]
+    else:
+        out += ["", "Every requested record is present: nothing to run."]
     cpus = sorted(c for c in timings.cpus if c)
     from ..backends.cpu import cpu_model
 
     out += ["", f"Estimates: the runs' per-epoch times on {', '.join(cpus) or 'no recorded host'}, scaled to each "
             "run's clauses, examples and epochs (asynctm.experiments.estimate); this host: "
-            f"{cpu_model()}, {cores} cores. pyTsetlinMachine and MLP runs use 1 core, tm_cpu and svm all.",
+            f"{cpu_model()}, {_cores(cores)}. pyTsetlinMachine and MLP runs use 1 core, tm_cpu and svm all.",
             f"'started': the missing seeds the default target runs (run_budget_hours: {hours:g}, cheapest first; "
             "no estimate: never). The others run with:",
             "  .venv/bin/snakemake --cores all --config run_budget_hours=inf      # every missing run",
