@@ -196,17 +196,18 @@ def test_plan_status_and_estimate_are_grouped_with_totals(repo_root, capsys, mon
     monkeypatch.chdir(repo_root)
     assert experiments_main(["plan", "--status", "--cores", "2"]) == 0
     status = capsys.readouterr().out
-    requested = len(plan.requested_runs(yaml.safe_load((repo_root / "config/config.yaml").read_text()), False))
-    assert f"{requested} records requested under results/" in status
-    assert status.count("\n") < requested  # grouped, not a line per record
-    assert "wsd_apple     tm_cpu" in status and "wall hours on 2 cores" in status
+    config = yaml.safe_load((repo_root / "config/config.yaml").read_text())
+    requested = plan.requested_runs(config, False)
+    missing = [r for r in requested if not (repo_root / plan.record_path(config, r)).exists()]
+    assert f"{len(requested)} records requested under results/" in status
+    assert status.count("\n") < len(requested)  # grouped, not a line per record
+    assert "wsd_apple     tm_cpu" in status
+    assert ("wall hours on 2 cores" in status) == bool(missing)  # totals while runs are missing
     sweep = [line.split()[2] for line in status.splitlines() if line.startswith("bike_sharing  tm_cpu")]
     assert sweep == sorted(sweep, key=lambda p: plan.parse_tm_params(p)["clauses"]) and len(sweep) == 7
     assert experiments_main(["plan", "--estimate", "--cores", "2", "--budget-hours", "0"]) == 0
     est = capsys.readouterr().out
     assert "wsd_apple     tm_cpu" not in est  # complete groups are left out of --estimate
-    config = yaml.safe_load((repo_root / "config/config.yaml").read_text())
-    missing = [r for r in plan.requested_runs(config, False) if not (repo_root / plan.record_path(config, r)).exists()]
     assert ("\nall " in est) == bool(missing) and "run_budget_hours=inf" in est  # totals while runs are missing
     assert ("Every requested record is present: nothing to run." in est) == (not missing)
     # the reduced protocol's group is listed while one of its records is missing (the committed records decide)
@@ -217,6 +218,7 @@ def test_plan_status_and_estimate_are_grouped_with_totals(repo_root, capsys, mon
     assert experiments_main(["plan", "--estimate", "--full-protocol"]) == 0
     full = capsys.readouterr().out
     assert "imdb          pytm_indexed     n7000_T80_s27_e100 " in full
+    assert "\nall " in full and "wall hours on" in full  # the full protocol's runs are missing: their totals
     assert "imdb          pytm_indexed     n7000_T80_s27_e5 " not in full
 
 
