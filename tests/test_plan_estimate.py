@@ -212,8 +212,7 @@ def test_plan_status_and_estimate_are_grouped_with_totals(repo_root, capsys, mon
     assert ("Every requested record is present: nothing to run." in est) == (not missing)
     # the reduced protocol's group is listed while one of its records is missing (the committed records decide)
     reduced_missing = any(not (repo_root / f"results/imdb/pytm_indexed/n7000_T80_s27_e5/seed{k}.json").exists()
-                          for k in plan.run_seeds(yaml.safe_load((repo_root / "config/config.yaml").read_text()),
-                                                  "imdb", "pytm_indexed"))
+                          for k in plan.run_seeds(config, "imdb", "pytm_indexed"))
     assert ("imdb          pytm_indexed     n7000_T80_s27_e5 " in est) == reduced_missing
     assert experiments_main(["plan", "--estimate", "--full-protocol"]) == 0
     full = capsys.readouterr().out
