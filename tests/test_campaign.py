@@ -144,9 +144,16 @@ def test_run_order_and_device_commands():
     steps = [w for c in calls for w in re.findall(r"asynctm\.campaign step (\w+)", c)]
     assert steps == list(steps_mod.STEPS)
     assert all(len(c) < 2000 for c in calls)  # the device tool's limit on a command
+    assert all(c.count("--until $END") == 2 and "END=$(( $(date +%s) + " in c for c in calls)
+    assert all(c.count("--threads-per-clause auto") == ("step sweeps" in c) + ("step paper" in c) for c in calls)
+    from asynctm.campaign.__main__ import DEVICE_CALLS
+
+    assert all(int(ln.split("timeout_s=")[1]) <= 600 for ln in lines if "timeout_s=" in ln)  # a command's limit
+    # a session's 15 minutes of device time, less a machine's start, the wait between calls and the packing
+    assert sum(seconds for seconds, _ in DEVICE_CALLS) <= 900 - 120
 
 
-@pytest.mark.parametrize("name, k", [("gpu_tests", 32), ("bench", 32), ("paper", 3)])
+@pytest.mark.parametrize("name, k", [("gpu_tests", 32), ("bench", "auto"), ("paper", 3)])
 def test_threads_per_clause_is_for_the_training_steps_and_a_warp_at_most(tmp_path, name, k):
     with pytest.raises(StageError, match="--threads-per-clause applies to the sweeps and paper steps"):
         steps_mod.run_step(name, campaign_dir=tmp_path, out_dir=tmp_path / "out", threads_per_clause=k)
@@ -195,6 +202,126 @@ def test_runs_that_cannot_fit_are_passed_over(tmp_path):
     reasons = [s["reason"] for s in step.manifest["skipped"]]
     assert "larger --budget" in reasons[0] and "would not fit: about 1003 s needed" in reasons[1]
     assert step.manifest["done"] == []
+    step.close()
+
+
+def _bench_setting(name, task, one, warp, peer=None, n_clauses=40, metric="accuracy"):
+    """A benchmark record's setting: (median s/epoch, final metric) per build."""
+    def res(median, final):
+        return {"median_epoch_s": median, "final_metric": final, "final_metric_std": 0.5, "timed_epochs": 1,
+                "per_seed": [{"prepare_s": 2.0, "warmup_s": 2 * median, "epoch_s": [median], "eval_s": [0.5]}]}
+    results = {"tm_gpu": res(*one), "tm_gpu_warp": res(*warp)}
+    if peer:
+        results["pytm_cuda"] = res(*peer)
+    return {"setting": name, "task": task, "metric": metric, "results": results,
+            "hyperparameters": {"n_clauses": n_clauses, "T": 15, "s": 3.9}}
+
+
+def _choice_step(tmp_path, commit="c" * 40, words=None):
+    """A paper step whose staged campaign names ``commit`` and holds meta.json files giving ``words``."""
+    config = load_config([])
+    camp = tmp_path / "c"
+    for name, w in (words or {}).items():
+        exp = config["experiments"][name]
+        meta = camp / "data/processed" / exp["dataset"] / exp["protocol"] / "meta.json"
+        meta.parent.mkdir(parents=True, exist_ok=True)
+        meta.write_text(json.dumps({"n_features": w * 32 // (2 if exp.get("append_negated", True) else 1)}))
+    camp.mkdir(exist_ok=True)
+    (camp / "campaign.json").write_text(json.dumps({"config": config, "source": {"commit": commit}}))
+    step = steps_mod.Step("paper", camp, tmp_path / "out", 300, tmp_path / "work" / "paper", tree=tmp_path / "tree")
+    step.gpu = {"name": "NVIDIA H200"}
+    return step
+
+
+def _lease_evidence(tmp_path, settings, tests_rc=0, commit="c" * 40, gpu="NVIDIA H200"):
+    """What the first device call leaves in its work folders: the GPU tests' manifest and the benchmark."""
+    man = tmp_path / "work/gpu_tests/benchmarks/results/campaign/gpu_tests_nvidia_h200_20270101T000000Z.json"
+    man.parent.mkdir(parents=True, exist_ok=True)
+    man.write_text(json.dumps({"source": {"commit": commit}, "pytest": {"returncode": tests_rc}}))
+    bench = tmp_path / "work/bench/benchmarks/results/gpu_nvidia_h200_ccccccc.json"
+    bench.parent.mkdir(parents=True, exist_ok=True)
+    bench.write_text(json.dumps({"git": {"commit": commit}, "gpu": {"name": gpu}, "settings": settings}))
+
+
+def test_threads_per_clause_auto_follows_the_tests_and_the_benchmark(tmp_path):
+    from asynctm.campaign.choice import choose_threads
+
+    words = {"wsd_apple": 188, "semeval": 6386, "bike_sharing": 87, "blogfeedback": 63, "bbc_sport": 224}
+    step = _choice_step(tmp_path, words=words)
+    names = list(words)
+    # No evidence of this commit: the config's threads per clause.
+    assert {c["threads"] for c in choose_threads(step, names, keep_recorded=False).values()} == {1}
+    settings = [_bench_setting("wsd_apple", "classification", (0.18, 93.0), (0.02, 93.5), (0.47, 94.0)),
+                _bench_setting("semeval", "classification", (15.7, 87.7), (0.6, 87.0), (55.0, 88.8)),
+                _bench_setting("bike_sharing", "regression", (0.1, 40.0), (0.3, 90.0), metric="mae")]
+    _lease_evidence(tmp_path, settings)
+    chosen = choose_threads(step, names, keep_recorded=False)
+    got = {n: c["threads"] for n, c in chosen.items()}
+    # measured: faster with a warp (apple, semeval) or not (bike; its MAE counts for nothing); not measured: a
+    # warp where a setting with as few words or fewer was faster and none with as many or more was slower
+    assert got == {"wsd_apple": 32, "semeval": 32, "bike_sharing": 1, "blogfeedback": 1, "bbc_sport": 32}
+    assert "a warp was faster on semeval, wsd_apple" not in chosen["bbc_sport"]["reason"]
+    assert "wsd_apple" in chosen["bbc_sport"]["reason"] and "bike_sharing" in chosen["blogfeedback"]["reason"]
+    # A warp accuracy more than a point below both references: one thread everywhere.
+    settings[1] = _bench_setting("semeval", "classification", (15.7, 87.7), (0.6, 80.0), (55.0, 88.8))
+    _lease_evidence(tmp_path, settings)
+    chosen = choose_threads(step, names, keep_recorded=False)
+    assert {c["threads"] for c in chosen.values()} == {1} and "suspect" in chosen["wsd_apple"]["reason"]
+    # GPU tests that failed: one thread everywhere.
+    settings[1] = _bench_setting("semeval", "classification", (15.7, 87.7), (0.6, 87.0), (55.0, 88.8))
+    _lease_evidence(tmp_path, settings, tests_rc=1)
+    assert {c["threads"] for c in choose_threads(step, names, keep_recorded=False).values()} == {1}
+    # Another commit's evidence says nothing of this one.
+    _lease_evidence(tmp_path, settings, commit="d" * 40)
+    assert "no GPU tests or benchmark" in choose_threads(step, ["semeval"], keep_recorded=False)["semeval"]["reason"]
+    # A warp build that failed where the one-thread build ran counts as slower: here, on the most words of all.
+    settings[1] = _bench_setting("semeval", "classification", (15.7, 87.7), (0.6, 87.0), (55.0, 88.8))
+    settings[1]["results"].pop("tm_gpu_warp")
+    settings[1]["skipped"] = {"tm_gpu_warp": "failed in its first epoch: LogicError: cuLaunchKernel failed"}
+    _lease_evidence(tmp_path, settings)
+    chosen = choose_threads(step, names, keep_recorded=False)
+    assert chosen["semeval"]["threads"] == 1 and "the warp build failed (failed in its first" in chosen["semeval"][
+        "reason"]
+    assert chosen["wsd_apple"]["threads"] == 32 and chosen["bbc_sport"]["threads"] == 1
+    # The paper step keeps a main setting on the threads of its recorded seeds.
+    settings[1] = _bench_setting("semeval", "classification", (15.7, 87.7), (0.6, 87.0), (55.0, 88.8))
+    _lease_evidence(tmp_path, settings)
+    rec = tmp_path / "tree/results/semeval/tm_gpu/n40_T15_s3.9_e100/seed0.json"
+    rec.parent.mkdir(parents=True)
+    rec.write_text(json.dumps({"hyperparameters": {"n_clauses": 40}}))
+    assert choose_threads(step, ["semeval"], keep_recorded=True)["semeval"]["threads"] == 1
+    assert choose_threads(step, ["semeval"], keep_recorded=False)["semeval"]["threads"] == 32
+    step.close()
+
+
+def test_a_run_is_estimated_from_the_benchmark_of_its_gpu_and_threads(tmp_path):
+    from asynctm.campaign.choice import ESTIMATE_MARGIN, RUN_OVERHEAD_S
+
+    step = _choice_step(tmp_path)
+    _lease_evidence(tmp_path, [_bench_setting("semeval", "classification", (15.0, 87.7), (0.5, 87.0))],
+                    commit="e" * 40)  # another commit of the kernels still estimates a run
+    step.threads = {"semeval": 32}
+    want = ESTIMATE_MARGIN * (RUN_OVERHEAD_S + 2.0 + 1.0 + 100 * 0.5 + 99 * 0.5)
+    assert steps_mod.estimate_s(step, "semeval", "n40_T15_s3.9_e100") == pytest.approx(want)
+    assert steps_mod.estimate_s(step, "semeval", "n80_T15_s3.9_e100") is None  # other clauses
+    step.threads = {"semeval": 8}
+    assert steps_mod.estimate_s(step, "semeval", "n40_T15_s3.9_e100") is None  # not benchmarked
+    step.threads, step.gpu = {}, {"name": "NVIDIA H100 80GB HBM3"}
+    assert steps_mod.estimate_s(step, "semeval", "n40_T15_s3.9_e100") is None  # another GPU's benchmark
+    step.close()
+
+
+def test_steps_of_a_call_share_its_end(tmp_path):
+    import time
+
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "campaign.json").write_text(json.dumps({"config": {}, "source": {}}))
+    end = time.time() + 100
+    step = steps_mod.Step("bench", tmp_path / "c", tmp_path / "out", float("inf"), tmp_path / "w", until=end)
+    assert step.deadline == end and 99 <= step.manifest["budget_s"] <= 100
+    step.close()
+    step = steps_mod.Step("bench", tmp_path / "c", tmp_path / "out", 30, tmp_path / "w", until=end)
+    assert step.deadline < end and step.manifest["budget_s"] == 30
     step.close()
 
 
@@ -283,6 +410,8 @@ def test_unpack_keeps_identical_refuses_different_files(tmp_path):
 def test_dress_rehearsal_on_the_simulated_gpu(tmp_path):
     """stage -> every step (as on the GPU machine) -> unpack -> records the tables read; then a step called
     again skips what is recorded, and a step without budget stops cleanly."""
+    import time
+
     data = _processed(tmp_path / "data")
     staged = tmp_path / "stage"
     meta = stage(_smoke_config(data), dest=staged, wheels=_wheels(tmp_path / "w"), sdist=_sdist(tmp_path / "s"),
@@ -310,9 +439,9 @@ def test_dress_rehearsal_on_the_simulated_gpu(tmp_path):
         return r
 
     step("gpu_tests", "--select", "init_state_every_lane")
-    step("bench")
-    step("sweeps")
-    step("paper")
+    step("bench", "--until", f"{time.time() + 240:.0f}")
+    step("sweeps", "--threads-per-clause", "auto")
+    step("paper", "--threads-per-clause", "auto")
     assert sorted(p.name for p in out.iterdir()) == sorted(f"{s}.{ext}" for s in steps_mod.STEPS
                                                            for ext in ("log", "tar.gz"))
     written = unpack(out, into=tree, say=lambda m: None)
@@ -320,6 +449,12 @@ def test_dress_rehearsal_on_the_simulated_gpu(tmp_path):
 
     rec = json.loads((tree / "results/smoke/wsd_apple/tm_gpu/n20_T50_s5_e2/seed0.json").read_text())
     assert rec["status"] == "complete" and rec["impl"] == "tm_gpu" and len(rec["epochs"]) == 2
+    # auto: each experiment's threads per clause chosen from the tests and benchmark above, as the records ran
+    paper_manifest = json.loads(next((tree / "benchmarks/results/campaign").glob("paper_*.json")).read_text())
+    chosen = paper_manifest["threads_per_clause"]
+    assert set(chosen) == {"wsd_apple", "bbc_sport"} and all(c["reason"] for c in chosen.values())
+    assert chosen["wsd_apple"]["reason"].startswith("benchmarked here")
+    assert rec["hyperparameters"].get("threads_per_clause", 1) == chosen["wsd_apple"]["threads"]
     gpu = rec["provenance"]["gpu"]
     assert gpu["name"] == "Simulated GPU" and gpu["driver"] and gpu["cuda"]
     assert len(rec["provenance"]["git_commit"] or "") == 40

@@ -293,3 +293,24 @@ def test_gpu_records_with_more_threads_per_clause_are_named_in_the_notes(tmp_pat
     table4 = build(tmp_path, "table4_svm_time").frame
     assert note in table4[table4["model"] == "tm_gpu"].set_index("dataset").loc["wsd_apple"]["note"]
     assert "per clause" not in row(build(tmp_path, "table3_performance"), "tm_cpu").loc["wsd_apple"]["note"]
+
+
+def test_time_figures_draw_each_gpu_thread_count_as_its_own_line(tmp_path):
+    import matplotlib.pyplot as plt
+
+    from asynctm.artifacts import figures
+
+    rng = np.random.default_rng(10)
+    # the sweep's ends with one thread per clause, its middle with a warp: two lines, never one mixed curve
+    for clauses, threads, speed in ((20, 1, 14.3), (40, 32, 0.5), (80, 32, 0.6), (15000, 1, 17.0)):
+        write(tmp_path, "semeval", "tm_gpu", f"n{clauses}_T15_s3.9_e5", 0, accuracy_epochs(rng, 5), speed,
+              hyperparameters={"threads_per_clause": threads} if threads > 1 else {})
+    fig = figures.fig_semeval_time_vs_clauses(load_records(tmp_path), CONFIG, True)
+    lines = {line.get_label(): (list(line.get_xdata()), list(line.get_ydata()))
+             for line in fig.figure.axes[0].get_lines() if not line.get_label().startswith("_")}
+    plt.close(fig.figure)
+    assert lines["ours, GPU"] == ([20, 15000], [14.3, 17.0])
+    assert lines["ours, GPU, a warp per clause"] == ([40, 80], [0.5, 0.6])
+    assert "tm_gpu 2, tm_gpu (a warp per clause) 2" in fig.caption
+    assert "tm_gpu at 40 clauses (no record)" not in fig.caption
+    assert "tm_gpu at 160 clauses (no record)" in fig.caption

@@ -4,7 +4,10 @@ and over the epochs (main setting), one line per implementation.
 Each figure function takes the records, the config dict and whether this host has a GPU and returns a
 ``Figure`` (a matplotlib figure and its caption). ``save`` writes PNG and PDF byte-stably: a fixed style
 (independent of the user's matplotlibrc), no timestamps or software names in the files' metadata.
-An implementation without records is left out of the plot and named in the caption with the reason.
+An implementation without records is left out of the plot and named in the caption with the reason. Our GPU
+build's records with another number of threads per clause than one (config gpu_threads_per_clause) are a line
+of their own, labelled so: a warp per clause is another kernel schedule, so its times are not those of the
+paper's one thread per clause.
 """
 
 from __future__ import annotations
@@ -59,6 +62,11 @@ IMPL_STYLE = {  # label, colour, marker
     "pytm_indexed": ("pyTM indexed", "#d62728", "^"),
     "pytm_nonindexed": ("pyTM non-indexed", "#ff7f0e", "v"),
 }
+GPU_GROUP_STYLE = ("#17becf", "D")  # tm_gpu with a group of threads per clause
+
+
+def threads_label(k: int) -> str:
+    return "a warp per clause" if k == 32 else f"{k} threads per clause"
 
 
 @dataclass
@@ -73,10 +81,23 @@ class Series:
     """One implementation's line: x, mean, sample std (NaN with one seed), the records behind it."""
 
     impl: str
+    threads: int = 1  # tm_gpu: threads per clause
     x: list = field(default_factory=list)
     mean: list = field(default_factory=list)
     std: list = field(default_factory=list)
     records: int = 0
+
+    @property
+    def name(self) -> str:
+        return self.impl if self.threads == 1 else f"{self.impl} ({threads_label(self.threads)})"
+
+
+def _by_threads(impl: str, recs: pd.DataFrame) -> list[tuple[int, pd.DataFrame]]:
+    """``recs`` split by threads per clause (tm_gpu; every other implementation: one group, 1)."""
+    if impl != "tm_gpu" or recs.empty or "threads_per_clause" not in recs:
+        return [(1, recs)]
+    k = recs["threads_per_clause"].map(lambda v: int(v) if render.finite(v) else 1)
+    return [(int(v), recs[k == v]) for v in sorted(k.unique())]
 
 
 def _mean_std(values) -> tuple[float, float]:
@@ -116,6 +137,8 @@ def _draw(ax, series: list[Series], xlabel: str, ylabel: str, log_x2: bool, mark
     decade, else from zero when ``from_zero`` (times); log2 x with a tick per clause count for sweeps."""
     for s in series:
         label, colour, marker = IMPL_STYLE[s.impl]
+        if s.threads != 1:
+            label, (colour, marker) = f"{label}, {threads_label(s.threads)}", GPU_GROUP_STYLE
         x, mean, std = np.asarray(s.x, float), np.asarray(s.mean, float), np.asarray(s.std, float)
         ax.plot(x, mean, color=colour, marker=marker if markers else None, label=label)
         if np.isfinite(std).any():  # several seeds: ± one sample standard deviation
@@ -161,7 +184,7 @@ def _concat(frames: list[pd.DataFrame], records: pd.DataFrame) -> pd.DataFrame:
 
 def _caption(title: str, paper_caption: str, what: str, series: list[Series], not_run: list[str],
              missing: list[str], used: pd.DataFrame, config: dict, timed: bool = False) -> str:
-    counts = ", ".join(f"{s.impl} {s.records}" for s in series) or "none"
+    counts = ", ".join(f"{s.name} {s.records}" for s in series) or "none"
     lines = [title, f"Counterpart of the paper's figure \"{paper_caption.rstrip('.')}\".", what,
              f"Records used: {len(used)} complete run records at {config.get('scale', 'paper')} scale "
              f"({counts})."]
@@ -186,22 +209,27 @@ def _versus_clauses(records, config, host_gpu, name, experiment, column, ylabel,
         sweep = plan.Sweep(experiment, (), (), (), 0, ())
     series, used, missing = [], [], []
     for impl in sweep.impls:
-        s, absent = Series(impl), []
+        lines: dict[int, Series] = {}
+        absent = []
         for clauses, params in zip(sweep.clauses, sweep.params):
             if not sweep.runs(impl, clauses):
                 continue
-            recs = select(records, experiment, impl, params, sweep.seeds)
-            mean, std = _mean_std(recs[column].tolist() if column in recs else [])
-            if not render.finite(mean):
+            found = False
+            for k, recs in _by_threads(impl, select(records, experiment, impl, params, sweep.seeds)):
+                mean, std = _mean_std(recs[column].tolist() if column in recs else [])
+                if not render.finite(mean):
+                    continue
+                s = lines.setdefault(k, Series(impl, threads=k))
+                s.x.append(clauses)
+                s.mean.append(mean)
+                s.std.append(std)
+                s.records += len(recs)
+                used.append(recs)
+                found = True
+            if not found:
                 absent.append(f"{impl} at {clauses} clauses (no record)")
-                continue
-            s.x.append(clauses)
-            s.mean.append(mean)
-            s.std.append(std)
-            s.records += len(recs)
-            used.append(recs)
-        if s.x:  # an implementation with no point at all is a gap, named in the caption
-            series.append(s)
+        if lines:  # an implementation with no point at all is a gap, named in the caption
+            series += [lines[k] for k in sorted(lines)]
             missing += absent
     with _style():
         fig, ax = _new_figure()
@@ -231,17 +259,21 @@ def _over_epochs(records, config, host_gpu, name, experiment, column, ylabel, ti
         # each implementation's own main-setting records: a reduced protocol (config reduced) runs fewer
         recs = select(records, experiment, impl, plan.main_params(config, experiment, impl),
                       plan.run_seeds(config, experiment, impl))
-        epochs = epochs_frame(recs)
-        if recs.empty or column not in epochs:
+        drawn = len(series)
+        for k, group_recs in _by_threads(impl, recs):
+            epochs = epochs_frame(group_recs)
+            if group_recs.empty or column not in epochs:
+                continue
+            s = Series(impl, threads=k, records=len(group_recs))
+            for epoch, group in epochs.groupby("epoch", sort=True):
+                mean, std = _mean_std(group[column].tolist())
+                s.x.append(int(epoch))
+                s.mean.append(mean)
+                s.std.append(std)
+            series.append(s)
+            used.append(group_recs)
+        if len(series) == drawn:
             continue
-        s = Series(impl, records=len(recs))
-        for epoch, group in epochs.groupby("epoch", sort=True):
-            mean, std = _mean_std(group[column].tolist())
-            s.x.append(int(epoch))
-            s.mean.append(mean)
-            s.std.append(std)
-        series.append(s)
-        used.append(recs)
         labels = sorted({str(v) for v in recs["protocol_scope"] if isinstance(v, str) and v})
         if labels:
             reduced.append(f"{impl} ran a reduced protocol: {'; '.join(labels)}.")

@@ -1,8 +1,8 @@
 """The GPU campaign: everything a lent GPU machine needs, staged here, run there in steps, unpacked here.
 
-A GPU machine is lent now and then for about 30 minutes, with no network, a 64 MiB checkout and one command
-of at most 10 minutes at a time; results come back as at most 8 files. So the campaign is prepared on a
-machine without a GPU:
+A GPU machine is lent now and then for 15 minutes of device time (its start and idle time included), with no
+network, a 64 MiB checkout and one command of at most 10 minutes at a time; results come back as at most 8
+files. So the campaign is prepared on a machine without a GPU:
 
 1. ``python -m asynctm.campaign stage`` copies into one ignored folder (``.campaign/``) the PyCUDA wheels
    built for the GPU machine's Python, the PyTsetlinMachineCUDA sdist and the processed datasets (the
@@ -16,7 +16,9 @@ machine without a GPU:
    ``snakemake --cores all tables figures --config run_missing=false`` rebuilds the tables (paper_tables/) and
    the figures (figures/).
 
-``python -m asynctm.campaign commands`` prints the device-tool commands, in order.
+``python -m asynctm.campaign commands`` prints the device-tool commands, in order: two calls, the GPU tests
+and the benchmark, then the sweeps and the paper runs, whose threads per clause :mod:`.choice` takes from the
+first call's results.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
     python -m asynctm.campaign stage [--config KEY=VALUE ...] [--wheels DIR] [--sdist FILE] [--dest DIR]
     python -m asynctm.campaign commands            # the device-tool calls to make, in order
-    python3 -m asynctm.campaign step NAME [--budget S] [--out DIR] [--no-install] [--select TEXT]
-                                     [--threads-per-clause K]                                    # on the GPU
+    python3 -m asynctm.campaign step NAME [--budget S] [--until T] [--out DIR] [--no-install] [--select TEXT]
+                                     [--threads-per-clause K|auto]                               # on the GPU
     python -m asynctm.campaign unpack FOLDER [--into TREE] [--overwrite]
 
 Errors are printed as one line naming the problem; the exit status is then 1.
@@ -12,6 +12,7 @@ Errors are printed as one line naming the problem; the exit status is then 1.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -21,24 +22,27 @@ from . import STAGE_DIR
 DEVICE_CALL = 'kind="nvidia-h100-x1" (or "nvidia-h200"), carry=["' + STAGE_DIR + '"]'
 
 
-# One device call per entry: (step, budget in seconds or None for the default), sized to a session's 15
-# minutes of device time (the machine's start, transfers and idle time included). The first lease
-# (2026-11-26, an H200: a start of about 30 s) ran the GPU tests (54 s) and the benchmark (337 s, stopped in
-# SemEval) in one call, then at once, while the machine was still warm (30 s), 5 WSD apple paper runs (94 s)
-# and 2 SemEval sweep points (206 s) in a second call, and ended with 161 s left.
-DEVICE_CALLS = ((("gpu_tests", 120), ("bench", 330)), (("sweeps", 150), ("paper", 150)))
+# One device call per entry: (its seconds, its steps as (step, budget in seconds or None: the rest of the call)),
+# sized to a session's 15 minutes of device time (the machine's start, transfers and idle time included). The
+# steps of a call share its end (--until): the time one leaves unused goes to the next. The first lease
+# (2026-11-26, an H200: a start of about 30 s) ran the GPU tests (54 s of their 120) and the benchmark (337 s,
+# stopped in SemEval) in one call, then at once, while the machine was still warm (30 s), 5 WSD apple paper runs
+# (94 s) and 2 SemEval sweep points (206 s) in a second call, and ended with 161 s left.
+DEVICE_CALLS = ((450, (("gpu_tests", 120), ("bench", None))), (300, (("sweeps", 150), ("paper", None))))
+# The training steps choose one thread or a warp per clause from the first call's tests and benchmark
+# (asynctm.campaign.choice), so no one has to decide between the calls while the machine waits.
+STEP_OPTIONS = {"sweeps": "--threads-per-clause auto", "paper": "--threads-per-clause auto"}
 
 
-def device_command(calls, commit: str | None, dirty: int | None) -> str:
+def device_command(seconds: int, calls, commit: str | None, dirty: int | None) -> str:
     env = f" ASYNCTM_SOURCE_COMMIT={commit} ASYNCTM_SOURCE_DIRTY={dirty}" if commit else ""
-    return f"export PYTHONPATH=src{env}; " + "; ".join(
-        f"python3 -m asynctm.campaign step {step}" + (f" --budget {budget}" if budget else "")
-        for step, budget in calls)
+    return f"export PYTHONPATH=src{env}; END=$(( $(date +%s) + {seconds} )); " + "; ".join(
+        f"python3 -m asynctm.campaign step {step}" + (f" --budget {budget}" if budget else "") + " --until $END"
+        + (f" {STEP_OPTIONS[step]}" if step in STEP_OPTIONS else "") for step, budget in calls)
 
 
 def commands(say=print) -> None:
     from ..provenance import git_info
-    from .steps import DEFAULT_BUDGET_S
 
     git = git_info()
     say("# 1. here: commit, then stage (the records name the commit; the staged folder must be current)")
@@ -47,14 +51,23 @@ def commands(say=print) -> None:
     say("#    the first (the machine goes back after 30 s idle); then here, for each reply:")
     say("#    python -m asynctm.campaign unpack <files_at of that reply>")
     say("#    (a step that stopped at its budget is continued by calling it again: recorded runs are skipped)")
-    say("#    Where the GPU tests passed and the benchmark shows a warp per clause (tm_gpu_warp) faster at equal")
-    say("#    accuracy, add --threads-per-clause 32 to the sweeps and paper steps (their records say so).")
-    for i, calls in enumerate(DEVICE_CALLS, 1):
-        # each step installs and probes the GPU (seconds) before its budget starts; the rest is packing
-        say(f"# call {i}: timeout_s={sum(budget or DEFAULT_BUDGET_S for _, budget in calls) + 30 * len(calls)}")
-        say(device_command(calls, git["commit"], git["tracked_files_modified"]))
+    say("#    The sweeps and paper steps take one thread or a warp per clause per experiment from the first")
+    say("#    call's GPU tests and benchmark (--threads-per-clause auto; their log and records say which).")
+    for i, (seconds, calls) in enumerate(DEVICE_CALLS, 1):
+        # the last step's children are killed at the call's end; then packing, and a margin
+        say(f"# call {i}: timeout_s={seconds + 30 * len(calls)}")
+        say(device_command(seconds, calls, git["commit"], git["tracked_files_modified"]))
     say("# 3. here: snakemake --cores all tables figures --config run_missing=false; commit results/, "
         "benchmarks/results/, paper_tables/ and figures/")
+
+
+def _threads(text: str) -> int | str:
+    if text == "auto":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a number of threads or auto, not {text!r}") from None
 
 
 def main(argv=None) -> int:
@@ -73,7 +86,11 @@ def main(argv=None) -> int:
     sub.add_parser("commands", help="print the device-tool commands, in order")
     p = sub.add_parser("step", help="run one step on the GPU machine")
     p.add_argument("name")
-    p.add_argument("--budget", type=float, default=None, help="seconds for the whole step (default 480)")
+    p.add_argument("--budget", type=float, default=None, help="seconds for the whole step (default 480; with "
+                   "--until and no --budget: until then)")
+    p.add_argument("--until", type=float, default=None,
+                   help="UNIX time at which the step ends if its budget has not ended it before (the device call's "
+                        "end, shared by its steps)")
     p.add_argument("--out", default=None, help="where the tarball and log go (default $OUT, else campaign-out/)")
     p.add_argument("--campaign-dir", default=None, help=f"the staged folder (default {STAGE_DIR}/)")
     p.add_argument("--work-dir", default=None, help="scratch folder (default /tmp/asynctm-campaign/<step>)")
@@ -81,9 +98,9 @@ def main(argv=None) -> int:
     p.add_argument("--tree", default=None, help="the checkout whose records count as done (default: this one)")
     p.add_argument("--select", default=None,
                    help="gpu_tests: a pytest -k expression; bench, sweeps, paper: comma-separated experiments")
-    p.add_argument("--threads-per-clause", type=int, default=None,
-                   help="sweeps, paper: the tm_gpu runs' threads per clause (default: the config's "
-                        "gpu_threads_per_clause)")
+    p.add_argument("--threads-per-clause", type=_threads, default=None,
+                   help="sweeps, paper: the tm_gpu runs' threads per clause, or auto: per experiment from this "
+                        "commit's GPU tests and benchmark (default: the config's gpu_threads_per_clause)")
     p = sub.add_parser("unpack", help="put the returned tarballs into results/ and benchmarks/results/")
     p.add_argument("folder")
     p.add_argument("--into", default=None, help="the tree to unpack into (default: this checkout)")
@@ -100,9 +117,9 @@ def main(argv=None) -> int:
         elif args.cmd == "step":
             from .steps import DEFAULT_BUDGET_S, run_step
 
+            budget = args.budget if args.budget is not None else (math.inf if args.until else DEFAULT_BUDGET_S)
             return run_step(args.name, campaign_dir=Path(args.campaign_dir) if args.campaign_dir else None,
-                            out_dir=Path(args.out) if args.out else None,
-                            budget_s=args.budget if args.budget is not None else DEFAULT_BUDGET_S,
+                            out_dir=Path(args.out) if args.out else None, budget_s=budget, until=args.until,
                             do_install=not args.no_install, work_dir=Path(args.work_dir) if args.work_dir else None,
                             select=args.select, tree=Path(args.tree) if args.tree else None,
                             threads_per_clause=args.threads_per_clause)

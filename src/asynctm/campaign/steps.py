@@ -12,12 +12,16 @@ Every step
    why); ``<out>/<name>.log`` is the step's log, written as it goes.
 
 Runs whose record already exists in the checkout (unpacked from an earlier call) are skipped, so a step that
-ran out of time is continued by calling it again after ``unpack``.
+ran out of time is continued by calling it again after ``unpack``. ``--until`` ends a step at a given time (the
+device call's end, shared by its steps: what one step leaves unused goes to the next), ``--budget`` after a given
+number of seconds, whichever comes first; the ``sweeps`` and ``paper`` steps choose their threads per clause
+with ``--threads-per-clause auto`` (:mod:`asynctm.campaign.choice`).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
@@ -32,10 +36,12 @@ from pathlib import Path
 from ..experiments import plan
 from ..provenance import REPO
 from . import STAGE_DIR
+from .choice import bench_estimate_s, choose_threads
 from .stage import StageError, load_campaign
 
 DEFAULT_BUDGET_S = 480  # a device command may run 600 s; the rest is install, start-up and packing
 SITE = Path("/tmp/asynctm-site")
+WORK_ROOT = Path("/tmp/asynctm-campaign")  # the steps' work folders, one per step, kept while the machine is warm
 # Paper-scale tm_gpu runs (Tables 3-5), most valuable first: WSD apple (the accuracy goal against tm_cpu and
 # PyTsetlinMachineCUDA), SemEval and IMDb (the speed goals), Bike Sharing (Tables 4-5), BBC Sport, WSD Java,
 # then the two largest, 20 Newsgroups and BlogFeedback.
@@ -142,13 +148,14 @@ class Step:
     """The state of one step: its deadline, log, work folder (packed into the tarball) and manifest."""
 
     def __init__(self, name: str, campaign_dir: Path, out_dir: Path, budget_s: float, work_dir: Path | None,
-                 tree: Path | None = None):
+                 tree: Path | None = None, until: float | None = None):
         self.name, self.campaign_dir, self.out_dir = name, Path(campaign_dir), Path(out_dir)
         self.tree = Path(tree) if tree else REPO  # records here count as done
         self.started = time.time()
-        self.deadline = self.started + budget_s
+        self.deadline = min(self.started + budget_s, until if until is not None else math.inf)
+        budget_s = max(0.0, round(self.deadline - self.started, 1))
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        self.work = Path(work_dir) if work_dir else Path("/tmp/asynctm-campaign") / name
+        self.work = Path(work_dir) if work_dir else WORK_ROOT / name
         shutil.rmtree(self.work, ignore_errors=True)
         self.work.mkdir(parents=True)
         self.log_fh = open(self.out_dir / f"{name}.log", "a", buffering=1)
@@ -156,6 +163,7 @@ class Step:
         self.config = self.campaign["config"]
         self.env: dict = {}
         self.gpu: dict | None = None
+        self.threads: dict[str, int] = {}  # per experiment, where --threads-per-clause chose (else the config's)
         stamp = datetime.fromtimestamp(self.started, timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         self.manifest = {"step": name, "started_utc": stamp, "budget_s": budget_s, "gpu": None,
                          "source": self.campaign.get("source"), "done": [], "skipped": [], "stopped": None}
@@ -316,12 +324,23 @@ def step_bench(step: Step, select: str | None = None) -> None:
         print(table.read_text(), flush=True)  # the device tool's reply shows the end of stdout
 
 
+def threads_for(step: Step, name: str) -> int:
+    """Threads per clause of an experiment's tm_gpu runs in this step."""
+    return step.threads.get(name, plan.gpu_threads_per_clause(step.config))
+
+
+def run_config(step: Step, name: str) -> dict:
+    """The configuration an experiment's runs see: the staged one with this step's threads per clause."""
+    return {**step.config, "gpu_threads_per_clause": threads_for(step, name)}
+
+
 def estimate_s(step: Step, name: str, params: str) -> float | None:
     """Seconds a tm_gpu run should take, from a recorded tm_gpu run of the same experiment, clauses and threads
     per clause (any epochs; e.g. a sweep point): its time per epoch, training and evaluation, times the epochs,
-    plus its set-up. None when no such record is here."""
+    plus its set-up; else from the GPU benchmark on this GPU (:func:`~.choice.bench_estimate_s`). None when
+    neither has one."""
     want = plan.parse_tm_params(params)
-    threads = plan.gpu_threads_per_clause(step.config)
+    threads = threads_for(step, name)
     root = plan.results_root(step.config)
     for base in (step.work, step.tree):
         for path in sorted((base / root / name / "tm_gpu").glob("n*/seed*.json")):
@@ -338,18 +357,17 @@ def estimate_s(step: Step, name: str, params: str) -> float | None:
                                                         if isinstance(v, (int, float)))
             except (plan.PlanError, KeyError, ValueError, TypeError):
                 continue
-    return None
+    return bench_estimate_s(step, name, params, threads)
 
 
 def past_budget(step: Step) -> dict[str, float]:
     """Runs that an earlier call of this step had to kill at its deadline, with that budget (from its
     manifests in the checkout, unpacked from earlier calls), with as many threads per clause as now."""
     out: dict[str, float] = {}
-    threads = plan.gpu_threads_per_clause(step.config)
     for path in sorted((step.tree / "benchmarks/results/campaign").glob(f"{step.name}_*.json")):
         try:
             for entry in json.loads(path.read_text()).get("past_budget", []):
-                if entry.get("threads_per_clause", 1) == threads:
+                if entry.get("threads_per_clause", 1) == threads_for(step, Path(entry["run"]).parts[-4]):
                     out[entry["run"]] = max(out.get(entry["run"], 0.0), float(entry["budget_s"]))
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             continue
@@ -358,17 +376,17 @@ def past_budget(step: Step) -> dict[str, float]:
 
 def _tm_runs(step: Step, runs: list[tuple[str, str, int]]) -> None:
     """``(experiment, params, seed)`` tm_gpu runs in order, each through ``python -m asynctm.experiments tm``
-    (novelty experiments: then the MLP stage on its class sums). A run that would not fit in the time left
-    (estimated from a recorded run of the same experiment and clauses, or from the last run of the
-    experiment in this step) is passed over for the next one; so is a run that an earlier call had to kill at
-    a budget at least as large as this one's."""
-    config = step.config
+    (novelty experiments: then the MLP stage on its class sums), each with its experiment's threads per clause
+    (:func:`threads_for`). A run that would not fit in the time left (:func:`estimate_s`, or the last run of
+    the experiment in this step) is passed over for the next one; so is a run that an earlier call had to kill
+    at a budget at least as large as this one's."""
     took: dict[str, float] = {}
     killed_before = past_budget(step)
     step.manifest.setdefault("past_budget", [])
     for name, params, seed in runs:
         if step.manifest["stopped"]:
             return
+        config = run_config(step, name)
         run = {"experiment": name, "impl": "tm_gpu", "params": params, "seed": seed}
         rel = plan.record_path(config, run)
         if step.exists(rel):
@@ -402,7 +420,7 @@ def _tm_runs(step: Step, runs: list[tuple[str, str, int]]) -> None:
                 if rc is None:
                     step.manifest["past_budget"].append({
                         "run": rel, "budget_s": step.manifest["budget_s"], "elapsed_s": round(took[name], 1),
-                        "threads_per_clause": plan.gpu_threads_per_clause(config)})
+                        "threads_per_clause": threads_for(step, name)})
                     step.stop(f"{rel} ran past the budget ({took[name]:.0f} s); not recorded")
                     return
                 step.failed(rel, f"exit status {rc} (see the log)")
@@ -470,10 +488,23 @@ def paper_runs(config: dict) -> list[tuple[str, str, int]]:
     return [(name, plan.main_params(config, name), seed) for name in order for seed in plan.seeds(config)]
 
 
+def choose(step: Step, runs: list[tuple[str, str, int]]) -> None:
+    """``--threads-per-clause auto``: each experiment's threads per clause (:func:`~.choice.choose_threads`; the
+    ``paper`` step keeps a main setting's recorded threads), in the log and the manifest."""
+    names = list(dict.fromkeys(n for n, _, _ in runs))
+    chosen = choose_threads(step, names, keep_recorded=step.name == "paper")
+    step.threads = {n: c["threads"] for n, c in chosen.items()}
+    step.manifest["threads_per_clause"] = {n: c for n, c in chosen.items()}
+    for n, c in chosen.items():
+        step.say(f"{n}: {c['threads']} thread{'s' if c['threads'] > 1 else ''} per clause ({c['reason']})")
+
+
 def step_sweeps(step: Step, select: str | None = None) -> None:
     """(c) the clause sweeps' tm_gpu points (epochs per point: the config's sweep epochs)."""
     runs = [r for r in sweep_runs(step.config) if not select or r[0] in select.split(",")]
     step.say(f"{len(runs)} sweep runs: " + ", ".join(f"{n}/{p}/seed{s}" for n, p, s in runs))
+    if step.manifest.get("threads_per_clause") == "auto":
+        choose(step, runs)
     _tm_runs(step, runs)
 
 
@@ -482,6 +513,8 @@ def step_paper(step: Step, select: str | None = None) -> None:
     runs = [r for r in paper_runs(step.config) if not select or r[0] in select.split(",")]
     step.manifest["with_mlp"] = True
     step.say(f"{len(runs)} runs: " + ", ".join(f"{n}/{p}/seed{s}" for n, p, s in runs))
+    if step.manifest.get("threads_per_clause") == "auto":
+        choose(step, runs)
     _tm_runs(step, runs)
 
 
@@ -490,22 +523,27 @@ STEPS = {"gpu_tests": step_gpu_tests, "bench": step_bench, "sweeps": step_sweeps
 
 def run_step(name: str, campaign_dir: Path | None = None, out_dir: Path | None = None,
              budget_s: float = DEFAULT_BUDGET_S, do_install: bool = True, work_dir: Path | None = None,
-             select: str | None = None, tree: Path | None = None, threads_per_clause: int | None = None) -> int:
+             select: str | None = None, tree: Path | None = None, threads_per_clause: int | str | None = None,
+             until: float | None = None) -> int:
     """Run one step; returns the exit status (0: it ran, even if it stopped at its budget).
     ``threads_per_clause`` (sweeps, paper) overrides the staged config's ``gpu_threads_per_clause``, so that a
-    call can choose it on the GPU machine after the benchmark, without staging again."""
+    call can choose it on the GPU machine after the benchmark, without staging again; ``"auto"`` chooses per
+    experiment from this commit's GPU tests and benchmark (:mod:`~.choice`). ``until`` (UNIX time) ends the
+    step then, if that comes before the budget."""
     from ..backends import THREADS_PER_CLAUSE
 
     if name not in STEPS:
         raise StageError(f"unknown step {name!r}; the steps are, in order: {', '.join(STEPS)}")
     if threads_per_clause is not None and (name not in ("sweeps", "paper")
-                                           or threads_per_clause not in THREADS_PER_CLAUSE):
+                                           or threads_per_clause not in (*THREADS_PER_CLAUSE, "auto")):
         raise StageError(f"--threads-per-clause applies to the sweeps and paper steps and must be one of "
-                         f"{THREADS_PER_CLAUSE}, got {threads_per_clause} for step {name}")
+                         f"{THREADS_PER_CLAUSE} or auto, got {threads_per_clause} for step {name}")
     campaign_dir = Path(campaign_dir) if campaign_dir else REPO / STAGE_DIR
     out_dir = Path(out_dir or os.environ.get("OUT") or REPO / "campaign-out")
-    step = Step(name, campaign_dir, out_dir, budget_s, work_dir, tree)
-    if threads_per_clause is not None:
+    step = Step(name, campaign_dir, out_dir, budget_s, work_dir, tree, until=until)
+    if threads_per_clause == "auto":
+        step.manifest["threads_per_clause"] = "auto"  # replaced by the choice, per experiment
+    elif threads_per_clause is not None:
         step.config["gpu_threads_per_clause"] = step.manifest["threads_per_clause"] = threads_per_clause
     try:
         if do_install:

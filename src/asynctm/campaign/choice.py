@@ -1,0 +1,212 @@
+"""What the GPU machine has measured, read back for the training steps: threads per clause and run times.
+
+``--threads-per-clause auto`` (the ``sweeps`` and ``paper`` steps) chooses, per experiment, between one thread
+per clause (the paper's design) and a warp of 32 (kernels/README.md, "Threads per clause") from the GPU tests
+and the benchmark of the same commit, which the first call of a lease has just run on that machine (their
+work folders stay there while it is warm) or which were unpacked into the checkout:
+
+1. No evidence (neither the tests nor the benchmark of this commit are found): the config's
+   ``gpu_threads_per_clause``.
+2. The GPU tests of this commit did not pass (or did not finish): one thread everywhere.
+3. The warp build's accuracy (or F1) after the benchmark's epochs, mean over seeds, was more than
+   :data:`ACCURACY_POINTS` below both the one-thread build's and PyTsetlinMachineCUDA's on some setting: one thread
+   everywhere, as its result is then suspect. Regression settings (MAE oscillates) count for speed only.
+4. Otherwise an experiment the benchmark measured takes the warp where its median epoch was shorter. One it did
+   not measure takes the warp where a measured setting with as few literal words per example or fewer was
+   faster with it and none with as many or more was slower (a warp splits a clause's words: it pays off as
+   they grow). A setting where the warp build failed and the one-thread build ran counts as slower.
+5. The ``paper`` step keeps an experiment's main setting on the threads of its recorded seeds, so that a table
+   cell never mixes two schedules (the figures draw each thread count as its own line).
+
+:func:`bench_estimate_s` estimates a run's seconds from the benchmark of the same GPU, for runs no record of the
+same threads per clause can estimate.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from pathlib import Path
+
+from ..experiments import plan
+
+ACCURACY_POINTS = 1.0
+WARP = 32
+# The benchmark's name for our build at k threads per clause (asynctm.campaign.bench.OURS_GPU, inverted).
+BENCH_IMPL = {1: "tm_gpu", WARP: "tm_gpu_warp"}
+# A run's seconds beyond its epochs: a Python process, PyCUDA's context, the dataset's load.
+RUN_OVERHEAD_S = 10.0
+ESTIMATE_MARGIN = 1.15
+
+
+def _json_files(folders, pattern: str) -> list[tuple[Path, dict]]:
+    out = []
+    for folder in folders:
+        for path in sorted(Path(folder).glob(pattern), reverse=True):  # newest stamp first
+            try:
+                out.append((path, json.loads(path.read_text())))
+            except (OSError, ValueError):
+                continue
+    return out
+
+
+def _sibling_work(step, name: str) -> Path:
+    """Where the step ``name`` of this lease left its files on this machine (the work folders share a parent)."""
+    return step.work.parent / name
+
+
+def _source_commit(step) -> str | None:
+    return (step.campaign.get("source") or {}).get("commit") or None
+
+
+def gpu_tests_verdict(step) -> bool | None:
+    """True: ``pytest -m gpu`` of this commit passed; False: it ran and did not pass; None: not found."""
+    commit = _source_commit(step)
+    if not commit:
+        return None
+    folders = [_sibling_work(step, "gpu_tests"), step.tree]
+    found = [m for _, m in _json_files([f / "benchmarks/results/campaign" for f in folders], "gpu_tests_*.json")
+             if (m.get("source") or {}).get("commit") == commit and "pytest" in m]
+    if not found:
+        return None
+    return any(m["pytest"].get("returncode") == 0 for m in found)
+
+
+def bench_records(step, same_commit: bool = True) -> list[dict]:
+    """The GPU benchmark's records (``asynctm.campaign.bench``), this machine's first; with ``same_commit``
+    only those of this commit, else only those of this GPU."""
+    folders = [_sibling_work(step, "bench") / "benchmarks/results", step.tree / "benchmarks/results"]
+    commit, gpu = _source_commit(step), (step.gpu or {}).get("name")
+    out = []
+    for _, rec in _json_files(folders, "gpu_*.json"):
+        if not isinstance(rec.get("settings"), list):
+            continue
+        if same_commit and (not commit or (rec.get("git") or {}).get("commit") != commit):
+            continue
+        if not same_commit and (not gpu or (rec.get("gpu") or {}).get("name") != gpu):
+            continue
+        out.append(rec)
+    return out
+
+
+def literal_words(step, name: str) -> int | None:
+    """32-bit words of literals per example in an experiment (its features, and their negations where
+    appended), from the staged dataset's meta.json; None where it is not staged."""
+    try:
+        exp = plan.experiment(step.config, name)
+        meta = step.campaign_dir / "data" / "processed" / exp["dataset"] / exp["protocol"] / "meta.json"
+        features = int(json.loads(meta.read_text())["n_features"])
+    except (plan.PlanError, OSError, ValueError, KeyError, TypeError):
+        return None
+    return math.ceil(features * (2 if exp.get("append_negated", True) else 1) / 32)
+
+
+def warp_evidence(step) -> dict[str, dict]:
+    """Per benchmarked setting of this commit (the newest record that compared both builds there): whether the
+    warp build was faster, whether its metric was acceptable, and the numbers."""
+    out: dict[str, dict] = {}
+    for rec in bench_records(step):
+        for s in rec["settings"]:
+            res = s.get("results") or {}
+            one, warp = res.get("tm_gpu"), res.get("tm_gpu_warp")
+            if s.get("setting") in out or not one or not one.get("median_epoch_s"):
+                continue
+            failed = (s.get("skipped") or {}).get("tm_gpu_warp")
+            if failed:  # the warp build failed where the one-thread build ran: slower, as far as choosing goes
+                out[s["setting"]] = {"one_s": one["median_epoch_s"], "warp_s": None, "faster": False,
+                                     "accurate": True, "metric": s.get("metric"), "failed": failed}
+                continue
+            if not warp or not warp.get("median_epoch_s"):
+                continue
+            entry = {"one_s": one["median_epoch_s"], "warp_s": warp["median_epoch_s"],
+                     "faster": warp["median_epoch_s"] < one["median_epoch_s"], "accurate": True,
+                     "metric": s.get("metric")}
+            if s.get("task") != "regression" and warp.get("final_metric") is not None:
+                refs = [r["final_metric"] for r in (one, res.get("pytm_cuda"))
+                        if r and r.get("final_metric") is not None]
+                floor = min(refs) - ACCURACY_POINTS
+                entry.update(warp_metric=warp["final_metric"], floor=floor, accurate=warp["final_metric"] >= floor)
+            out[s["setting"]] = entry
+    return out
+
+
+def recorded_threads(step, name: str, params: str) -> int | None:
+    """Threads per clause of the recorded tm_gpu seeds of one setting (None: no record; the most common if
+    they differ)."""
+    rel_dir = Path(plan.results_root(step.config)) / name / "tm_gpu" / params
+    counts: dict[int, int] = {}
+    for base in (step.work, step.tree):
+        for path in sorted((base / rel_dir).glob("seed*.json")):
+            try:
+                k = plan.record_threads_per_clause(json.loads(path.read_text()))
+            except (OSError, ValueError, TypeError):
+                continue
+            counts[k] = counts.get(k, 0) + 1
+    return max(counts, key=lambda k: (counts[k], -k)) if counts else None
+
+
+def choose_threads(step, experiments, keep_recorded: bool) -> dict[str, dict]:
+    """``{experiment: {"threads": k, "reason": text}}`` by the rules of this module's docstring."""
+    default = plan.gpu_threads_per_clause(step.config)
+    tests, evidence = gpu_tests_verdict(step), warp_evidence(step)
+    words = {name: literal_words(step, name) for name in set(experiments) | set(evidence)}
+    bad = [f"{n}: {e['metric']} {e['warp_metric']:.2f} with a warp, below {e['floor']:.2f}"
+           for n, e in sorted(evidence.items()) if not e["accurate"]]
+    out = {}
+    for name in experiments:
+        if keep_recorded:
+            k = recorded_threads(step, name, plan.main_params(step.config, name, "tm_gpu"))
+            if k is not None:
+                out[name] = {"threads": k, "reason": "as its recorded seeds of the main setting"}
+                continue
+        if tests is None and not evidence:
+            out[name] = {"threads": default, "reason": "no GPU tests or benchmark of this commit: the config's"}
+        elif tests is not True:
+            out[name] = {"threads": 1, "reason": "the GPU tests of this commit did not pass" if tests is False
+                         else "no GPU tests of this commit found"}
+        elif bad:
+            out[name] = {"threads": 1, "reason": "the warp build's accuracy is suspect (" + "; ".join(bad) + ")"}
+        elif name in evidence:
+            e = evidence[name]
+            out[name] = {"threads": WARP if e["faster"] else 1,
+                         "reason": f"benchmarked here: {e['one_s']:.4g} s per epoch with one thread, " +
+                                   (f"{e['warp_s']:.4g} s with a warp" if e["warp_s"] is not None else
+                                    f"the warp build failed ({str(e['failed'])[:120]})")}
+        else:
+            w = words.get(name)
+            known = {n: e for n, e in evidence.items() if words.get(n) is not None}
+            faster_below = [n for n, e in known.items() if e["faster"] and w is not None and words[n] <= w]
+            slower_above = [n for n, e in known.items() if not e["faster"] and w is not None and words[n] >= w]
+            k = WARP if faster_below and not slower_above else 1
+            out[name] = {"threads": k, "reason": (
+                f"not benchmarked; {w} literal word{'' if w == 1 else 's'} per example: " +
+                (f"a warp was faster on {', '.join(sorted(faster_below))}" if k == WARP else
+                 f"slower with a warp on {', '.join(sorted(slower_above))}" if slower_above else
+                 "no benchmarked setting with as few words was faster with a warp"))}
+    return out
+
+
+def bench_estimate_s(step, name: str, params: str, threads: int) -> float | None:
+    """Seconds a tm_gpu run should take, from the GPU benchmark on this GPU at the same clauses, T and s and
+    threads per clause: its set-up and warm-up epoch, then median epochs, each with an evaluation (the
+    benchmark's evaluation time, or an epoch's where it has none), plus a process's start, times a margin."""
+    impl = BENCH_IMPL.get(threads)
+    if impl is None:
+        return None
+    want = plan.parse_tm_params(params)
+    for rec in bench_records(step, same_commit=False):
+        for s in rec["settings"]:
+            h, r = s.get("hyperparameters") or {}, (s.get("results") or {}).get(impl)
+            if s.get("setting") != name or not r or not r.get("median_epoch_s") or (h.get("n_clauses"), h.get("T"),
+                                                                                    h.get("s")) != (
+                    want["clauses"], want["T"], want["s"]):
+                continue
+            rows = r.get("per_seed") or []
+            epoch = float(r["median_epoch_s"])
+            evals = [t for row in rows for t in row.get("eval_s", [])]
+            ev = statistics.median(evals) if evals else epoch
+            setup = statistics.median([row.get("prepare_s", 0.0) + row.get("warmup_s", epoch) for row in rows]
+                                      or [epoch])
+            return ESTIMATE_MARGIN * (RUN_OVERHEAD_S + setup + want["epochs"] * ev + (want["epochs"] - 1) * epoch)
+    return None
