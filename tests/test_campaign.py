@@ -488,3 +488,35 @@ def test_dress_rehearsal_on_the_simulated_gpu(tmp_path):
     with tarfile.open(out / "paper.tar.gz") as tar:
         manifest = json.loads(tar.extractfile(next(m for m in tar.getmembers() if "/campaign/" in m.name)).read())
     assert manifest["done"] == [] and "budget" in manifest["stopped"]
+
+
+def test_remaining_counts_the_missing_gpu_runs_and_estimates_what_it_can(tmp_path, capsys):
+    from asynctm.campaign.__main__ import main
+    from asynctm.campaign.choice import ESTIMATE_MARGIN, RUN_OVERHEAD_S
+    from asynctm.campaign.remaining import remaining
+
+    config = load_config([])
+    tree = tmp_path / "tree"
+    # one SemEval sweep point recorded (eval 0.1 s per epoch) and a benchmark of SemEval's main setting
+    point = tree / "results/semeval/tm_gpu/n20_T15_s3.9_e5/seed0.json"
+    point.parent.mkdir(parents=True)
+    point.write_text(json.dumps({"epochs": [{}] * 5, "timing": {"train_s_total": 50.0, "eval_s_total": 0.5,
+                                                                  "setup": {"compile_s": 1.0}}}))
+    bench = _bench_setting("semeval", "classification", (15.0, 87.7), (0.5, 87.0))
+    for row in bench["results"]["tm_gpu"]["per_seed"]:
+        row.pop("eval_s")  # an older benchmark: no evaluation time, so the nearest record's
+    (tree / "benchmarks/results").mkdir(parents=True)
+    (tree / "benchmarks/results/gpu_nvidia_h200_aaaaaaa.json").write_text(json.dumps(
+        {"gpu": {"name": "NVIDIA H200"}, "date_utc": "2027-01-01", "settings": [bench]}))
+    report = remaining(config, tree=tree)
+    assert report["gpu"] == "NVIDIA H200" and report["threads"] == 1
+    sweeps = {r["experiment"]: r for r in report["steps"]["sweeps"]}
+    assert sweeps["semeval"]["missing"] == len(config["sweeps"]["semeval"]["clauses"]) - 1
+    assert sweeps["semeval"]["estimated"] == 1  # the main setting's clauses (40), from the benchmark
+    paper = {r["experiment"]: r for r in report["steps"]["paper"]}
+    assert paper["semeval"]["estimated"] == 5 and paper["imdb"]["unknown"] == 5 and paper["wsd_apple"]["missing"] == 5
+    one = ESTIMATE_MARGIN * (RUN_OVERHEAD_S + 2.0 + 30.0 + 100 * 0.1 + 99 * 15.0)
+    assert paper["semeval"]["seconds"] == pytest.approx(5 * one)
+    assert remaining(config, tree=tree, threads=8)["steps"]["paper"][0]["estimated"] == 0
+    assert main(["remaining", "--gpu", "NVIDIA H100 80GB HBM3"]) == 0  # this checkout, another GPU: no benchmark
+    assert "| semeval |" in capsys.readouterr().out

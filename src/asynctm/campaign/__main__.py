@@ -5,6 +5,7 @@
     python3 -m asynctm.campaign step NAME [--budget S] [--until T] [--out DIR] [--no-install] [--select TEXT]
                                      [--threads-per-clause K|auto]                               # on the GPU
     python -m asynctm.campaign unpack FOLDER [--into TREE] [--overwrite]
+    python -m asynctm.campaign remaining [--gpu NAME] [--threads-per-clause K] [--config KEY=VALUE ...]
 
 Errors are printed as one line naming the problem; the exit status is then 1.
 """
@@ -105,6 +106,13 @@ def main(argv=None) -> int:
     p.add_argument("folder")
     p.add_argument("--into", default=None, help="the tree to unpack into (default: this checkout)")
     p.add_argument("--overwrite", action="store_true", help="replace existing files that differ")
+    p = sub.add_parser("remaining", help="the tm_gpu runs without a record, and their estimated device time")
+    p.add_argument("--config", nargs="*", default=[], metavar="KEY=VALUE", help="overrides of config/config.yaml")
+    p.add_argument("--configfile", default=None)
+    p.add_argument("--gpu", default=None, help="the GPU whose benchmark estimates runs without a record (default: "
+                   "that of the newest GPU benchmark here)")
+    p.add_argument("--threads-per-clause", type=int, default=None,
+                   help="estimate the runs at this many threads per clause (default: the config's)")
     args = ap.parse_args(argv)
     try:
         if args.cmd == "stage":
@@ -114,6 +122,12 @@ def main(argv=None) -> int:
                   wheels=Path(args.wheels) if args.wheels else None, sdist=Path(args.sdist) if args.sdist else None)
         elif args.cmd == "commands":
             commands()
+        elif args.cmd == "remaining":
+            from .remaining import remaining, render
+            from .stage import load_config
+
+            print(render(remaining(load_config(args.config, args.configfile), gpu=args.gpu,
+                                   threads=args.threads_per_clause)), end="")
         elif args.cmd == "step":
             from .steps import DEFAULT_BUDGET_S, run_step
 

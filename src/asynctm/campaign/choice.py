@@ -187,10 +187,11 @@ def choose_threads(step, experiments, keep_recorded: bool) -> dict[str, dict]:
     return out
 
 
-def bench_estimate_s(step, name: str, params: str, threads: int) -> float | None:
+def bench_estimate_s(step, name: str, params: str, threads: int, eval_s: float | None = None) -> float | None:
     """Seconds a tm_gpu run should take, from the GPU benchmark on this GPU at the same clauses, T and s and
     threads per clause: its set-up and warm-up epoch, then median epochs, each with an evaluation (the
-    benchmark's evaluation time, or an epoch's where it has none), plus a process's start, times a margin."""
+    benchmark's evaluation time; where it has none, ``eval_s``, else an epoch's), plus a process's start, times a
+    margin."""
     impl = BENCH_IMPL.get(threads)
     if impl is None:
         return None
@@ -205,7 +206,7 @@ def bench_estimate_s(step, name: str, params: str, threads: int) -> float | None
             rows = r.get("per_seed") or []
             epoch = float(r["median_epoch_s"])
             evals = [t for row in rows for t in row.get("eval_s", [])]
-            ev = statistics.median(evals) if evals else epoch
+            ev = statistics.median(evals) if evals else (eval_s if eval_s is not None else epoch)
             setup = statistics.median([row.get("prepare_s", 0.0) + row.get("warmup_s", epoch) for row in rows]
                                       or [epoch])
             return ESTIMATE_MARGIN * (RUN_OVERHEAD_S + setup + want["epochs"] * ev + (want["epochs"] - 1) * epoch)

@@ -337,27 +337,31 @@ def run_config(step: Step, name: str) -> dict:
 def estimate_s(step: Step, name: str, params: str) -> float | None:
     """Seconds a tm_gpu run should take, from a recorded tm_gpu run of the same experiment, clauses and threads
     per clause (any epochs; e.g. a sweep point): its time per epoch, training and evaluation, times the epochs,
-    plus its set-up; else from the GPU benchmark on this GPU (:func:`~.choice.bench_estimate_s`). None when
-    neither has one."""
+    plus its set-up; else from the GPU benchmark on this GPU (:func:`~.choice.bench_estimate_s`, with the
+    evaluation time of the recorded run with the nearest number of clauses where the benchmark has none). None
+    when neither has one."""
     want = plan.parse_tm_params(params)
     threads = threads_for(step, name)
     root = plan.results_root(step.config)
+    evals = []  # (distance in log2 clauses, evaluation seconds per epoch) of the records with other clauses
     for base in (step.work, step.tree):
         for path in sorted((base / root / name / "tm_gpu").glob("n*/seed*.json")):
             try:
                 got = plan.parse_tm_params(path.parent.name)
-                if got["clauses"] != want["clauses"]:
-                    continue
                 rec = json.loads(path.read_text())
                 if plan.record_threads_per_clause(rec) != threads:
                     continue  # another kernel schedule: its time says nothing of this run's
+                if got["clauses"] != want["clauses"]:
+                    evals.append((abs(math.log2(got["clauses"] / want["clauses"])),
+                                  rec["timing"]["eval_s_total"] / max(1, len(rec["epochs"]))))
+                    continue
                 n = max(1, len(rec["epochs"]))
                 per_epoch = (rec["timing"]["train_s_total"] + rec["timing"]["eval_s_total"]) / n
                 return per_epoch * want["epochs"] + sum(v for v in rec["timing"]["setup"].values()
                                                         if isinstance(v, (int, float)))
             except (plan.PlanError, KeyError, ValueError, TypeError):
                 continue
-    return bench_estimate_s(step, name, params, threads)
+    return bench_estimate_s(step, name, params, threads, eval_s=min(evals)[1] if evals else None)
 
 
 def past_budget(step: Step) -> dict[str, float]:
