@@ -17,9 +17,10 @@ from pathlib import Path
 
 from ..experiments import plan
 from ..provenance import REPO
+from . import DEVICE_CALLS
 
-# Seconds of training a lease gives the sweeps and paper steps together (asynctm.campaign.__main__.DEVICE_CALLS).
-TRAINING_S_PER_LEASE = 300
+# Seconds of training a lease gives the sweeps and paper steps together: the device call that runs them.
+TRAINING_S_PER_LEASE = sum(seconds for seconds, steps in DEVICE_CALLS if {"sweeps", "paper"} & {s for s, _ in steps})
 
 
 def newest_bench_gpu(tree: Path) -> str | None:
