@@ -520,3 +520,20 @@ def test_remaining_counts_the_missing_gpu_runs_and_estimates_what_it_can(tmp_pat
     assert remaining(config, tree=tree, threads=8)["steps"]["paper"][0]["estimated"] == 0
     assert main(["remaining", "--gpu", "NVIDIA H100 80GB HBM3"]) == 0  # this checkout, another GPU: no benchmark
     assert "| semeval |" in capsys.readouterr().out
+
+
+def test_the_warp_build_is_benchmarked_only_where_the_gpu_tests_did_not_fail(tmp_path, capsys):
+    from asynctm.campaign import bench
+
+    step = _choice_step(tmp_path)
+    calls = []
+    step.child = lambda cmd, log_path=None: calls.append(cmd) or 0
+    steps_mod.step_bench(step)  # no GPU tests of this commit here: every build
+    _lease_evidence(tmp_path, [], tests_rc=1)
+    steps_mod.step_bench(step)  # they failed: a warp build that hangs would take the whole budget
+    assert "--without" not in calls[0]
+    assert calls[1][calls[1].index("--without") + 1].startswith("tm_gpu_warp=the GPU tests of this commit")
+    step.close()
+    with pytest.raises(SystemExit):
+        bench.main(["--campaign-dir", str(tmp_path), "--out-dir", str(tmp_path), "--name", "x", "--without", "tm_gpu"])
+    assert "our one-thread build is the benchmark's reference" in capsys.readouterr().err

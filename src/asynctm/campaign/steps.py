@@ -36,7 +36,7 @@ from pathlib import Path
 from ..experiments import plan
 from ..provenance import REPO
 from . import STAGE_DIR
-from .choice import bench_estimate_s, choose_threads
+from .choice import bench_estimate_s, choose_threads, gpu_tests_verdict
 from .stage import StageError, load_campaign
 
 DEFAULT_BUDGET_S = 480  # a device command may run 600 s; the rest is install, start-up and packing
@@ -311,6 +311,9 @@ def step_bench(step: Step, select: str | None = None) -> None:
            "--deadline", f"{step.deadline - 20:.0f}"]
     if select:
         cmd += ["--settings", select]
+    if gpu_tests_verdict(step) is False:
+        # a warp build that hangs on this GPU would take the whole budget with it
+        cmd += ["--without", "tm_gpu_warp=the GPU tests of this commit did not pass on this machine"]
     step.say("running " + " ".join(cmd[2:]))
     rc = step.child(cmd)
     if rc is None:
