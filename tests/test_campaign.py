@@ -343,6 +343,18 @@ def test_pytm_cuda_literal_counts_mask_the_padding(monkeypatch):
     assert bench._pytm_cuda_literal_counts(model).tolist() == expected
 
 
+def test_a_seed_stopped_after_its_warm_up_does_not_void_the_others():
+    from asynctm.campaign.bench import aggregate
+
+    def row(seed, accs):
+        return {"seed": seed, "epoch_s": [0.1] * len(accs), "metrics": [{"accuracy": a} for a in accs],
+                "warmup_s": 0.2, "literals_per_clause": {"mean": 3.0, "mean_nonempty": 3.0}}
+
+    agg = aggregate([row(0, [80, 90]), row(1, [82, 92]), row(2, [])], "accuracy")
+    assert agg["final_metric"] == 91 and agg["timed_epochs"] == 2 and agg["seeds"] == [0, 1]
+    assert len(agg["per_seed"]) == 3 and agg["median_epoch_s"] == pytest.approx(0.1)
+
+
 def test_benchmark_comparison_and_goal():
     from asynctm.campaign.bench import compare
 

@@ -116,7 +116,14 @@ def run_setting(config: dict, data_dir: Path, name: str, seeds, epochs: int, dea
     impls = [i for i in IMPLS if (i != "tm_cpu" or name in CPU_SETTINGS) and i not in without]
     per = {impl: [] for impl in impls}
     skipped, stopped = {impl: f"not run: {why}" for impl, why in without.items()}, None
-    for seed in seeds:
+    # A round (one epoch of every implementation) starts only where the last one would still fit before the
+    # deadline, and a seed only where its warm-up and one timed round would: the step kills the benchmark at its
+    # end, and a setting is written only once it is done.
+    warm_s = round_s = 0.0
+    for i, seed in enumerate(seeds):
+        if i and time.time() + warm_s + round_s > deadline:
+            stopped = f"the step's budget would have run out in seed {seed}'s first epochs"
+            break
         runs = {}
         for impl in impls:
             try:
@@ -137,6 +144,7 @@ def run_setting(config: dict, data_dir: Path, name: str, seeds, epochs: int, dea
             r["eval_s"].append(time.perf_counter() - t1)
             return t1 - t0, m
 
+        t_warm = time.perf_counter()
         for impl, r in list(runs.items()):
             try:
                 X = dense["X_train"] if impl == "pytm_cuda" else ds.X_train
@@ -150,10 +158,12 @@ def run_setting(config: dict, data_dir: Path, name: str, seeds, epochs: int, dea
                 skipped[impl] = f"failed in its first epoch: {type(exc).__name__}: {exc}"
                 say(f"   {impl} (seed {seed}) {skipped[impl]}")
                 runs.pop(impl)
+        warm_s = time.perf_counter() - t_warm
         for k in range(epochs):
-            if time.time() > deadline:
+            if time.time() + round_s > deadline:
                 stopped = f"the step's budget ran out after {k} timed epochs of seed {seed}"
                 break
+            t_round = time.perf_counter()
             for impl, r in list(runs.items()):
                 try:
                     wall, m = epoch(impl, r)
@@ -165,6 +175,7 @@ def run_setting(config: dict, data_dir: Path, name: str, seeds, epochs: int, dea
                     continue
                 r["epoch_s"].append(wall)
                 r["metrics"].append(m)
+            round_s = time.perf_counter() - t_round
             say(f"   seed {seed} epoch {k + 1}/{epochs}: " + ", ".join(
                 f"{impl} {r['epoch_s'][-1]:.4f} s {key} {r['metrics'][-1][key]:.2f}" for impl, r in runs.items()
                 if r["epoch_s"]))
@@ -183,12 +194,14 @@ def run_setting(config: dict, data_dir: Path, name: str, seeds, epochs: int, dea
 
 
 def aggregate(rows: list[dict], key: str) -> dict:
-    """One implementation over its seeds: timed epochs pooled, metrics averaged after the same epochs."""
-    n = min(len(r["metrics"]) for r in rows)
-    finals = [r["metrics"][n - 1][key] for r in rows] if n else []
+    """One implementation over its seeds: timed epochs pooled, metrics averaged after the same epochs (over the
+    seeds with a timed epoch: a seed the budget stopped after its warm-up does not void the others)."""
+    timed = [r for r in rows if r["metrics"]]
+    n = min(len(r["metrics"]) for r in timed) if timed else 0
+    finals = [r["metrics"][n - 1][key] for r in timed] if n else []
     times = [t for r in rows for t in r["epoch_s"]]
     lpc = [r["literals_per_clause"]["mean"] for r in rows]
-    return {"seeds": [r["seed"] for r in rows], "per_seed": rows, "timed_epochs": n,
+    return {"seeds": [r["seed"] for r in timed or rows], "per_seed": rows, "timed_epochs": n,
             "median_epoch_s": statistics.median(times) if times else None,
             "min_epoch_s": min(times) if times else None, "max_epoch_s": max(times) if times else None,
             "warmup_s": statistics.median(r["warmup_s"] for r in rows),
