@@ -41,7 +41,9 @@ def commands(say=print) -> None:
     say("#    python -m asynctm.campaign unpack <files_at of that reply>")
     say("#    (a step that stopped at its budget is continued by calling it again: recorded runs are skipped)")
     say("#    The sweeps and paper steps take one thread or a warp per clause per experiment from the first")
-    say("#    call's GPU tests and benchmark (--threads-per-clause auto; their log and records say which).")
+    say("#    call's GPU tests and benchmark (--threads-per-clause auto; their log and records say which). If the")
+    say("#    machine went back between the calls, unpack the first reply before the second: its tests and")
+    say("#    benchmark then travel with the checkout.")
     for i, (seconds, calls) in enumerate(DEVICE_CALLS, 1):
         # the last step's children are killed at the call's end; then packing, and a margin
         say(f"# call {i}: timeout_s={seconds + 30 * len(calls)}")
