@@ -185,14 +185,17 @@ class _Heartbeat:
                 hint = f" of about {duration(expected)} expected" if expected else ""
                 self.say(f"epoch {epoch}/{n_epochs} still running: {duration(time.monotonic() - began)}{hint}")
 
-        self.thread = threading.Thread(target=beat, name="heartbeat", daemon=True)
-        self.thread.start()
+        # Kept only once started: a signal that interrupts this method leaves no unstarted thread for end() to
+        # join (joining one raises, which turned a clean SIGTERM stop into an error).
+        thread = threading.Thread(target=beat, name="heartbeat", daemon=True)
+        thread.start()
+        self.thread = thread
 
     def end(self) -> None:
         self.stop.set()
-        if self.thread is not None:
-            self.thread.join()
-            self.thread = None
+        thread, self.thread = self.thread, None
+        if thread is not None and thread.is_alive():
+            thread.join()
 
 
 # -- checkpoints -----------------------------------------------------------------------------------------
