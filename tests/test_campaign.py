@@ -465,7 +465,7 @@ def test_dress_rehearsal_on_the_simulated_gpu(tmp_path):
     paper_manifest = json.loads(next((tree / "benchmarks/results/campaign").glob("paper_*.json")).read_text())
     chosen = paper_manifest["threads_per_clause"]
     assert set(chosen) == {"wsd_apple", "bbc_sport"} and all(c["reason"] for c in chosen.values())
-    assert chosen["wsd_apple"]["reason"].startswith("benchmarked here")
+    assert chosen["wsd_apple"]["reason"].startswith("benchmarked at this commit")
     assert rec["hyperparameters"].get("threads_per_clause", 1) == chosen["wsd_apple"]["threads"]
     gpu = rec["provenance"]["gpu"]
     assert gpu["name"] == "Simulated GPU" and gpu["driver"] and gpu["cuda"]

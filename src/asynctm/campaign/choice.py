@@ -170,7 +170,7 @@ def choose_threads(step, experiments, keep_recorded: bool) -> dict[str, dict]:
         elif name in evidence:
             e = evidence[name]
             out[name] = {"threads": WARP if e["faster"] else 1,
-                         "reason": f"benchmarked here: {e['one_s']:.4g} s per epoch with one thread, " +
+                         "reason": f"benchmarked at this commit: {e['one_s']:.4g} s per epoch with one thread, " +
                                    (f"{e['warp_s']:.4g} s with a warp" if e["warp_s"] is not None else
                                     f"the warp build failed ({str(e['failed'])[:120]})")}
         else:
