@@ -450,7 +450,7 @@ def test_dress_rehearsal_on_the_simulated_gpu(tmp_path):
         assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
         return r
 
-    step("gpu_tests", "--select", "init_state_every_lane")
+    step("gpu_tests", "--select", "init_state_every_lane or gpu_memory_is_released")
     step("bench", "--until", f"{time.time() + 240:.0f}")
     step("sweeps", "--threads-per-clause", "auto")
     step("paper", "--threads-per-clause", "auto")
@@ -487,7 +487,12 @@ def test_dress_rehearsal_on_the_simulated_gpu(tmp_path):
     assert "PyTsetlinMachineCUDA" in apple["skipped"]["pytm_cuda"]  # not installed here: reported, not fatal
     assert apple["results"]["tm_cpu"]["timed_epochs"] == 1 and "tm_cpu" in apple["comparison"]["tm_gpu_within_spread"]
     junit = next((tree / "benchmarks/results/campaign").glob("gpu_tests_*.xml")).read_text()
-    assert 'tests="2"' in junit and 'failures="0"' in junit
+    # two tests shared out to two pytest processes, then the device-wide one alone; one merged report
+    assert junit.count("<testcase") == 3 and '<testsuites tests="3" failures="0" errors="0"' in junit
+    tests_manifest = json.loads(next((tree / "benchmarks/results/campaign").glob("gpu_tests_*.json")).read_text())
+    assert tests_manifest["pytest"]["returncode"] == 0
+    assert tests_manifest["pytest"]["summary"].startswith("3 passed in ") and "then 1 alone" in tests_manifest[
+        "pytest"]["summary"]
 
     # Called again after unpack: every run is recorded already, nothing is trained.
     step("paper")
@@ -549,3 +554,19 @@ def test_the_warp_build_is_benchmarked_only_where_the_gpu_tests_did_not_fail(tmp
     with pytest.raises(SystemExit):
         bench.main(["--campaign-dir", str(tmp_path), "--out-dir", str(tmp_path), "--name", "x", "--without", "tm_gpu"])
     assert "our one-thread build is the benchmark's reference" in capsys.readouterr().err
+
+
+def test_gpu_test_processes_reports_are_merged(tmp_path):
+    a, b = tmp_path / "a.xml", tmp_path / "b.xml"
+    a.write_text('<testsuites><testsuite name="pytest" tests="3" failures="1" errors="0" skipped="1">'
+                 '<testcase name="x"/><testcase name="y"><failure/></testcase><testcase name="z"/></testsuite>'
+                 '</testsuites>')
+    b.write_text('<testsuite name="pytest" tests="2" failures="0" errors="1" skipped="0"><testcase name="u"/>'
+                 '<testcase name="v"><error/></testcase></testsuite>')
+    steps_mod.merge_junit([a, b, tmp_path / "killed-before-writing.xml"], tmp_path / "all.xml")
+    merged = (tmp_path / "all.xml").read_text()
+    assert '<testsuites tests="5" failures="1" errors="1" skipped="1">' in merged and merged.count("<testcase") == 5
+    text = ("==== pytest process part0 ====\n.F.s\nFAILED tests/t.py::y - assert 1 passed\n"
+            "==== 1 failed, 2 passed, 1 skipped in 0.50s ====\n==== pytest process part1 ====\n.E\n"
+            "1 passed, 1 error in 0.20s\n")
+    assert steps_mod._pytest_counts(text) == {"failed": 1, "passed": 3, "skipped": 1, "errors": 1}

@@ -116,6 +116,8 @@ def make_fake_pycuda(allocations: list, warps: bool = False):
     drv.to_device = to_device
     drv.memcpy_htod = memcpy_htod
     drv.memcpy_dtoh = memcpy_dtoh
+    # the device's free memory: a simulated 80 GiB less the buffers not freed yet
+    drv.mem_get_info = lambda: (80 * 2**30 - sum(a.nbytes for a in allocations if not a.freed), 80 * 2**30)
     drv.get_driver_version = lambda: 13000
     drv.get_version = lambda: (13, 0, 0)
     drv.Context = types.SimpleNamespace(synchronize=lambda: None)

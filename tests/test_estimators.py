@@ -226,6 +226,7 @@ def test_cuda_without_gpu_is_a_clear_error(xor_data):
 
 
 @pytest.mark.gpu
+@pytest.mark.device_wide  # the device's free memory: no other process may use the GPU meanwhile
 def test_gpu_memory_is_released_after_del(xor_data):
     import gc
 

@@ -34,7 +34,8 @@ TRAVEL_BUDGET_BYTES = 64 * 2**20  # the checkout that travels to the GPU machine
 # (94 s) and 2 SemEval sweep points (206 s) in a second call, and ended with 161 s left. The first call is the
 # longer: the benchmark must reach IMDb, where PyTsetlinMachineCUDA takes about a minute per epoch. The GPU tests'
 # cap only guards against a hang: there are 61 now against 30 then (the warp build's), each compiling its kernels
-# afresh on a bare machine (about a second each), so they should take about 110 s, and what they leave goes on.
+# afresh on a bare machine (about a second each), about 110 s in one process; the step shares them out to 8
+# processes (asynctm.campaign.steps.GPU_TEST_WORKERS), and what they leave of the cap goes to the benchmark.
 DEVICE_CALLS = ((480, (("gpu_tests", 180), ("bench", None))), (270, (("sweeps", 150), ("paper", None))))
 # The training steps choose one thread or a warp per clause from the first call's tests and benchmark
 # (asynctm.campaign.choice), so no one has to decide between the calls while the machine waits.

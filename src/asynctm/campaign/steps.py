@@ -50,6 +50,12 @@ PAPER_ORDER = ("wsd_apple", "semeval", "imdb", "bike_sharing", "bbc_sport", "wsd
 # Clause sweeps (the figures): SemEval first (the "almost constant time" goal), then IMDb, BBC Sport, Bike Sharing.
 SWEEP_ORDER = ("semeval", "imdb", "bbc_sport", "bike_sharing")
 MAX_FAILURES_IN_A_ROW = 3
+# pytest processes that share the GPU tests (the GPU machine has 16 cores): most of a test's time on a bare
+# machine is nvcc compiling its kernels (about a second each), which then runs side by side. Each process has a
+# PyCUDA compiler cache of its own (PyCUDA writes a cache file in place: a process reading it while another
+# writes it could load half a module). Tests marked `device_wide` (they read the whole device's free memory) run
+# alone afterwards.
+GPU_TEST_WORKERS = 8
 KILL_GRACE_S = 10
 # Not packed: a run's resumable state (large, and only useful on the machine that wrote it).
 NOT_PACKED = (".checkpoint.npz", ".partial", ".tmp")
@@ -189,29 +195,46 @@ class Step:
 
     def child(self, cmd: list[str], log_path: Path | None = None) -> int | None:
         """Run ``cmd`` until it ends or the deadline comes (then its process group is killed: None)."""
-        timeout = self.remaining()
-        if timeout <= 0:
-            return None
-        out = open(log_path, "a") if log_path else self.log_fh
+        return self.children([(cmd, log_path, None)])[0]
+
+    def children(self, jobs: list[tuple[list[str], Path | None, dict | None]]) -> list[int | None]:
+        """Run ``(cmd, log_path, env)`` jobs side by side (``env`` None: the step's) until each ends or the
+        deadline comes (then the process groups still running are killed: None)."""
+        if self.remaining() <= 0:
+            return [None] * len(jobs)
+        outs = [open(log, "a") if log else self.log_fh for _, log, _ in jobs]
+        procs = []
         try:
-            # Its own process group (to kill it with its children), but not a new session: the device tool
-            # ends a command's session when the command ends, so nothing outlives the step.
-            proc = subprocess.Popen(cmd, cwd=REPO, env=self.env, stdout=out, stderr=subprocess.STDOUT,
-                                    process_group=0)
-            try:
-                return proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                # SIGTERM first: a run then ends with "interrupted" in its log; SIGKILL if it does not.
+            for (cmd, _, env), out in zip(jobs, outs):
+                # Its own process group (to kill it with its children), but not a new session: the device tool
+                # ends a command's session when the command ends, so nothing outlives the step.
+                procs.append(subprocess.Popen(cmd, cwd=REPO, env=env or self.env, stdout=out,
+                                              stderr=subprocess.STDOUT, process_group=0))
+            codes: list[int | None] = []
+            for proc in procs:
+                try:
+                    codes.append(proc.wait(timeout=max(0.0, self.remaining())))
+                except subprocess.TimeoutExpired:
+                    codes.append(None)
+            late = [proc for proc, rc in zip(procs, codes) if rc is None]
+            # SIGTERM first: a run then ends with "interrupted" in its log; SIGKILL if it does not.
+            for proc in late:
                 os.killpg(proc.pid, signal.SIGTERM)
+            for proc in late:
                 try:
                     proc.wait(timeout=KILL_GRACE_S)
                 except subprocess.TimeoutExpired:
                     os.killpg(proc.pid, signal.SIGKILL)
                     proc.wait()
-                return None
+            return codes
         finally:
-            if log_path:
-                out.close()
+            for proc in procs:
+                if proc.poll() is None:  # an exception above: nothing outlives the step
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+            for out, (_, log, _) in zip(outs, jobs):
+                if log:
+                    out.close()
 
     # results
     def exists(self, rel: str) -> bool:
@@ -277,19 +300,102 @@ def gpu_test_files() -> list[Path]:
             if re.search(r"mark\.gpu|\bbackend_name\b", p.read_text())]
 
 
+def collect_gpu_tests(step: Step, select: str | None = None) -> tuple[list[str], list[str]] | None:
+    """The GPU tests' node ids: (those that may share the GPU, those marked ``device_wide``); None where pytest
+    could not collect them (then one pytest runs them all and reports the errors)."""
+    found = []
+    for marks in ("gpu and not device_wide", "gpu and device_wide"):
+        cmd = [step.python, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-m", marks,
+               *map(str, gpu_test_files())] + (["-k", select] if select else [])
+        try:
+            r = subprocess.run(cmd, cwd=REPO, env=step.env, capture_output=True, text=True,
+                               timeout=max(1.0, min(120.0, step.remaining())))
+        except subprocess.TimeoutExpired:
+            return None
+        if r.returncode not in (0, 5):  # 5: nothing collected
+            return None
+        found.append([ln.strip() for ln in r.stdout.splitlines() if "::" in ln and not ln.startswith(" ")])
+    return found[0], found[1]
+
+
+def merge_junit(parts: list[Path], target: Path) -> None:
+    """One JUnit XML file of the test suites in ``parts`` (those that exist), with the totals on its root."""
+    import xml.etree.ElementTree as ET
+
+    root = ET.Element("testsuites")
+    totals = dict.fromkeys(("tests", "failures", "errors", "skipped"), 0)
+    for part in parts:
+        try:
+            tree = ET.parse(part).getroot()
+        except (OSError, ET.ParseError):
+            continue
+        for suite in ([tree] if tree.tag == "testsuite" else tree.findall("testsuite")):
+            for key in totals:
+                totals[key] += int(suite.get(key, 0))
+            root.append(suite)
+    for key, value in totals.items():
+        root.set(key, str(value))
+    ET.ElementTree(root).write(target, encoding="utf-8", xml_declaration=True)
+
+
+def _pytest_counts(text: str) -> dict[str, int]:
+    """The counts of pytest's last summary line(s) of each process in ``text``, added up."""
+    counts: dict[str, int] = {}
+    for line in text.splitlines():
+        if re.match(r"^=*\s*\d+ (passed|failed|skipped|errors?|deselected|xfailed|xpassed)\b", line.strip("= ")):
+            for n, what in re.findall(r"(\d+) (passed|failed|skipped|errors?|deselected|xfailed|xpassed)", line):
+                what = "errors" if what == "error" else what
+                counts[what] = counts.get(what, 0) + int(n)
+    return counts
+
+
 def step_gpu_tests(step: Step, select: str | None = None) -> None:
-    """(a) ``pytest -m gpu`` on the GPU test modules; the JUnit XML and the output come back."""
+    """(a) ``pytest -m gpu`` on the GPU test modules, in :data:`GPU_TEST_WORKERS` processes side by side, then
+    the ``device_wide`` ones alone; the JUnit XML (merged) and the output come back."""
     base = step.work / "benchmarks" / "results" / "campaign" / f"gpu_tests_{slug(step.gpu['name'])}_{step.stamp}"
     base.parent.mkdir(parents=True, exist_ok=True)
-    cmd = [step.python, "-m", "pytest", "-m", "gpu", "-p", "no:cacheprovider", "-q", "-rfEs",
-           "--continue-on-collection-errors", f"--junitxml={base}.xml", *map(str, gpu_test_files())]
-    if select:
-        cmd += ["-k", select]
-    step.say("running " + " ".join(cmd[2:]))
-    rc = step.child(cmd, log_path=base.with_suffix(".txt"))
-    text = base.with_suffix(".txt").read_text() if base.with_suffix(".txt").exists() else ""
-    summary = next((ln for ln in reversed(text.splitlines()) if re.search(r"passed|failed|error|skipped", ln)), "")
-    step.manifest["pytest"] = {"returncode": rc, "summary": summary.strip("= ").strip()}
+    pytest_cmd = [step.python, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rfEs"]
+    collected = collect_gpu_tests(step, select)
+    t0 = time.time()
+    if collected is None or not collected[0]:
+        cmd = [*pytest_cmd, "-m", "gpu", "--continue-on-collection-errors", f"--junitxml={base}.xml",
+               *map(str, gpu_test_files())] + (["-k", select] if select else [])
+        step.say("running " + " ".join(cmd[2:]))
+        rc = step.child(cmd, log_path=base.with_suffix(".txt"))
+        text = base.with_suffix(".txt").read_text() if base.with_suffix(".txt").exists() else ""
+        summary = next((ln for ln in reversed(text.splitlines()) if re.search(r"passed|failed|error|skipped", ln)),
+                       "").strip("= ").strip()
+    else:
+        shared, alone = collected
+        n = max(1, min(GPU_TEST_WORKERS, os.cpu_count() or 1, len(shared)))
+        cache = Path(step.env.get("PYCUDA_CACHE_DIR", "/tmp/asynctm-pycuda-cache"))
+        jobs, parts = [], []
+        for i in range(n):
+            part = base.with_name(f"{base.name}_part{i}")
+            (cache / f"tests-{i}").mkdir(parents=True, exist_ok=True)
+            jobs.append(([*pytest_cmd, f"--junitxml={part}.xml", *shared[i::n]], part.with_suffix(".txt"),
+                         {**step.env, "PYCUDA_CACHE_DIR": str(cache / f"tests-{i}")}))
+            parts.append(part)
+        step.say(f"running {len(shared)} GPU tests in {n} pytest processes side by side"
+                 + (f", then {len(alone)} alone" if alone else ""))
+        codes = step.children(jobs)
+        if alone and all(rc is not None for rc in codes):
+            part = base.with_name(f"{base.name}_alone")
+            codes += step.children([([*pytest_cmd, f"--junitxml={part}.xml", *alone], part.with_suffix(".txt"),
+                                     None)])
+            parts.append(part)
+        text = "".join(f"==== pytest process {p.name.rsplit('_', 1)[-1]} ====\n" + p.with_suffix(".txt").read_text()
+                       for p in parts if p.with_suffix(".txt").exists())
+        base.with_suffix(".txt").write_text(text)
+        merge_junit([p.with_suffix(".xml") for p in parts], base.with_suffix(".xml"))
+        for p in parts:
+            for ext in (".txt", ".xml"):
+                p.with_suffix(ext).unlink(missing_ok=True)
+        rc = None if any(c is None for c in codes) else max(codes)
+        counts = _pytest_counts(text)
+        summary = (", ".join(f"{v} {k}" for k, v in counts.items()) + f" in {time.time() - t0:.0f} s ({n} "
+                   f"process{'es' if n > 1 else ''} side by side" + (", then 1 alone)" if alone else ")"))
+    step.manifest["pytest"] = {"returncode": rc, "summary": summary}
     for line in text.splitlines()[-40:]:
         step.log_fh.write(line + "\n")
     for line in text.splitlines():
