@@ -391,7 +391,8 @@ def step_gpu_tests(step: Step, select: str | None = None) -> None:
         for p in parts:
             for ext in (".txt", ".xml"):
                 p.with_suffix(ext).unlink(missing_ok=True)
-        rc = None if any(c is None for c in codes) else max(codes)
+        # None: one ran past the budget; else the first that did not exit 0 (a crashed process: a negative signal)
+        rc = None if any(c is None for c in codes) else next((c for c in codes if c != 0), 0)
         counts = _pytest_counts(text)
         summary = (", ".join(f"{v} {k}" for k, v in counts.items()) + f" in {time.time() - t0:.0f} s ({n} "
                    f"process{'es' if n > 1 else ''} side by side" + (", then 1 alone)" if alone else ")"))
