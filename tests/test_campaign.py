@@ -570,3 +570,23 @@ def test_gpu_test_processes_reports_are_merged(tmp_path):
             "==== 1 failed, 2 passed, 1 skipped in 0.50s ====\n==== pytest process part1 ====\n.E\n"
             "1 passed, 1 error in 0.20s\n")
     assert steps_mod._pytest_counts(text) == {"failed": 1, "passed": 3, "skipped": 1, "errors": 1}
+
+
+def test_a_crashed_gpu_test_process_fails_the_step(tmp_path, monkeypatch):
+    step = _choice_step(tmp_path)
+    step.env = {"PYCUDA_CACHE_DIR": str(tmp_path / "cache")}
+    monkeypatch.setattr(steps_mod, "collect_gpu_tests", lambda step, select=None: (["t.py::a", "t.py::b"], []))
+    monkeypatch.setattr(os, "cpu_count", lambda: 16)  # two tests: two processes, whatever this machine has
+
+    def children(jobs):
+        for (cmd, log, env), text in zip(jobs, ("1 passed in 0.1s\n", "Segmentation fault\n")):
+            log.write_text(text)
+            assert env["PYCUDA_CACHE_DIR"].startswith(str(tmp_path / "cache" / "tests-"))
+        return [0, -11]
+
+    step.children = children
+    steps_mod.step_gpu_tests(step)
+    assert step.manifest["pytest"]["returncode"] == -11
+    assert "1 passed" in step.manifest["pytest"]["summary"] and "part1 exited with -11" in step.manifest["pytest"][
+        "summary"]
+    step.close()

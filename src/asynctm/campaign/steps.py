@@ -394,8 +394,11 @@ def step_gpu_tests(step: Step, select: str | None = None) -> None:
         # None: one ran past the budget; else the first that did not exit 0 (a crashed process: a negative signal)
         rc = None if any(c is None for c in codes) else next((c for c in codes if c != 0), 0)
         counts = _pytest_counts(text)
+        odd = [f"pytest process {p.name.rsplit('_', 1)[-1]} exited with {c}" for p, c in zip(parts, codes)
+               if c not in (0, 1)]  # 1: failed tests, counted above; anything else: it broke off
         summary = (", ".join(f"{v} {k}" for k, v in counts.items()) + f" in {time.time() - t0:.0f} s ({n} "
-                   f"process{'es' if n > 1 else ''} side by side" + (", then 1 alone)" if alone else ")"))
+                   f"process{'es' if n > 1 else ''} side by side" + (", then 1 alone)" if alone else ")")
+                   + "".join(f"; {o}" for o in odd))
     step.manifest["pytest"] = {"returncode": rc, "summary": summary}
     for line in text.splitlines()[-40:]:
         step.log_fh.write(line + "\n")
