@@ -56,13 +56,14 @@ def _sibling_work(step, name: str) -> Path:
     return step.work.parent / name
 
 
-def _source_commit(step) -> str | None:
+def source_commit(step) -> str | None:
+    """The commit the staged campaign was made from (None: unknown)."""
     return (step.campaign.get("source") or {}).get("commit") or None
 
 
 def gpu_tests_verdict(step) -> bool | None:
     """True: ``pytest -m gpu`` of this commit passed; False: it ran and did not pass; None: not found."""
-    commit = _source_commit(step)
+    commit = source_commit(step)
     if not commit:
         return None
     folders = [_sibling_work(step, "gpu_tests"), step.tree]
@@ -77,7 +78,7 @@ def bench_records(step, same_commit: bool = True) -> list[dict]:
     """The GPU benchmark's records (``asynctm.campaign.bench``), this machine's first; with ``same_commit``
     only those of this commit, else only those of this GPU."""
     folders = [_sibling_work(step, "bench") / "benchmarks/results", step.tree / "benchmarks/results"]
-    commit, gpu = _source_commit(step), (step.gpu or {}).get("name")
+    commit, gpu = source_commit(step), (step.gpu or {}).get("name")
     out = []
     for _, rec in _json_files(folders, "gpu_*.json"):
         if not isinstance(rec.get("settings"), list):

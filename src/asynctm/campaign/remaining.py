@@ -46,8 +46,9 @@ def remaining(config: dict, tree: Path = REPO, gpu: str | None = None, threads: 
     gpu = gpu or newest_bench_gpu(tree)
     if threads is not None:
         config = {**config, "gpu_threads_per_clause": threads}
-    # what the steps' estimates read: the checkout's records and benchmarks (no work folder here)
-    ctx = types.SimpleNamespace(work=tree / ".campaign-remaining-none", tree=tree, config=config,
+    # what the steps' estimates read: the checkout's records and benchmarks alone. The work folder, and the
+    # sibling folders where a GPU machine's steps leave their results, lie in a folder that does not exist.
+    ctx = types.SimpleNamespace(work=tree / ".campaign-remaining-none" / "remaining", tree=tree, config=config,
                                 gpu={"name": gpu} if gpu else None, threads={}, campaign={"source": {}})
     out = {"gpu": gpu, "threads": plan.gpu_threads_per_clause(config), "steps": {}, "total_s": 0.0, "unknown": 0}
     for step, runs in (("sweeps", sweep_runs(config)), ("paper", paper_runs(config))):

@@ -36,7 +36,7 @@ from pathlib import Path
 from ..experiments import plan
 from ..provenance import REPO
 from . import STAGE_DIR
-from .choice import bench_estimate_s, choose_threads, gpu_tests_verdict
+from .choice import bench_estimate_s, choose_threads, gpu_tests_verdict, source_commit
 from .stage import StageError, load_campaign
 
 DEFAULT_BUDGET_S = 480  # a device command may run 600 s; the rest is install, start-up and packing
@@ -170,6 +170,7 @@ class Step:
         self.env: dict = {}
         self.gpu: dict | None = None
         self.threads: dict[str, int] = {}  # per experiment, where --threads-per-clause chose (else the config's)
+        self.auto_threads = False  # --threads-per-clause auto: the training steps choose (choose)
         stamp = datetime.fromtimestamp(self.started, timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         self.manifest = {"step": name, "started_utc": stamp, "budget_s": budget_s, "gpu": None,
                          "source": self.campaign.get("source"), "done": [], "skipped": [], "stopped": None}
@@ -414,7 +415,7 @@ def step_gpu_tests(step: Step, select: str | None = None) -> None:
 
 def step_bench(step: Step, select: str | None = None) -> None:
     """(b) ours and PyTsetlinMachineCUDA on one GPU in one process: :mod:`asynctm.campaign.bench`."""
-    commit = (step.campaign.get("source") or {}).get("commit") or "unknown"
+    commit = source_commit(step) or "unknown"
     name = f"gpu_{slug(step.gpu['name'])}_{commit[:7]}"
     cmd = [step.python, "-m", "asynctm.campaign.bench", "--campaign-dir", str(step.campaign_dir),
            "--out-dir", str(step.work / "benchmarks" / "results"), "--name", name,
@@ -494,9 +495,11 @@ def past_budget(step: Step) -> dict[str, float]:
 def _tm_runs(step: Step, runs: list[tuple[str, str, int]]) -> None:
     """``(experiment, params, seed)`` tm_gpu runs in order, each through ``python -m asynctm.experiments tm``
     (novelty experiments: then the MLP stage on its class sums), each with its experiment's threads per clause
-    (:func:`threads_for`). A run that would not fit in the time left (:func:`estimate_s`, or the last run of
-    the experiment in this step) is passed over for the next one; so is a run that an earlier call had to kill
-    at a budget at least as large as this one's."""
+    (:func:`threads_for`; with ``--threads-per-clause auto`` chosen first, :func:`choose`). A run that would not
+    fit in the time left (:func:`estimate_s`, or the last run of the experiment in this step) is passed over for
+    the next one; so is a run that an earlier call had to kill at a budget at least as large as this one's."""
+    if step.auto_threads:
+        choose(step, runs)
     took: dict[str, float] = {}
     killed_before = past_budget(step)
     step.manifest.setdefault("past_budget", [])
@@ -620,8 +623,6 @@ def step_sweeps(step: Step, select: str | None = None) -> None:
     """(c) the clause sweeps' tm_gpu points (epochs per point: the config's sweep epochs)."""
     runs = [r for r in sweep_runs(step.config) if not select or r[0] in select.split(",")]
     step.say(f"{len(runs)} sweep runs: " + ", ".join(f"{n}/{p}/seed{s}" for n, p, s in runs))
-    if step.manifest.get("threads_per_clause") == "auto":
-        choose(step, runs)
     _tm_runs(step, runs)
 
 
@@ -630,8 +631,6 @@ def step_paper(step: Step, select: str | None = None) -> None:
     runs = [r for r in paper_runs(step.config) if not select or r[0] in select.split(",")]
     step.manifest["with_mlp"] = True
     step.say(f"{len(runs)} runs: " + ", ".join(f"{n}/{p}/seed{s}" for n, p, s in runs))
-    if step.manifest.get("threads_per_clause") == "auto":
-        choose(step, runs)
     _tm_runs(step, runs)
 
 
@@ -659,6 +658,7 @@ def run_step(name: str, campaign_dir: Path | None = None, out_dir: Path | None =
     out_dir = Path(out_dir or os.environ.get("OUT") or REPO / "campaign-out")
     step = Step(name, campaign_dir, out_dir, budget_s, work_dir, tree, until=until)
     if threads_per_clause == "auto":
+        step.auto_threads = True
         step.manifest["threads_per_clause"] = "auto"  # replaced by the choice, per experiment
     elif threads_per_clause is not None:
         step.config["gpu_threads_per_clause"] = step.manifest["threads_per_clause"] = threads_per_clause
