@@ -12,6 +12,7 @@ import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -126,7 +127,7 @@ def test_install_refuses_another_python(tmp_path):
         steps_mod.install(tmp_path, {"python_tag": "cp399"}, site=tmp_path / "site")
 
 
-def test_run_order_and_device_commands():
+def test_run_order_and_device_commands(tmp_path):
     config = load_config([])
     sweeps = steps_mod.sweep_runs(config)
     assert sweeps[0][0] == "semeval"
@@ -139,7 +140,7 @@ def test_run_order_and_device_commands():
     from asynctm.campaign.__main__ import commands
 
     lines = []
-    commands(say=lines.append)
+    commands(say=lines.append, tree=tmp_path)  # no GPU tests or benchmark of this code: the first lease's calls
     calls = [ln for ln in lines if "asynctm.campaign step" in ln and not ln.startswith("#")]
     steps = [w for c in calls for w in re.findall(r"asynctm\.campaign step (\w+)", c)]
     assert steps == list(steps_mod.STEPS)
@@ -295,7 +296,7 @@ def test_threads_per_clause_auto_follows_the_tests_and_the_benchmark(tmp_path):
 
 
 def test_a_run_is_estimated_from_the_benchmark_of_its_gpu_and_threads(tmp_path):
-    from asynctm.campaign.choice import ESTIMATE_MARGIN, RUN_OVERHEAD_S
+    from asynctm.campaign.choice import ESTIMATE_MARGIN, OTHER_GPU_FACTOR, RUN_OVERHEAD_S
 
     step = _choice_step(tmp_path)
     _lease_evidence(tmp_path, [_bench_setting("semeval", "classification", (15.0, 87.7), (0.5, 87.0))],
@@ -306,8 +307,9 @@ def test_a_run_is_estimated_from_the_benchmark_of_its_gpu_and_threads(tmp_path):
     assert steps_mod.estimate_s(step, "semeval", "n80_T15_s3.9_e100") is None  # other clauses
     step.threads = {"semeval": 8}
     assert steps_mod.estimate_s(step, "semeval", "n40_T15_s3.9_e100") is None  # not benchmarked
-    step.threads, step.gpu = {}, {"name": "NVIDIA H100 80GB HBM3"}
-    assert steps_mod.estimate_s(step, "semeval", "n40_T15_s3.9_e100") is None  # another GPU's benchmark
+    step.threads, step.gpu = {"semeval": 32}, {"name": "NVIDIA H100 80GB HBM3"}
+    # another GPU's benchmark, where this one has none: with a factor for the other GPU
+    assert steps_mod.estimate_s(step, "semeval", "n40_T15_s3.9_e100") == pytest.approx(OTHER_GPU_FACTOR * want)
     step.close()
 
 
@@ -465,7 +467,7 @@ def test_dress_rehearsal_on_the_simulated_gpu(tmp_path):
     paper_manifest = json.loads(next((tree / "benchmarks/results/campaign").glob("paper_*.json")).read_text())
     chosen = paper_manifest["threads_per_clause"]
     assert set(chosen) == {"wsd_apple", "bbc_sport"} and all(c["reason"] for c in chosen.values())
-    assert chosen["wsd_apple"]["reason"].startswith("benchmarked at this commit")
+    assert chosen["wsd_apple"]["reason"].startswith("benchmarked with this code")
     assert rec["hyperparameters"].get("threads_per_clause", 1) == chosen["wsd_apple"]["threads"]
     gpu = rec["provenance"]["gpu"]
     assert gpu["name"] == "Simulated GPU" and gpu["driver"] and gpu["cuda"]
@@ -494,13 +496,18 @@ def test_dress_rehearsal_on_the_simulated_gpu(tmp_path):
     assert tests_manifest["pytest"]["summary"].startswith("3 passed in ") and "then 1 alone" in tests_manifest[
         "pytest"]["summary"]
 
-    # Called again after unpack: every run is recorded already, nothing is trained.
-    step("paper")
+    # Called again after unpack: every run is recorded already, nothing is trained; the earlier call's work
+    # folder is kept (the same staged campaign), and the tarball holds only this call's manifest.
+    r = step("paper")
+    assert "kept the work folder of an earlier call" in r.stdout
     manifests = sorted((tmp_path / "work" / "paper" / "benchmarks/results/campaign").glob("paper_*.json"))
     again = json.loads(manifests[-1].read_text())
     assert again["done"] == [] and again["stopped"] is None
+    with tarfile.open(out / "paper.tar.gz") as tar:
+        assert [m.name for m in tar.getmembers()] == [manifests[-1].relative_to(tmp_path / "work" / "paper").as_posix()]
     # No budget left: the step stops before training and still packs its manifest.
     (tree / "results/smoke/wsd_apple/tm_gpu/n20_T50_s5_e2/seed0.json").unlink()
+    shutil.rmtree(tmp_path / "work" / "paper")  # a bare machine
     step("paper", budget="0.5")
     with tarfile.open(out / "paper.tar.gz") as tar:
         manifest = json.loads(tar.extractfile(next(m for m in tar.getmembers() if "/campaign/" in m.name)).read())
@@ -590,3 +597,156 @@ def test_a_crashed_gpu_test_process_fails_the_step(tmp_path, monkeypatch):
     assert "1 passed" in step.manifest["pytest"]["summary"] and "part1 exited with -11" in step.manifest["pytest"][
         "summary"]
     step.close()
+
+
+def _paper_step(tmp_path, budget=100.0, later=0.0, campaign=None):
+    camp = tmp_path / "c"
+    camp.mkdir(exist_ok=True)
+    if campaign is not None or not (camp / "campaign.json").exists():
+        (camp / "campaign.json").write_text(json.dumps(campaign or {"config": load_config([]), "source": {}}))
+    step = steps_mod.Step("paper", camp, tmp_path / "out", budget, tmp_path / "work", tree=tmp_path / "tree",
+                          later_s=later)
+    step.gpu = {"name": "NVIDIA H200"}
+    return step
+
+
+def test_a_later_call_keeps_the_work_folder_of_the_same_campaign_and_packs_only_its_own_files(tmp_path):
+    step = _paper_step(tmp_path)
+    done = tmp_path / "work/results/e/tm_gpu/p/seed0.json"
+    done.parent.mkdir(parents=True)
+    done.write_text("{}")
+    step.close()
+    again = _paper_step(tmp_path)
+    assert done.is_file() and again.exists("results/e/tm_gpu/p/seed0.json")  # an earlier call's record: done
+    (done.parent / "seed1.json").write_text("{}")
+    with tarfile.open(again.pack()) as tar:
+        names = tar.getnames()
+    assert "results/e/tm_gpu/p/seed1.json" in names and "results/e/tm_gpu/p/seed0.json" not in names
+    again.close()
+    # another staged campaign (a new commit staged): the folder starts empty
+    other = _paper_step(tmp_path, campaign={"config": load_config([]), "source": {"commit": "f" * 40}})
+    assert not done.exists() and not other.exists("results/e/tm_gpu/p/seed0.json")
+    other.close()
+
+
+def _fake_run(rel_out: Path, epochs_done: int, n_epochs: int, record: bool):
+    """What a tm run leaves: a checkpoint after ``epochs_done`` epochs of 1.5 s (paused), or its record."""
+    rel_out.parent.mkdir(parents=True, exist_ok=True)
+    with open(rel_out.with_suffix(".log"), "a") as fh:
+        fh.write("epoch line\n")
+    ckpt = rel_out.with_name(rel_out.name.removesuffix(".json") + ".checkpoint.npz")
+    if record:
+        ckpt.unlink(missing_ok=True)
+        rel_out.write_text(json.dumps({"timing": {"train_s_mean": 1.0}, "final": {"accuracy": 90.0}}))
+        return 0
+    state = {"key": "k", "cpu_model": "c", "resume": [],
+             "epochs": [{"epoch": i + 1, "train_s": 1.0, "eval_s": 0.5} for i in range(epochs_done)]}
+    np.savez(ckpt, run_state=np.array(json.dumps(state)))
+    return 75
+
+
+def test_a_run_longer_than_the_call_pauses_and_the_next_call_on_the_machine_resumes_it(tmp_path, monkeypatch):
+    tree = tmp_path / "tree"
+    sweep = tree / "results/semeval/tm_gpu/n40_T15_s3.9_e5/seed0.json"  # 3.5 s per epoch: 350 s for 100 epochs
+    sweep.parent.mkdir(parents=True)
+    sweep.write_text(json.dumps({"epochs": [{}] * 2, "timing": {"train_s_total": 6.0, "eval_s_total": 1.0,
+                                                                  "setup": {}}}))
+    run = [("semeval", "n40_T15_s3.9_e100", 0)]
+    rel = "results/semeval/tm_gpu/n40_T15_s3.9_e100/seed0.json"
+    # Without a next call, the run does not fit.
+    step = _paper_step(tmp_path, budget=100)
+    steps_mod._tm_runs(step, run)
+    assert "would not fit: about 350 s needed, 100 s left" in step.manifest["skipped"][0]["reason"]
+    step.close()
+    # With 300 s more in the next call, it starts, with --stop-at before the step's end, and pauses.
+    seen = []
+
+    def child(cmd, log_path=None):
+        seen.append(cmd)
+        out = Path(cmd[cmd.index("--out") + 1])
+        return _fake_run(out, 20, 100, record=len(seen) > 1)
+
+    step = _paper_step(tmp_path, budget=100, later=300)
+    monkeypatch.setattr(step, "child", child)
+    steps_mod._tm_runs(step, run)
+    stop_at = float(seen[0][seen[0].index("--stop-at") + 1])
+    assert abs(stop_at - (step.deadline - steps_mod.STOP_MARGIN_S)) <= 1
+    paused = step.manifest["paused"][0]
+    assert (paused["run"], paused["epochs_done"], paused["epochs"], paused["s_per_epoch"]) == (rel, 20, 100, 1.5)
+    with tarfile.open(step.pack()) as tar:  # neither the checkpoint nor the paused run's log travel
+        assert not [n for n in tar.getnames() if "seed0" in n]
+    step.close()
+    # The next call on the same machine resumes it: 80 epochs of 1.5 s left.
+    step = _paper_step(tmp_path, budget=300)
+    assert steps_mod.resumable(step, rel)["epochs"][-1]["epoch"] == 20
+    monkeypatch.setattr(step, "child", child)
+    steps_mod._tm_runs(step, run)
+    assert step.manifest["done"] == [rel] and len(seen) == 2
+    with tarfile.open(step.pack()) as tar:
+        names = tar.getnames()
+    assert rel in names and rel.replace(".json", ".log") in names and not any("checkpoint" in n for n in names)
+    step.close()
+    # A later lease (a bare machine) estimates the whole run from the pause: 100 epochs of 1.5 s.
+    shutil.copytree(tmp_path / "work/benchmarks", tree / "benchmarks", dirs_exist_ok=True)
+    sweep.unlink()
+    shutil.rmtree(tmp_path / "work")
+    step = _paper_step(tmp_path, budget=300)
+    from asynctm.campaign.choice import ESTIMATE_MARGIN, RUN_OVERHEAD_S
+
+    assert steps_mod.estimate_s(step, "semeval", "n40_T15_s3.9_e100") == pytest.approx(
+        ESTIMATE_MARGIN * (RUN_OVERHEAD_S + 150))
+    step.close()
+
+
+def test_evidence_of_another_commit_with_the_same_kernels_and_backends_counts(tmp_path):
+    from asynctm.campaign.choice import choose_threads
+    from asynctm.provenance import code_digests
+
+    step = _choice_step(tmp_path)
+    settings = [_bench_setting("semeval", "classification", (15.7, 87.7), (0.6, 87.0), (55.0, 88.8))]
+    _lease_evidence(tmp_path, settings, commit="d" * 40)
+    assert "no GPU tests or benchmark" in choose_threads(step, ["semeval"], False)["semeval"]["reason"]
+    for path in (tmp_path / "work").rglob("*.json"):  # the same code, file for file
+        path.write_text(json.dumps({**json.loads(path.read_text()), "code": code_digests()}))
+    assert choose_threads(step, ["semeval"], False)["semeval"]["threads"] == 32
+    for path in (tmp_path / "work").rglob("*.json"):  # other kernels
+        rec = json.loads(path.read_text())
+        path.write_text(json.dumps({**rec, "code": {**rec["code"], "kernels/tm.cu": "0" * 64}}))
+    assert "no GPU tests or benchmark" in choose_threads(step, ["semeval"], False)["semeval"]["reason"]
+    step.close()
+
+
+def test_a_lease_of_tested_and_benchmarked_code_trains_in_both_calls(tmp_path):
+    from asynctm.campaign.__main__ import TRAINING_CALLS, commands
+    from asynctm.provenance import code_digests
+
+    def calls(tree):
+        lines = []
+        commands(say=lines.append, tree=tree)
+        return [ln for ln in lines if "asynctm.campaign step" in ln and not ln.startswith("#")], lines
+
+    first, _ = calls(tmp_path)
+    assert "step gpu_tests" in first[0] and "step bench" in first[0]
+    man = tmp_path / "benchmarks/results/campaign/gpu_tests_nvidia_h100_20270101T000000Z.json"
+    man.parent.mkdir(parents=True)
+    man.write_text(json.dumps({"code": code_digests(), "pytest": {"returncode": 0}}))
+    bench = tmp_path / "benchmarks/results/gpu_nvidia_h100_abcdef0.json"
+    bench.write_text(json.dumps({"code": code_digests(), "settings": [
+        _bench_setting("semeval", "classification", (15.7, 87.7), (0.6, 87.0))]}))
+    training, lines = calls(tmp_path)
+    assert not any("gpu_tests" in c or "step bench" in c for c in training)
+    assert "passed the GPU tests and was benchmarked" in "\n".join(lines)
+    # the paper step opens the second call too: in the first it may start a run that continues there
+    assert "step paper --until $END --later 270 --threads-per-clause auto" in training[0]
+    assert "--later" not in training[1] and "step sweeps --budget 200" in training[0]
+    assert sum(seconds for seconds, _ in TRAINING_CALLS) <= 900 - 120
+    man.write_text(json.dumps({"code": code_digests(), "pytest": {"returncode": 1}}))  # the tests failed
+    again, _ = calls(tmp_path)
+    assert "step gpu_tests" in again[0]
+
+
+def test_the_readme_shows_the_calls_that_commands_prints():
+    from asynctm.campaign.__main__ import DEVICE_CALLS, TRAINING_CALLS, call_commands
+
+    shown = [ln for ln in (REPO / "README.md").read_text().splitlines() if ln.startswith("export PYTHONPATH=src;")]
+    assert shown == [command for calls in (DEVICE_CALLS, TRAINING_CALLS) for _, command in call_commands(calls)]

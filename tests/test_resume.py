@@ -201,3 +201,54 @@ def test_a_signal_while_the_heartbeat_starts_leaves_no_thread_to_join(monkeypatc
         beat.start(1, 2, None)
     beat.end()
     assert beat.thread is None
+
+
+def test_a_run_at_its_stop_time_pauses_with_a_checkpoint_and_resumes_exactly(tmp_path):
+    """``--stop-at`` already past: one epoch (nothing predicts its time before it), then a pause before the
+    second with the checkpoint saved and exit status 75; the same command without it finishes the run, equal to
+    an uninterrupted one epoch by epoch."""
+    from asynctm.experiments.__main__ import EXIT_PAUSED
+
+    _toy(tmp_path)
+    st = _settings(checkpoint_every_s=10**6)  # no periodic checkpoint: the pause must save its own
+    reference = run_tm(st, tmp_path / "data", tmp_path / "whole.json", threads=1)
+    cmd = _command(tmp_path, st, "paused")
+    first = subprocess.run([*cmd, "--stop-at", str(time.time() - 1)], capture_output=True, text=True)
+    assert first.returncode == EXIT_PAUSED, first.stderr
+    assert "paused after 1 of 12 epochs" in first.stderr and not (tmp_path / "paused.json").exists()
+    assert checkpoint_path(tmp_path / "paused.json").exists()
+    log = (tmp_path / "paused.log").read_text()
+    assert f"epoch 1/{N_EPOCHS} acc" in log and f"paused before epoch 2/{N_EPOCHS}" in log
+    again = subprocess.run(cmd, capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    resumed = json.loads((tmp_path / "paused.json").read_text())
+    assert resumed["resume"]["after_epochs"] == [1] and _metrics(resumed) == _metrics(reference)
+
+
+def test_a_pause_comes_before_the_epoch_that_would_end_after_the_stop_time(tmp_path, monkeypatch):
+    """The clock passes the stop time during epoch 3: the run pauses before epoch 4 with 3 epochs saved."""
+    from asynctm import peers
+    from asynctm.experiments import run as run_mod
+
+    _toy(tmp_path)
+    real_time, real_fit = time.time, peers.AsyncTMPeer.fit_epoch
+    offset, calls = [0.0], [0]
+
+    def fit_epoch(self, X, y):
+        calls[0] += 1
+        if calls[0] == 3:
+            offset[0] = 10**6
+        return real_fit(self, X, y)
+
+    monkeypatch.setattr(peers.AsyncTMPeer, "fit_epoch", fit_epoch)
+    monkeypatch.setattr(run_mod, "time", type("Clock", (), {"time": staticmethod(lambda: real_time() + offset[0]),
+                                                            "perf_counter": staticmethod(time.perf_counter),
+                                                            "monotonic": staticmethod(time.monotonic)}))
+    out = tmp_path / "r.json"
+    with pytest.raises(run_mod.RunPaused) as info:
+        run_tm(_settings(checkpoint_every_s=10**6), tmp_path / "data", out, threads=1, stop_at=real_time() + 10**5)
+    assert (info.value.epochs_done, info.value.n_epochs, info.value.checkpoint) == (3, N_EPOCHS,
+                                                                                   checkpoint_path(out))
+    from asynctm.experiments.run import read_checkpoint
+
+    assert len(read_checkpoint(checkpoint_path(out))["epochs"]) == 3 and not out.exists()

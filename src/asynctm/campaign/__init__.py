@@ -18,7 +18,8 @@ files. So the campaign is prepared on a machine without a GPU:
 
 ``python -m asynctm.campaign commands`` prints the device-tool commands, in order: two calls, the GPU tests
 and the benchmark, then the sweeps and the paper runs, whose threads per clause :mod:`.choice` takes from the
-first call's results.
+first call's results; or, where this code has passed the GPU tests and been benchmarked at an earlier lease, two
+calls of training (:data:`TRAINING_CALLS`).
 """
 
 from __future__ import annotations
@@ -37,6 +38,11 @@ TRAVEL_BUDGET_BYTES = 64 * 2**20  # the checkout that travels to the GPU machine
 # afresh on a bare machine (about a second each), about 110 s in one process; the step shares them out to 8
 # processes (asynctm.campaign.steps.GPU_TEST_WORKERS), and what they leave of the cap goes to the benchmark.
 DEVICE_CALLS = ((480, (("gpu_tests", 180), ("bench", None))), (270, (("sweeps", 150), ("paper", None))))
+# A lease whose code (kernels and backends, asynctm.provenance.code_digests) has passed the GPU tests and been
+# benchmarked already (results unpacked into the checkout) trains in both calls instead. A step that opens the next
+# call too (the paper runs) gets --later: a run that needs more than the first call has left starts where both
+# together fit, pauses with a checkpoint at the first call's end and resumes in the second on the warm machine.
+TRAINING_CALLS = ((480, (("sweeps", 200), ("paper", None))), (270, (("paper", None), ("sweeps", None))))
 # The training steps choose one thread or a warp per clause from the first call's tests and benchmark
 # (asynctm.campaign.choice), so no one has to decide between the calls while the machine waits.
 STEP_OPTIONS = {"sweeps": "--threads-per-clause auto", "paper": "--threads-per-clause auto"}

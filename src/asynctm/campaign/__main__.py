@@ -2,8 +2,8 @@
 
     python -m asynctm.campaign stage [--config KEY=VALUE ...] [--wheels DIR] [--sdist FILE] [--dest DIR]
     python -m asynctm.campaign commands            # the device-tool calls to make, in order
-    python3 -m asynctm.campaign step NAME [--budget S] [--until T] [--out DIR] [--no-install] [--select TEXT]
-                                     [--threads-per-clause K|auto]                               # on the GPU
+    python3 -m asynctm.campaign step NAME [--budget S] [--until T] [--later S] [--out DIR] [--no-install]
+                                     [--select TEXT] [--threads-per-clause K|auto]               # on the GPU
     python -m asynctm.campaign unpack FOLDER [--into TREE] [--overwrite]
     python -m asynctm.campaign remaining [--gpu NAME] [--threads-per-clause K] [--config KEY=VALUE ...]
 
@@ -17,23 +17,80 @@ import math
 import sys
 from pathlib import Path
 
-from . import DEVICE_CALLS, STAGE_DIR, STEP_OPTIONS
+from ..provenance import REPO as REPO_ROOT
+from . import DEVICE_CALLS, STAGE_DIR, STEP_OPTIONS, TRAINING_CALLS
 
 # The device tool's fixed arguments: the staged folder travels as a carried path; one command may run 600 s.
 DEVICE_CALL = 'kind="nvidia-h100-x1" (or "nvidia-h200"), carry=["' + STAGE_DIR + '"]'
 
 
-def device_command(seconds: int, calls, commit: str | None, dirty: int | None) -> str:
+def device_command(seconds: int, calls, commit: str | None, dirty: int | None, later: dict | None = None) -> str:
+    """One device call: its steps, sharing its end; ``later``: per step, seconds it gets in the next call."""
     env = f" ASYNCTM_SOURCE_COMMIT={commit} ASYNCTM_SOURCE_DIRTY={dirty}" if commit else ""
+    later = later or {}
     return f"export PYTHONPATH=src{env}; END=$(( $(date +%s) + {seconds} )); " + "; ".join(
         f"python3 -m asynctm.campaign step {step}" + (f" --budget {budget}" if budget else "") + " --until $END"
+        + (f" --later {later[step]}" if later.get(step) else "")
         + (f" {STEP_OPTIONS[step]}" if step in STEP_OPTIONS else "") for step, budget in calls)
 
 
-def commands(say=print) -> None:
+def call_commands(calls_of_lease, commit: str | None = None, dirty: int | None = None) -> list[tuple[int, str]]:
+    """``(timeout_s, command)`` of each device call of a lease. A step that opens the next call too gets
+    ``--later`` with that call's seconds: it may start runs that continue there."""
+    out = []
+    for i, (seconds, calls) in enumerate(calls_of_lease):
+        nxt = calls_of_lease[i + 1] if i + 1 < len(calls_of_lease) else None
+        later = {nxt[1][0][0]: nxt[0]} if nxt else {}
+        # the last step's children are killed at the call's end; then packing, and a margin
+        out.append((seconds + 30 * len(calls), device_command(seconds, calls, commit, dirty, later)))
+    return out
+
+
+def tested_and_benchmarked(tree: Path) -> str | None:
+    """Where this code (its kernels and backends, file for file: :func:`asynctm.provenance.code_digests`) passed
+    the GPU tests and was benchmarked with both builds, in the results unpacked into ``tree``: the two files, or
+    None."""
+    import json
+
+    from ..provenance import code_digests
+
+    code = code_digests()
+
+    def found(folder: Path, pattern: str, ok) -> Path | None:
+        for path in sorted(folder.glob(pattern), reverse=True):
+            try:
+                rec = json.loads(path.read_text())
+            except (OSError, ValueError):
+                continue
+            if isinstance(rec, dict) and rec.get("code") == code and ok(rec):
+                return path
+        return None
+
+    tests = found(tree / "benchmarks/results/campaign", "gpu_tests_*.json",
+                  lambda m: (m.get("pytest") or {}).get("returncode") == 0)
+    bench = found(tree / "benchmarks/results", "gpu_*.json", lambda r: any(
+        "tm_gpu" in (s.get("results") or {}) and ("tm_gpu_warp" in (s.get("results") or {})
+                                                  or "tm_gpu_warp" in (s.get("skipped") or {}))
+        for s in r.get("settings") or []))
+    return f"{tests.relative_to(tree)} and {bench.relative_to(tree)}" if tests and bench else None
+
+
+def lease_calls(tree: Path = REPO_ROOT) -> tuple[tuple, str]:
+    """The lease's device calls and why: :data:`TRAINING_CALLS` where this code has passed the GPU tests and been
+    benchmarked, else :data:`DEVICE_CALLS`."""
+    evidence = tested_and_benchmarked(tree)
+    if evidence:
+        return TRAINING_CALLS, (f"this code (kernels and backends) passed the GPU tests and was benchmarked ("
+                                f"{evidence}): both calls train")
+    return DEVICE_CALLS, ("this code (kernels and backends) has no GPU tests that passed and benchmark of both builds "
+                          "here yet: the first call runs them")
+
+
+def commands(say=print, tree: Path | None = None) -> None:
     from ..provenance import git_info
 
     git = git_info()
+    calls_of_lease, why = lease_calls(tree or REPO_ROOT)
     say("# 1. here: commit, then stage (the records name the commit; the staged folder must be current)")
     say("python -m asynctm.campaign stage --config data_dir=data")
     say(f"# 2. the device tool's run, once per line below, with {DEVICE_CALL}; the second call at once after")
@@ -44,10 +101,11 @@ def commands(say=print) -> None:
     say("#    call's GPU tests and benchmark (--threads-per-clause auto; their log and records say which). If the")
     say("#    machine went back between the calls, unpack the first reply before the second: its tests and")
     say("#    benchmark then travel with the checkout.")
-    for i, (seconds, calls) in enumerate(DEVICE_CALLS, 1):
-        # the last step's children are killed at the call's end; then packing, and a margin
-        say(f"# call {i}: timeout_s={seconds + 30 * len(calls)}")
-        say(device_command(seconds, calls, git["commit"], git["tracked_files_modified"]))
+    say(f"# The lease's calls: {why}.")
+    for i, (timeout, command) in enumerate(call_commands(calls_of_lease, git["commit"],
+                                                         git["tracked_files_modified"]), 1):
+        say(f"# call {i}: timeout_s={timeout}")
+        say(command)
     say("# 3. here: snakemake --cores all tables figures --config run_missing=false; commit results/, "
         "benchmarks/results/, paper_tables/ and figures/")
 
@@ -82,6 +140,10 @@ def main(argv=None) -> int:
     p.add_argument("--until", type=float, default=None,
                    help="UNIX time at which the step ends if its budget has not ended it before (the device call's "
                         "end, shared by its steps)")
+    p.add_argument("--later", type=float, default=0.0, metavar="S",
+                   help="sweeps, paper: seconds this step gets in the lease's next call on this machine; a run that "
+                        "needs more than this call has left starts where both together fit, pauses at this call's "
+                        "end and resumes in the next")
     p.add_argument("--out", default=None, help="where the tarball and log go (default $OUT, else campaign-out/)")
     p.add_argument("--campaign-dir", default=None, help=f"the staged folder (default {STAGE_DIR}/)")
     p.add_argument("--work-dir", default=None, help="scratch folder (default /tmp/asynctm-campaign/<step>)")
@@ -126,7 +188,7 @@ def main(argv=None) -> int:
                             out_dir=Path(args.out) if args.out else None, budget_s=budget, until=args.until,
                             do_install=not args.no_install, work_dir=Path(args.work_dir) if args.work_dir else None,
                             select=args.select, tree=Path(args.tree) if args.tree else None,
-                            threads_per_clause=args.threads_per_clause)
+                            threads_per_clause=args.threads_per_clause, later_s=args.later)
         else:
             from .unpack import unpack
 

@@ -2,12 +2,14 @@
 
 ``--threads-per-clause auto`` (the ``sweeps`` and ``paper`` steps) chooses, per experiment, between one thread
 per clause (the paper's design) and a warp of 32 (kernels/README.md, "Threads per clause") from the GPU tests
-and the benchmark of the same commit, which the first call of a lease has just run on that machine (their
-work folders stay there while it is warm) or which were unpacked into the checkout:
+and the benchmark of the same code: of this commit, or of another whose kernels and backends are the same file
+for file (:func:`asynctm.provenance.code_digests`, which the GPU tests' manifests and the benchmark's records
+keep). The first call of a lease has just run them on that machine (their work folders stay there while it is
+warm), or an earlier lease did and they were unpacked into the checkout:
 
-1. No evidence (neither the tests nor the benchmark of this commit are found): the config's
+1. No evidence (neither the tests nor the benchmark of this code are found): the config's
    ``gpu_threads_per_clause``.
-2. The GPU tests of this commit did not pass (or did not finish): one thread everywhere.
+2. The GPU tests of this code did not pass (or did not finish): one thread everywhere.
 3. The warp build's accuracy (or F1) after the benchmark's epochs, mean over seeds, was more than
    :data:`ACCURACY_POINTS` below both the one-thread build's and PyTsetlinMachineCUDA's on some setting: one thread
    everywhere, as its result is then suspect. Regression settings (MAE oscillates) count for speed only.
@@ -18,8 +20,8 @@ work folders stay there while it is warm) or which were unpacked into the checko
 5. The ``paper`` step keeps an experiment's main setting on the threads of its recorded seeds, so that a table
    cell never mixes two schedules (the figures draw each thread count as its own line).
 
-:func:`bench_estimate_s` estimates a run's seconds from the benchmark of the same GPU, for runs no record of the
-same threads per clause can estimate.
+:func:`bench_estimate_s` estimates a run's seconds from the benchmark (of the same GPU where there is one), for
+runs no record of the same threads per clause can estimate.
 """
 
 from __future__ import annotations
@@ -38,6 +40,9 @@ BENCH_IMPL = {1: "tm_gpu", WARP: "tm_gpu_warp"}
 # A run's seconds beyond its epochs: a Python process, PyCUDA's context, the dataset's load.
 RUN_OVERHEAD_S = 10.0
 ESTIMATE_MARGIN = 1.15
+# An estimate from another GPU's benchmark (an H100's memory is slower than an H200's): only to decide whether a
+# run is started; a run that proves slower pauses at the step's end (asynctm.experiments.run, stop_at).
+OTHER_GPU_FACTOR = 1.5
 
 
 def _json_files(folders, pattern: str) -> list[tuple[Path, dict]]:
@@ -61,34 +66,32 @@ def source_commit(step) -> str | None:
     return (step.campaign.get("source") or {}).get("commit") or None
 
 
+def same_code(step, commit: str | None, code: dict | None) -> bool:
+    """Whether results made at ``commit`` with the code digests ``code`` are of the code this step runs: the
+    same commit, or the same kernels and backends file for file."""
+    mine = getattr(step, "code", None)
+    return bool(commit and commit == source_commit(step)) or bool(code and mine and code == mine)
+
+
 def gpu_tests_verdict(step) -> bool | None:
-    """True: ``pytest -m gpu`` of this commit passed; False: it ran and did not pass; None: not found."""
-    commit = source_commit(step)
-    if not commit:
-        return None
+    """True: ``pytest -m gpu`` of this code passed; False: it ran and did not pass; None: not found."""
     folders = [_sibling_work(step, "gpu_tests"), step.tree]
     found = [m for _, m in _json_files([f / "benchmarks/results/campaign" for f in folders], "gpu_tests_*.json")
-             if (m.get("source") or {}).get("commit") == commit and "pytest" in m]
+             if same_code(step, (m.get("source") or {}).get("commit"), m.get("code")) and "pytest" in m]
     if not found:
         return None
     return any(m["pytest"].get("returncode") == 0 for m in found)
 
 
-def bench_records(step, same_commit: bool = True) -> list[dict]:
-    """The GPU benchmark's records (``asynctm.campaign.bench``), this machine's first; with ``same_commit``
-    only those of this commit, else only those of this GPU."""
+def bench_records(step, this_code: bool = True) -> list[dict]:
+    """The GPU benchmark's records (``asynctm.campaign.bench``), this machine's first; with ``this_code`` only
+    those of this code (:func:`same_code`), else those of every code, this GPU's first."""
     folders = [_sibling_work(step, "bench") / "benchmarks/results", step.tree / "benchmarks/results"]
-    commit, gpu = source_commit(step), (step.gpu or {}).get("name")
-    out = []
-    for _, rec in _json_files(folders, "gpu_*.json"):
-        if not isinstance(rec.get("settings"), list):
-            continue
-        if same_commit and (not commit or (rec.get("git") or {}).get("commit") != commit):
-            continue
-        if not same_commit and (not gpu or (rec.get("gpu") or {}).get("name") != gpu):
-            continue
-        out.append(rec)
-    return out
+    gpu = (step.gpu or {}).get("name")
+    out = [rec for _, rec in _json_files(folders, "gpu_*.json") if isinstance(rec.get("settings"), list)]
+    if this_code:
+        return [rec for rec in out if same_code(step, (rec.get("git") or {}).get("commit"), rec.get("code"))]
+    return sorted(out, key=lambda rec: not gpu or (rec.get("gpu") or {}).get("name") != gpu)  # stable
 
 
 def literal_words(step, name: str) -> int | None:
@@ -104,7 +107,7 @@ def literal_words(step, name: str) -> int | None:
 
 
 def warp_evidence(step) -> dict[str, dict]:
-    """Per benchmarked setting of this commit (the newest record that compared both builds there): whether the
+    """Per benchmarked setting of this code (the newest record that compared both builds there): whether the
     warp build was faster, whether its metric was acceptable, and the numbers."""
     out: dict[str, dict] = {}
     for rec in bench_records(step):
@@ -162,16 +165,16 @@ def choose_threads(step, experiments, keep_recorded: bool) -> dict[str, dict]:
                 out[name] = {"threads": k, "reason": "as its recorded seeds of the main setting"}
                 continue
         if tests is None and not evidence:
-            out[name] = {"threads": default, "reason": "no GPU tests or benchmark of this commit: the config's"}
+            out[name] = {"threads": default, "reason": "no GPU tests or benchmark of this code: the config's"}
         elif tests is not True:
-            out[name] = {"threads": 1, "reason": "the GPU tests of this commit did not pass" if tests is False
-                         else "no GPU tests of this commit found"}
+            out[name] = {"threads": 1, "reason": "the GPU tests of this code did not pass" if tests is False
+                         else "no GPU tests of this code found"}
         elif bad:
             out[name] = {"threads": 1, "reason": "the warp build's accuracy is suspect (" + "; ".join(bad) + ")"}
         elif name in evidence:
             e = evidence[name]
             out[name] = {"threads": WARP if e["faster"] else 1,
-                         "reason": f"benchmarked at this commit: {e['one_s']:.4g} s per epoch with one thread, " +
+                         "reason": f"benchmarked with this code: {e['one_s']:.4g} s per epoch with one thread, " +
                                    (f"{e['warp_s']:.4g} s with a warp" if e["warp_s"] is not None else
                                     f"the warp build failed ({str(e['failed'])[:120]})")}
         else:
@@ -189,15 +192,16 @@ def choose_threads(step, experiments, keep_recorded: bool) -> dict[str, dict]:
 
 
 def bench_estimate_s(step, name: str, params: str, threads: int, eval_s: float | None = None) -> float | None:
-    """Seconds a tm_gpu run should take, from the GPU benchmark on this GPU at the same clauses, T and s and
-    threads per clause: its set-up and warm-up epoch, then median epochs, each with an evaluation (the
-    benchmark's evaluation time; where it has none, ``eval_s``, else an epoch's), plus a process's start, times a
-    margin."""
+    """Seconds a tm_gpu run should take, from the GPU benchmark at the same clauses, T and s and threads per
+    clause: its set-up and warm-up epoch, then median epochs, each with an evaluation (the benchmark's evaluation
+    time; where it has none, ``eval_s``, else an epoch's), plus a process's start, times a margin; from another
+    GPU's benchmark (where this one's has none), times :data:`OTHER_GPU_FACTOR` as well."""
     impl = BENCH_IMPL.get(threads)
     if impl is None:
         return None
     want = plan.parse_tm_params(params)
-    for rec in bench_records(step, same_commit=False):
+    gpu = (step.gpu or {}).get("name")
+    for rec in bench_records(step, this_code=False):
         for s in rec["settings"]:
             h, r = s.get("hyperparameters") or {}, (s.get("results") or {}).get(impl)
             if s.get("setting") != name or not r or not r.get("median_epoch_s") or (h.get("n_clauses"), h.get("T"),
@@ -210,5 +214,7 @@ def bench_estimate_s(step, name: str, params: str, threads: int, eval_s: float |
             ev = statistics.median(evals) if evals else (eval_s if eval_s is not None else epoch)
             setup = statistics.median([row.get("prepare_s", 0.0) + row.get("warmup_s", epoch) for row in rows]
                                       or [epoch])
-            return ESTIMATE_MARGIN * (RUN_OVERHEAD_S + setup + want["epochs"] * ev + (want["epochs"] - 1) * epoch)
+            other = OTHER_GPU_FACTOR if not gpu or (rec.get("gpu") or {}).get("name") != gpu else 1.0
+            return other * ESTIMATE_MARGIN * (RUN_OVERHEAD_S + setup + want["epochs"] * ev
+                                              + (want["epochs"] - 1) * epoch)
     return None

@@ -5,7 +5,8 @@ they should take, so that a lease (or a cluster allocation) can be planned befor
 
 Each missing run is estimated as the steps estimate it (:func:`~.steps.estimate_s`): from a record of the same
 experiment, clauses and threads per clause, else from the GPU benchmark on the named GPU (default: the GPU of
-the newest benchmark record here). Runs neither can estimate are counted apart, never guessed.
+the newest benchmark record here). Runs neither can estimate are counted apart, never guessed; so are runs longer
+than a lease can give one run.
 """
 
 from __future__ import annotations
@@ -17,10 +18,20 @@ from pathlib import Path
 
 from ..experiments import plan
 from ..provenance import REPO
-from . import DEVICE_CALLS
+from . import DEVICE_CALLS, TRAINING_CALLS
 
-# Seconds of training a lease gives the sweeps and paper steps together: the device call that runs them.
-TRAINING_S_PER_LEASE = sum(seconds for seconds, steps in DEVICE_CALLS if {"sweeps", "paper"} & {s for s, _ in steps})
+
+def _training_s(calls) -> int:
+    return sum(seconds for seconds, steps in calls if {"sweeps", "paper"} & {s for s, _ in steps})
+
+
+# Seconds of training a lease gives the sweeps and paper steps together: both calls where the code has passed the GPU
+# tests and been benchmarked, else the second call.
+TRAINING_S_PER_LEASE = _training_s(TRAINING_CALLS)
+FIRST_LEASE_TRAINING_S = _training_s(DEVICE_CALLS)
+# The longest paper run a lease can finish: it may pause at the first call's end and resume in the second (each
+# call spends some 30 s on installing and packing).
+LONGEST_RUN_S = sum(seconds - 30 for seconds, steps in TRAINING_CALLS if "paper" in {s for s, _ in steps})
 
 
 def newest_bench_gpu(tree: Path) -> str | None:
@@ -48,17 +59,18 @@ def remaining(config: dict, tree: Path = REPO, gpu: str | None = None, threads: 
         config = {**config, "gpu_threads_per_clause": threads}
     # what the steps' estimates read: the checkout's records and benchmarks alone. The work folder, and the
     # sibling folders where a GPU machine's steps leave their results, lie in a folder that does not exist.
-    ctx = types.SimpleNamespace(work=tree / ".campaign-remaining-none" / "remaining", tree=tree, config=config,
-                                gpu={"name": gpu} if gpu else None, threads={}, campaign={"source": {}})
     out = {"gpu": gpu, "threads": plan.gpu_threads_per_clause(config), "steps": {}, "total_s": 0.0, "unknown": 0}
     for step, runs in (("sweeps", sweep_runs(config)), ("paper", paper_runs(config))):
+        ctx = types.SimpleNamespace(name=step, work=tree / ".campaign-remaining-none" / step, tree=tree,
+                                    config=config, gpu={"name": gpu} if gpu else None, threads={},
+                                    campaign={"source": {}}, code=None)
         rows: dict[str, dict] = {}
         for name, params, seed in runs:
             rel = plan.record_path(config, {"experiment": name, "impl": "tm_gpu", "params": params, "seed": seed})
             if (tree / rel).is_file():
                 continue
             row = rows.setdefault(name, {"experiment": name, "missing": 0, "estimated": 0, "seconds": 0.0,
-                                         "unknown": 0, "first": rel})
+                                         "unknown": 0, "too_long": 0, "first": rel})
             row["missing"] += 1
             need = estimate_s(ctx, name, params)
             if need is None:
@@ -66,6 +78,7 @@ def remaining(config: dict, tree: Path = REPO, gpu: str | None = None, threads: 
             else:
                 row["estimated"] += 1
                 row["seconds"] += need
+                row["too_long"] += need > LONGEST_RUN_S
         out["steps"][step] = list(rows.values())
         out["total_s"] += sum(r["seconds"] for r in rows.values())
         out["unknown"] += sum(r["unknown"] for r in rows.values())
@@ -82,16 +95,22 @@ def render(report: dict) -> str:
             lines += [f"{step}: every run is recorded.", ""]
             continue
         lines += [f"{step}:", "", "| experiment | missing runs | estimated | device hours (estimated runs) | "
-                  "runs without an estimate |", "|---|---:|---:|---:|---:|"]
+                  f"longer than a lease can give one run ({LONGEST_RUN_S} s) | runs without an estimate |",
+                  "|---|---:|---:|---:|---:|---:|"]
         for r in rows:
             lines.append(f"| {r['experiment']} | {r['missing']} | {r['estimated']} | {r['seconds'] / 3600:.2f} | "
-                         f"{r['unknown']} |")
+                         f"{r['too_long']} | {r['unknown']} |")
         lines.append("")
     total, unknown = report["total_s"], report["unknown"]
     if total or unknown:
         leases = math.ceil(total / TRAINING_S_PER_LEASE)
         parts = [f"Estimated: {total / 3600:.2f} device hours, about {leases} lease{'' if leases == 1 else 's'} at "
-                 f"{TRAINING_S_PER_LEASE} s of training each"] if total else []
+                 f"{TRAINING_S_PER_LEASE} s of training each (the first lease of code not yet tested on a GPU: "
+                 f"{FIRST_LEASE_TRAINING_S} s)"] if total else []
+        too_long = sum(r["too_long"] for rows in report["steps"].values() for r in rows)
+        if too_long:
+            parts.append(f"{too_long} of them longer than the {LONGEST_RUN_S} s a lease can give one run (no lease "
+                         "finishes them)")
         if unknown:
             parts.append(f"{unknown} run{'' if unknown == 1 else 's'} without an estimate (no record of their clauses "
                          "and threads, no benchmark of their setting)")

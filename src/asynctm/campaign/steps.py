@@ -12,7 +12,10 @@ Every step
    why); ``<out>/<name>.log`` is the step's log, written as it goes.
 
 Runs whose record already exists in the checkout (unpacked from an earlier call) are skipped, so a step that
-ran out of time is continued by calling it again after ``unpack``. ``--until`` ends a step at a given time (the
+ran out of time is continued by calling it again after ``unpack``. On a machine still warm from an earlier call of
+the same step (same staged campaign), the step keeps that call's work folder: its records count as done without
+an ``unpack`` in between, its tarball holds only what this call adds, and a run that paused at that call's end
+(``--stop-at``: no time for its next epoch) resumes from its checkpoint. ``--until`` ends a step at a given time (the
 device call's end, shared by its steps: what one step leaves unused goes to the next), ``--budget`` after a given
 number of seconds, whichever comes first; the ``sweeps`` and ``paper`` steps choose their threads per clause
 with ``--threads-per-clause auto`` (:mod:`asynctm.campaign.choice`).
@@ -20,12 +23,14 @@ with ``--threads-per-clause auto`` (:mod:`asynctm.campaign.choice`).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
 import re
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tarfile
@@ -34,9 +39,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..experiments import plan
-from ..provenance import REPO
+from ..experiments.run import EXIT_PAUSED, checkpoint_path, read_checkpoint
+from ..provenance import REPO, code_digests
 from . import STAGE_DIR
-from .choice import bench_estimate_s, choose_threads, gpu_tests_verdict, source_commit
+from .choice import ESTIMATE_MARGIN, RUN_OVERHEAD_S, bench_estimate_s, choose_threads, gpu_tests_verdict, source_commit
 from .stage import StageError, load_campaign
 
 DEFAULT_BUDGET_S = 480  # a device command may run 600 s; the rest is install, start-up and packing
@@ -59,6 +65,10 @@ GPU_TEST_WORKERS = 8
 KILL_GRACE_S = 10
 # Not packed: a run's resumable state (large, and only useful on the machine that wrote it).
 NOT_PACKED = (".checkpoint.npz", ".partial", ".tmp")
+# A run's --stop-at: this long before the step's deadline (its checkpoint's write, then the kill's grace).
+STOP_MARGIN_S = 20
+# What a work folder was made for (kept by a later call of its step only if that names the same staged campaign).
+WORK_MARKER = ".campaign-step.json"
 
 PROBE = r"""
 import json, sys
@@ -154,7 +164,7 @@ class Step:
     """The state of one step: its deadline, log, work folder (packed into the tarball) and manifest."""
 
     def __init__(self, name: str, campaign_dir: Path, out_dir: Path, budget_s: float, work_dir: Path | None,
-                 tree: Path | None = None, until: float | None = None):
+                 tree: Path | None = None, until: float | None = None, later_s: float = 0.0):
         self.name, self.campaign_dir, self.out_dir = name, Path(campaign_dir), Path(out_dir)
         self.tree = Path(tree) if tree else REPO  # records here count as done
         self.started = time.time()
@@ -162,20 +172,56 @@ class Step:
         budget_s = max(0.0, round(self.deadline - self.started, 1))
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self.work = Path(work_dir) if work_dir else WORK_ROOT / name
-        shutil.rmtree(self.work, ignore_errors=True)
-        self.work.mkdir(parents=True)
         self.log_fh = open(self.out_dir / f"{name}.log", "a", buffering=1)
         self.campaign = load_campaign(self.campaign_dir)
+        self.earlier = self._open_work()  # files an earlier call of this step left here: not packed again
         self.config = self.campaign["config"]
         self.env: dict = {}
         self.gpu: dict | None = None
         self.threads: dict[str, int] = {}  # per experiment, where --threads-per-clause chose (else the config's)
         self.auto_threads = False  # --threads-per-clause auto: the training steps choose (choose)
+        self.later_s = float(later_s)  # seconds of this step in the lease's next call (--later): runs may continue
         stamp = datetime.fromtimestamp(self.started, timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-        self.manifest = {"step": name, "started_utc": stamp, "budget_s": budget_s, "gpu": None,
-                         "source": self.campaign.get("source"), "done": [], "skipped": [], "stopped": None}
+        # The kernels' and backends' digests: results of another commit with the same ones are of this code too
+        # (asynctm.campaign.choice.same_code).
+        self.code = code_digests()
+        self.manifest = {"step": name, "started_utc": stamp, "budget_s": budget_s, "later_s": self.later_s,
+                         "gpu": None, "source": self.campaign.get("source"), "code": self.code, "done": [],
+                         "skipped": [], "stopped": None}
         self.stamp = stamp
         self.failures_in_a_row = 0
+
+    def _open_work(self) -> dict[str, tuple[float, int]]:
+        """Keep the work folder of an earlier call of this step for the same staged campaign (its files, with
+        their modification time and size, are returned); anything else there is removed."""
+        marker = {"step": self.name, "campaign": self.campaign.get("source"),
+                  "staged": hashlib.sha256((self.campaign_dir / "campaign.json").read_bytes()).hexdigest()}
+        try:
+            kept = json.loads((self.work / WORK_MARKER).read_text()) == json.loads(json.dumps(marker))
+        except (OSError, ValueError):
+            kept = False
+        if not kept:
+            shutil.rmtree(self.work, ignore_errors=True)
+            self.work.mkdir(parents=True)
+            (self.work / WORK_MARKER).write_text(json.dumps(marker))
+            return {}
+        earlier = {p.relative_to(self.work).as_posix(): (p.stat().st_mtime, p.stat().st_size)
+                   for p in self.work.rglob("*") if p.is_file()}
+        self.say(f"kept the work folder of an earlier call of this step on this machine ({len(earlier)} files)")
+        return earlier
+
+    def packable(self, path: Path) -> bool:
+        """A file of the work folder that this call's tarball carries: new or changed in this call, not a run's
+        resumable state, and not the log of a paused run (it comes with the run's record)."""
+        rel = path.relative_to(self.work).as_posix()
+        st = path.stat()
+        if path.is_symlink() or rel == WORK_MARKER or path.name.endswith(NOT_PACKED):
+            return False
+        if self.earlier.get(rel) == (st.st_mtime, st.st_size):
+            return False
+        stem = path.name.removesuffix(".log")
+        return not (path.name.endswith(".log") and (path.parent / f"{stem}.checkpoint.npz").exists()
+                    and not (path.parent / f"{stem}.json").exists())
 
     # progress
     def say(self, msg: str) -> None:
@@ -243,7 +289,11 @@ class Step:
 
     def manifest_rel(self) -> str:
         device = slug((self.gpu or {}).get("name", "no_gpu"))
-        return f"benchmarks/results/campaign/{self.name}_{device}_{self.stamp}.json"
+        rel, n = f"benchmarks/results/campaign/{self.name}_{device}_{self.stamp}.json", 1
+        while rel in self.earlier:  # an earlier call on this machine in the same second
+            n += 1
+            rel = f"benchmarks/results/campaign/{self.name}_{device}_{self.stamp}_{n}.json"
+        return rel
 
     def pack(self) -> Path:
         """Rewrite ``<out>/<name>.tar.gz`` from the work folder and the manifest, atomically."""
@@ -255,7 +305,7 @@ class Step:
         partial = self.out_dir / f"{self.name}.tar.gz.partial"
         with tarfile.open(partial, "w:gz") as tar:
             for p in sorted(self.work.rglob("*")):
-                if p.is_file() and not p.is_symlink() and not p.name.endswith(NOT_PACKED):
+                if p.is_file() and self.packable(p):
                     tar.add(p, arcname=p.relative_to(self.work).as_posix(), recursive=False)
         os.replace(partial, target)
         return target
@@ -448,12 +498,46 @@ def run_config(step: Step, name: str) -> dict:
     return {**step.config, "gpu_threads_per_clause": threads_for(step, name)}
 
 
+def _campaign_manifests(step: Step) -> list[dict]:
+    """This step's manifests: unpacked into the checkout from earlier leases, and left in the work folder by an
+    earlier call on this machine."""
+    out = []
+    for base in (step.tree, step.work):
+        for path in sorted((base / "benchmarks/results/campaign").glob(f"{step.name}_*.json")):
+            try:
+                man = json.loads(path.read_text())
+            except (OSError, ValueError):
+                continue
+            if isinstance(man, dict):
+                out.append(man)
+    return out
+
+
+def epoch_seconds(epochs: list[dict]) -> float:
+    """A run's seconds per epoch, training and evaluation, from its epochs (median)."""
+    return statistics.median(e["train_s"] + e["eval_s"] for e in epochs)
+
+
+def paused_estimate_s(step: Step, name: str, params: str) -> float | None:
+    """Seconds a whole run of this setting should take, from a run of it that paused at an earlier call's end
+    (its seconds per epoch, with as many threads per clause as now), plus a process's start, times a margin."""
+    threads = threads_for(step, name)
+    rate = [e["s_per_epoch"] for man in _campaign_manifests(step) for e in man.get("paused", [])
+            if isinstance(e, dict) and Path(e.get("run", "")).parent.name == params
+            and Path(e.get("run", "")).parts[-4:-3] == (name,) and e.get("threads_per_clause", 1) == threads
+            and isinstance(e.get("s_per_epoch"), (int, float))]
+    if not rate:
+        return None
+    return ESTIMATE_MARGIN * (RUN_OVERHEAD_S + plan.parse_tm_params(params)["epochs"] * max(rate))
+
+
 def estimate_s(step: Step, name: str, params: str) -> float | None:
     """Seconds a tm_gpu run should take, from a recorded tm_gpu run of the same experiment, clauses and threads
     per clause (any epochs; e.g. a sweep point): its time per epoch, training and evaluation, times the epochs,
-    plus its set-up; else from the GPU benchmark on this GPU (:func:`~.choice.bench_estimate_s`, with the
+    plus its set-up; else from a run of the setting that paused at an earlier call's end
+    (:func:`paused_estimate_s`); else from the GPU benchmark (:func:`~.choice.bench_estimate_s`, with the
     evaluation time of the recorded run with the nearest number of clauses where the benchmark has none). None
-    when neither has one."""
+    when none has one."""
     want = plan.parse_tm_params(params)
     threads = threads_for(step, name)
     root = plan.results_root(step.config)
@@ -475,29 +559,48 @@ def estimate_s(step: Step, name: str, params: str) -> float | None:
                                                         if isinstance(v, (int, float)))
             except (plan.PlanError, KeyError, ValueError, TypeError):
                 continue
+    paused = paused_estimate_s(step, name, params)
+    if paused is not None:
+        return paused
     return bench_estimate_s(step, name, params, threads, eval_s=min(evals)[1] if evals else None)
 
 
 def past_budget(step: Step) -> dict[str, float]:
     """Runs that an earlier call of this step had to kill at its deadline, with that budget (from its
-    manifests in the checkout, unpacked from earlier calls), with as many threads per clause as now."""
+    manifests in the checkout, unpacked from earlier calls, or in the work folder an earlier call on this machine
+    left), with as many threads per clause as now."""
     out: dict[str, float] = {}
-    for path in sorted((step.tree / "benchmarks/results/campaign").glob(f"{step.name}_*.json")):
+    for man in _campaign_manifests(step):
         try:
-            for entry in json.loads(path.read_text()).get("past_budget", []):
+            for entry in man.get("past_budget", []):
                 if entry.get("threads_per_clause", 1) == threads_for(step, Path(entry["run"]).parts[-4]):
                     out[entry["run"]] = max(out.get(entry["run"], 0.0), float(entry["budget_s"]))
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        except (ValueError, KeyError, TypeError, AttributeError, IndexError):
             continue
     return out
+
+
+def resumable(step: Step, rel: str) -> dict | None:
+    """The state of the checkpoint that an earlier call on this machine left for the run ``rel`` (it paused at
+    that call's end, or was killed there), which the run resumes from; None where there is none."""
+    ckpt = checkpoint_path(step.work / rel)
+    if not ckpt.is_file():
+        return None
+    try:
+        state = read_checkpoint(ckpt)
+        return state if state.get("epochs") else None
+    except ValueError:
+        return None
 
 
 def _tm_runs(step: Step, runs: list[tuple[str, str, int]]) -> None:
     """``(experiment, params, seed)`` tm_gpu runs in order, each through ``python -m asynctm.experiments tm``
     (novelty experiments: then the MLP stage on its class sums), each with its experiment's threads per clause
     (:func:`threads_for`; with ``--threads-per-clause auto`` chosen first, :func:`choose`). A run that would not
-    fit in the time left (:func:`estimate_s`, or the last run of the experiment in this step) is passed over for
-    the next one; so is a run that an earlier call had to kill at a budget at least as large as this one's."""
+    fit in the time left and the next call's (``--later``; :func:`estimate_s`, or the last run of the experiment in
+    this step) is passed over for the next one; so is a run that an earlier call had to kill at a budget at least as
+    large as this one's. Each run pauses (``--stop-at``) before an epoch that would end after the step; its
+    checkpoint stays in the work folder, and the step's next call on this machine resumes it (:func:`resumable`)."""
     if step.auto_threads:
         choose(step, runs)
     took: dict[str, float] = {}
@@ -513,29 +616,50 @@ def _tm_runs(step: Step, runs: list[tuple[str, str, int]]) -> None:
             step.say(f"{rel}: recorded already")
         else:
             left = step.remaining()
-            if left < 5:
+            if left < STOP_MARGIN_S + 5:  # a run started now would have to pause before its first epoch
                 step.stop("the budget is spent")
                 return
-            if killed_before.get(rel, 0) >= step.manifest["budget_s"]:
+            resume = resumable(step, rel)
+            if resume is None and killed_before.get(rel, 0) >= step.manifest["budget_s"]:
                 step.skip(rel, f"an earlier call killed it at its {killed_before[rel]:.0f} s budget; call this "
                                "step with a larger --budget (at most about 570 s) to try it again")
                 continue
-            need = estimate_s(step, name, params) or took.get(name, 0)
-            if need > left:
-                step.skip(rel, f"would not fit: about {need:.0f} s needed, {left:.0f} s left")
+            epochs = plan.parse_tm_params(params)["epochs"]
+            if resume is not None:  # the rest of a run paused (or killed) at an earlier call's end on this machine
+                done = len(resume["epochs"])
+                need = ESTIMATE_MARGIN * (RUN_OVERHEAD_S + (epochs - done) * epoch_seconds(resume["epochs"]))
+            else:
+                need = estimate_s(step, name, params) or took.get(name, 0)
+            # A run too long for the time left starts anyway where the call that follows on this machine (--later)
+            # gives it the rest: it pauses with a checkpoint before this step's end, and that call resumes it.
+            if need > left + step.later_s:
+                step.skip(rel, f"would not fit: about {need:.0f} s needed, {left:.0f} s left"
+                          + (f" (and {step.later_s:.0f} s in the next call)" if step.later_s else ""))
                 continue
             settings = plan.tm_run_settings(config, name, "tm_gpu", params, seed)
             out = step.work / rel
             out.parent.mkdir(parents=True, exist_ok=True)
             log = out.with_suffix(".log")
             t0 = time.time()
-            step.say(f"{rel}: training ({left:.0f} s left" + (f", about {need:.0f} s needed)" if need else ")"))
+            step.say(f"{rel}: " + (f"resuming after epoch {len(resume['epochs'])}/{epochs}" if resume else "training")
+                     + f" ({left:.0f} s left" + (f", about {need:.0f} s needed)" if need else ")"))
             rc = step.child([step.python, "-m", "asynctm.experiments", "tm", "--settings",
-                             json.dumps(settings, sort_keys=True), "--data-dir", str(step.data_dir),
-                             "--out", str(out), "--log", str(log)])
+                             json.dumps(settings, sort_keys=True), "--data-dir", str(step.data_dir), "--out",
+                             str(out), "--log", str(log), "--stop-at", f"{step.deadline - STOP_MARGIN_S:.0f}"])
             took[name] = time.time() - t0
+            state = resumable(step, rel) if rc == EXIT_PAUSED else None
+            if state:
+                entry = {"run": rel, "epochs_done": len(state["epochs"]), "epochs": epochs,
+                         "s_per_epoch": round(epoch_seconds(state["epochs"]), 4),
+                         "threads_per_clause": threads_for(step, name), "gpu": (step.gpu or {}).get("name")}
+                step.manifest.setdefault("paused", []).append(entry)
+                step.say(f"{rel}: paused after epoch {entry['epochs_done']}/{epochs} ({entry['s_per_epoch']:.3f} s "
+                         "per epoch): no time for another; its checkpoint stays on this machine for the next call")
+                step.pack()
+                continue
             if rc is None or rc != 0 or not out.is_file():
-                for partial in (log, out.with_name(out.name.removesuffix(".json") + ".scores.npz")):
+                keep_log = checkpoint_path(out).is_file()  # a later call here resumes the run, appending to its log
+                for partial in [out.with_name(out.name.removesuffix(".json") + ".scores.npz")] + [log] * (not keep_log):
                     partial.unlink(missing_ok=True)
                 if rc is None:
                     step.manifest["past_budget"].append({
@@ -640,12 +764,14 @@ STEPS = {"gpu_tests": step_gpu_tests, "bench": step_bench, "sweeps": step_sweeps
 def run_step(name: str, campaign_dir: Path | None = None, out_dir: Path | None = None,
              budget_s: float = DEFAULT_BUDGET_S, do_install: bool = True, work_dir: Path | None = None,
              select: str | None = None, tree: Path | None = None, threads_per_clause: int | str | None = None,
-             until: float | None = None) -> int:
+             until: float | None = None, later_s: float = 0.0) -> int:
     """Run one step; returns the exit status (0: it ran, even if it stopped at its budget).
     ``threads_per_clause`` (sweeps, paper) overrides the staged config's ``gpu_threads_per_clause``, so that a
     call can choose it on the GPU machine after the benchmark, without staging again; ``"auto"`` chooses per
-    experiment from this commit's GPU tests and benchmark (:mod:`~.choice`). ``until`` (UNIX time) ends the
-    step then, if that comes before the budget."""
+    experiment from the GPU tests and benchmark of this code (:mod:`~.choice`). ``until`` (UNIX time) ends the
+    step then, if that comes before the budget. ``later_s``: seconds the same step gets in the next call of this
+    lease, on this machine (a run that needs more than this call has left starts where the two together fit,
+    pauses at this call's end and resumes in that one)."""
     from ..backends import THREADS_PER_CLAUSE
 
     if name not in STEPS:
@@ -656,7 +782,7 @@ def run_step(name: str, campaign_dir: Path | None = None, out_dir: Path | None =
                          f"{THREADS_PER_CLAUSE} or auto, got {threads_per_clause} for step {name}")
     campaign_dir = Path(campaign_dir) if campaign_dir else REPO / STAGE_DIR
     out_dir = Path(out_dir or os.environ.get("OUT") or REPO / "campaign-out")
-    step = Step(name, campaign_dir, out_dir, budget_s, work_dir, tree, until=until)
+    step = Step(name, campaign_dir, out_dir, budget_s, work_dir, tree, until=until, later_s=later_s)
     if threads_per_clause == "auto":
         step.auto_threads = True
         step.manifest["threads_per_clause"] = "auto"  # replaced by the choice, per experiment

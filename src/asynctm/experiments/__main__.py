@@ -1,6 +1,7 @@
 """Command line of the experiment runs (called by workflow/rules/experiments.smk).
 
     python -m asynctm.experiments tm  --settings JSON --data-dir data --out REC.json [--log L] [--threads N]
+                                      [--stop-at UNIX_TIME]
     python -m asynctm.experiments svm --settings JSON --data-dir data --out REC.json [--log L] [--threads N]
     python -m asynctm.experiments mlp --settings JSON --scores SCORES.npz --out REC.json [--log L]
     python -m asynctm.experiments plan [--config config/config.yaml] [--gpu]   # list the requested records
@@ -9,7 +10,8 @@
     python -m asynctm.experiments plan --busy       # records timed on a busy machine, and how to re-time them
 
 ``--settings`` is the JSON made by :mod:`asynctm.experiments.plan` (the rules pass it). Errors are printed
-as one line naming the problem (the traceback goes to the log); the exit status is 1.
+as one line naming the problem (the traceback goes to the log); the exit status is 1. A ``tm`` run paused by
+``--stop-at`` (no time for its next epoch; its checkpoint resumes it) exits with :data:`EXIT_PAUSED`.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pathlib import Path
 
 from ..io import is_disk_full
 from ..jobs import JobLog
+from .run import EXIT_PAUSED
 
 
 def main(argv=None) -> int:
@@ -37,6 +40,9 @@ def main(argv=None) -> int:
         else:
             p.add_argument("--data-dir", required=True, help="the folder holding processed/<dataset>/<protocol>/")
             p.add_argument("--threads", type=int, default=None, help="CPU threads (tm_cpu, svm)")
+        if name == "tm":
+            p.add_argument("--stop-at", type=float, default=None, metavar="UNIX_TIME",
+                           help="pause (checkpoint saved, exit status 75) before an epoch that would end after then")
     p = sub.add_parser("plan")
     p.add_argument("--config", default="config/config.yaml")
     p.add_argument("--gpu", action="store_true", help="plan as if this host had a GPU")
@@ -93,11 +99,14 @@ def main(argv=None) -> int:
     try:
         settings = json.loads(args.settings)
         if args.cmd == "tm":
-            run.run_tm(settings, args.data_dir, args.out, args.log, threads=args.threads)
+            run.run_tm(settings, args.data_dir, args.out, args.log, threads=args.threads, stop_at=args.stop_at)
         elif args.cmd == "svm":
             run.run_svm(settings, args.data_dir, args.out, args.log, threads=args.threads)
         else:
             run.run_mlp(settings, args.scores, args.out, args.log)
+    except run.RunPaused as exc:  # --stop-at came: the log says where, the checkpoint resumes it
+        print(f"asynctm.experiments {args.cmd} paused ({args.out}): {exc}; no record written", file=sys.stderr)
+        return EXIT_PAUSED
     except KeyboardInterrupt as exc:  # SIGINT, or SIGTERM (run.RunInterrupted): the log says where it stopped
         signum = getattr(exc, "signum", 2)
         print(f"asynctm.experiments {args.cmd} interrupted ({args.out}): {exc or 'SIGINT'}; no record written",

@@ -5,7 +5,9 @@ the timed region), logging progress (epoch k/N, metric, s/epoch, time left), and
 atomically. Every ``checkpoint_every_s`` seconds (after the epoch that passes it) it saves the state after
 the last completed epoch to ``seed<k>.checkpoint.npz`` beside the record, atomically; a rerun of the same run
 resumes from there, and the checkpoint is removed once the record is written. SIGINT and SIGTERM end a run
-with "interrupted at epoch k" in its log, no record, the checkpoint kept, and ``RunInterrupted``.
+with "interrupted at epoch k" in its log, no record, the checkpoint kept, and ``RunInterrupted``. With
+``stop_at`` (a UNIX time: the end of a time-limited allocation) a run that has time for no further epoch saves
+its checkpoint and ends with "paused before epoch k" and ``RunPaused``; the same command resumes it.
 ``run_svm`` and ``run_mlp`` wrap the baselines of :mod:`asynctm.baselines.thundersvm` and :mod:`.novelty` into records the same way.
 """
 
@@ -36,6 +38,22 @@ logger = logging.getLogger("asynctm.experiments")
 # A checkpoint after the first epoch that ends this long after the previous one (slow epochs: every epoch).
 DEFAULT_CHECKPOINT_EVERY_S = 120.0
 HEARTBEAT_S = 60.0  # a line while one epoch runs longer than this, and again every HEARTBEAT_S
+
+
+class RunPaused(Exception):
+    """A run with a ``stop_at`` had no time for its next epoch: its checkpoint holds what it did."""
+
+    def __init__(self, epochs_done: int, n_epochs: int, checkpoint: Path | None):
+        self.epochs_done, self.n_epochs, self.checkpoint = epochs_done, n_epochs, checkpoint
+        super().__init__(f"paused after {epochs_done} of {n_epochs} epochs"
+                         + (f"; {checkpoint.name} resumes it" if checkpoint else "; no checkpoint"))
+
+
+EXIT_PAUSED = 75  # the command line's exit status for a paused run (sysexits' EX_TEMPFAIL: try again later)
+# A paused run's margin beyond the next epoch's predicted time (its wall time last epoch, by PAUSE_FACTOR) and the
+# last checkpoint's write time.
+PAUSE_MARGIN_S = 3.0
+PAUSE_FACTOR = 1.1
 
 
 class RunInterrupted(KeyboardInterrupt):
@@ -206,10 +224,13 @@ def checkpoint_path(record_path) -> Path:
     return record_path.with_name(record_path.name.removesuffix(".json") + ".checkpoint.npz")
 
 
-def _checkpoint_key(settings: dict, threads) -> str:
-    """What a checkpoint must have been written for to be resumed: the same settings and thread count."""
-    return json.dumps({"settings": {k: v for k, v in settings.items() if k != "checkpoint_every_s"},
-                       "threads": threads}, sort_keys=True)
+def _checkpoint_key(settings: dict, threads, gpu: str | None = None) -> str:
+    """What a checkpoint must have been written for to be resumed: the same settings and thread count (and
+    GPU, for a GPU run)."""
+    key = {"settings": {k: v for k, v in settings.items() if k != "checkpoint_every_s"}, "threads": threads}
+    if gpu is not None:
+        key["gpu"] = gpu
+    return json.dumps(key, sort_keys=True)
 
 
 def write_checkpoint(path: Path, peer, state: dict) -> bool:
@@ -332,10 +353,13 @@ def _first_epoch_hint(settings: dict, ds, n_classes: int, estimate: tuple[float,
 
 
 def run_tm(settings: dict, data_dir, out, log=None, threads: int | None = None,
-           checkpoint_every_s: float | None = None) -> dict:
+           checkpoint_every_s: float | None = None, stop_at: float | None = None) -> dict:
     """Train one TM implementation for ``epochs`` epochs and write its record to ``out``, resuming from the
     run's checkpoint where an interrupted attempt left one. ``checkpoint_every_s`` (default: the settings'
-    ``checkpoint_every_s``, else 120): the least time between two checkpoints (0: after every epoch)."""
+    ``checkpoint_every_s``, else 120): the least time between two checkpoints (0: after every epoch).
+    ``stop_at`` (UNIX time): before an epoch that would not end by then (its predicted time: the last epoch's),
+    save the checkpoint and raise :class:`RunPaused` (before the first epoch, with nothing to save: at once if no
+    earlier attempt's epoch predicts it)."""
     from ..provenance import git_info
 
     started, git = time.time(), git_info()
@@ -363,7 +387,10 @@ def run_tm(settings: dict, data_dir, out, log=None, threads: int | None = None,
                 f"{sum(setup.values()):.2f} s ({device['device']})")
             from ..provenance import cpu_info
 
-            key, cpu_model = _checkpoint_key(settings, device.get("threads")), cpu_info()["model"]
+            # A GPU run's checkpoint also names its GPU: per-epoch times of two GPUs would mix in one record.
+            key = _checkpoint_key(settings, device.get("threads"), device.get("device") if settings["impl"] == "tm_gpu"
+                                  else None)
+            cpu_model = cpu_info()["model"]
             history: list[dict] = []
             if ckpt.exists():
                 try:
@@ -389,8 +416,31 @@ def run_tm(settings: dict, data_dir, out, log=None, threads: int | None = None,
             estimate = epoch_estimate(settings, out, ds.X_train.shape[0])
             if not epochs:
                 say(f"epoch 1/{n_epochs} starting: {_first_epoch_hint(settings, ds, n_classes, estimate)}")
-            last_checkpoint, walls, names = time.monotonic(), [], None
+            last_checkpoint, walls, names, write_s = time.monotonic(), [], None, 0.0
+
+            def save() -> bool:
+                nonlocal last_checkpoint, write_s
+                t0 = time.perf_counter()
+                if not write_checkpoint(ckpt, peer, {"key": key, "cpu_model": cpu_model, "epochs": epochs,
+                                                     "resume": history}):
+                    return False
+                last_checkpoint, write_s = time.monotonic(), time.perf_counter() - t0
+                return True
+
             for epoch in range(len(epochs) + 1, n_epochs + 1):
+                if stop_at is not None:
+                    # the next epoch's time: this attempt's last, else the last epoch the checkpoint holds
+                    last = walls[-1] if walls else (epochs[-1]["train_s"] + epochs[-1]["eval_s"] if epochs else None)
+                    need = None if last is None else PAUSE_FACTOR * last + write_s + PAUSE_MARGIN_S
+                    if need is not None and time.time() + need > stop_at:
+                        if walls:  # epochs trained since the last start (else the checkpoint holds them all)
+                            save()
+                        kept = ckpt if epochs and ckpt.exists() else None
+                        say(f"paused before epoch {epoch}/{n_epochs}: it would take about {need:.1f} s and "
+                            f"{max(0.0, stop_at - time.time()):.1f} s are left before the stop time; " +
+                            (f"checkpoint {ckpt.name} (after epoch {len(epochs)}) resumes it" if kept else
+                             "no checkpoint: a rerun starts from epoch 1"))
+                        raise RunPaused(len(epochs), n_epochs, kept)
                 phase = "training"
                 wall0 = time.perf_counter()
                 heartbeat.start(epoch, n_epochs, walls[-1] if walls else estimate and estimate[0])
@@ -406,10 +456,8 @@ def run_tm(settings: dict, data_dir, out, log=None, threads: int | None = None,
                 m, names = evaluate(settings["task"], ds.y_test, pred, settings["f1"])
                 epochs.append({"epoch": epoch, "train_s": train_s, "eval_s": eval_s, **m, **_diagnostics(peer)})
                 saved = ""
-                if epoch < n_epochs and time.monotonic() - last_checkpoint >= every:
-                    state = {"key": key, "cpu_model": cpu_model, "epochs": epochs, "resume": history}
-                    if write_checkpoint(ckpt, peer, state):
-                        last_checkpoint, saved = time.monotonic(), ", checkpoint saved"
+                if epoch < n_epochs and time.monotonic() - last_checkpoint >= every and save():
+                    saved = ", checkpoint saved"
                 walls.append(time.perf_counter() - wall0)
                 # the last 10 epochs of this attempt; not the first once there are others (one-off costs)
                 per_epoch = statistics.fmean(walls[-10:] if len(walls) < 2 else walls[1:][-10:])
