@@ -143,7 +143,7 @@ def test_run_order_and_device_commands(tmp_path):
     commands(say=lines.append, tree=tmp_path)  # no GPU tests or benchmark of this code: the first lease's calls
     calls = [ln for ln in lines if "asynctm.campaign step" in ln and not ln.startswith("#")]
     steps = [w for c in calls for w in re.findall(r"asynctm\.campaign step (\w+)", c)]
-    assert steps == list(steps_mod.STEPS)
+    assert steps == [s for s in steps_mod.STEPS if s != "goal_seeds"]  # goal_seeds: once the code is benchmarked
     assert all(len(c) < 2000 for c in calls)  # the device tool's limit on a command
     assert all(c.count("--until $END") == 2 and "END=$(( $(date +%s) + " in c for c in calls)
     assert all(c.count("--threads-per-clause auto") == ("step sweeps" in c) + ("step paper" in c) for c in calls)
@@ -454,6 +454,9 @@ def test_dress_rehearsal_on_the_simulated_gpu(tmp_path):
 
     step("gpu_tests", "--select", "init_state_every_lane or gpu_memory_is_released")
     step("bench", "--until", f"{time.time() + 240:.0f}")
+    # the goal settings' other seeds, one process each (smoke: the bench ran seed 0 only)
+    r = step("goal_seeds", "--select", "wsd_apple")
+    assert "goal seeds to measure: wsd_apple seed 1, wsd_apple seed 2" in r.stdout
     step("sweeps", "--threads-per-clause", "auto")
     step("paper", "--threads-per-clause", "auto")
     assert sorted(p.name for p in out.iterdir()) == sorted(f"{s}.{ext}" for s in steps_mod.STEPS
@@ -488,6 +491,10 @@ def test_dress_rehearsal_on_the_simulated_gpu(tmp_path):
     assert apple["results"]["tm_gpu_warp"]["median_epoch_s"] > 0 and "warp_speedup_vs_one_thread" in apple["comparison"]
     assert "PyTsetlinMachineCUDA" in apple["skipped"]["pytm_cuda"]  # not installed here: reported, not fatal
     assert apple["results"]["tm_cpu"]["timed_epochs"] == 1 and "tm_cpu" in apple["comparison"]["tm_gpu_within_spread"]
+    # unpack pooled the benchmark's seeds of this GPU and code: 0 from the bench step, 1 and 2 from goal_seeds
+    goals = json.loads(next((tree / "benchmarks/results").glob("goals_simulated_gpu_*.json")).read_text())
+    assert goals["settings"][0]["setting"] == "wsd_apple" and goals["settings"][0]["seeds"] == [0, 1, 2]
+    assert goals["settings"][0]["results"]["tm_gpu"]["seeds"] == [0, 1, 2] and len(goals["records"]) == 3
     junit = next((tree / "benchmarks/results/campaign").glob("gpu_tests_*.xml")).read_text()
     # two tests shared out to two pytest processes, then the device-wide one alone; one merged report
     assert junit.count("<testcase") == 3 and '<testsuites tests="3" failures="0" errors="0"' in junit
@@ -556,7 +563,7 @@ def test_the_warp_build_is_benchmarked_only_where_the_gpu_tests_did_not_fail(tmp
     _lease_evidence(tmp_path, [], tests_rc=1)
     steps_mod.step_bench(step)  # they failed: a warp build that hangs would take the whole budget
     assert "--without" not in calls[0]
-    assert calls[1][calls[1].index("--without") + 1].startswith("tm_gpu_warp=the GPU tests of this commit")
+    assert calls[1][calls[1].index("--without") + 1].startswith("tm_gpu_warp=the GPU tests of this code")
     step.close()
     with pytest.raises(SystemExit):
         bench.main(["--campaign-dir", str(tmp_path), "--out-dir", str(tmp_path), "--name", "x", "--without", "tm_gpu"])
@@ -738,7 +745,7 @@ def test_a_lease_of_tested_and_benchmarked_code_trains_in_both_calls(tmp_path):
     assert "passed the GPU tests and was benchmarked" in "\n".join(lines)
     # the paper step opens the second call too: in the first it may start a run that continues there
     assert "step paper --until $END --later 270 --threads-per-clause auto" in training[0]
-    assert "--later" not in training[1] and "step sweeps --budget 200" in training[0]
+    assert "--later" not in training[1] and "step sweeps --budget 150" in training[0]
     assert sum(seconds for seconds, _ in TRAINING_CALLS) <= 900 - 120
     man.write_text(json.dumps({"code": code_digests(), "pytest": {"returncode": 1}}))  # the tests failed
     again, _ = calls(tmp_path)
@@ -750,3 +757,85 @@ def test_the_readme_shows_the_calls_that_commands_prints():
 
     shown = [ln for ln in (REPO / "README.md").read_text().splitlines() if ln.startswith("export PYTHONPATH=src;")]
     assert shown == [command for calls in (DEVICE_CALLS, TRAINING_CALLS) for _, command in call_commands(calls)]
+
+
+def _bench_record(name, settings, code, gpu="NVIDIA H100 80GB HBM3", date="2027-01-01"):
+    return {"name": name, "date_utc": date, "gpu": {"name": gpu}, "code": code, "git": {"commit": name[-7:]},
+            "settings": settings}
+
+
+def _seed_rows(seeds, epoch, acc, peer_fails=False):
+    """A goal setting's record with per-seed rows of our one-thread build and PyTsetlinMachineCUDA."""
+    def rows(e, a):
+        return [{"seed": k, "epoch_s": [e], "eval_s": [1.0], "metrics": [{"accuracy": a + k}], "prepare_s": 2.0,
+                 "warmup_s": e, "literals_per_clause": {"mean": 10.0, "mean_nonempty": 10.0}} for k in seeds]
+    from asynctm.campaign import bench
+
+    results = {"tm_gpu": bench.aggregate(rows(epoch, acc), "accuracy")}
+    skipped = {}
+    if peer_fails:
+        skipped["pytm_cuda"] = "failed in its first epoch"
+    else:
+        results["pytm_cuda"] = bench.aggregate(rows(4 * epoch, acc), "accuracy")
+    return {"setting": "semeval", "task": "classification", "metric": "accuracy", "dataset": {"n_train": 6000, "n_test": 2000, "n_features": 100},
+            "hyperparameters": {"n_clauses": 40, "T": 15, "s": 3.9}, "epochs": {"warmup": 1, "timed": 1},
+            "results": results, "skipped": skipped}
+
+
+def test_goals_pool_the_seeds_of_one_gpu_and_code(tmp_path):
+    from asynctm.campaign import goals
+    from asynctm.provenance import code_digests
+
+    code, other = code_digests(), {**code_digests(), "kernels/tm.cu": "0" * 64}
+    folder = tmp_path / "benchmarks/results"
+    folder.mkdir(parents=True)
+    recs = {"gpu_h100_aaaaaaa": _bench_record("gpu_h100_aaaaaaa", [_seed_rows([0], 1.0, 80.0)], code),
+            "gpu_h100_bbbbbbb_semeval_seed1": _bench_record("gpu_h100_bbbbbbb_semeval_seed1",
+                                                            [_seed_rows([1], 3.0, 80.0)], code, date="2027-02-01"),
+            "gpu_h100_ccccccc": _bench_record("gpu_h100_ccccccc", [_seed_rows([2], 2.0, 80.0)], other)}
+    for name, rec in recs.items():
+        (folder / f"{name}.json").write_text(json.dumps(rec))
+    assert goals.seeds_done([folder], "NVIDIA H100 80GB HBM3", code) == {"semeval": {0, 1}}
+    assert goals.seeds_done([folder], "NVIDIA H200", code) == {}
+    # one more seed: per earlier seed both implementations' preparation, warm-up, epochs and evaluations
+    per_seed = [(2 + 1 + 1 + 1) + (2 + 4 + 4 + 1), (2 + 3 + 3 + 1) + (2 + 12 + 12 + 1), (2 + 2 + 2 + 1) + (2 + 8 + 8 + 1)]
+    assert goals.seed_cost_s([folder], "semeval", "NVIDIA H100 80GB HBM3") == pytest.approx(
+        goals.SEED_MARGIN * (goals.SEED_OVERHEAD_S + sorted(per_seed)[1]))
+    written = goals.write(tmp_path, say=lambda m: None)
+    assert len(written) == 4  # two codes, json and md each
+    pooled = next(json.loads(p.read_text()) for p in written
+                  if p.suffix == ".json" and len(json.loads(p.read_text())["records"]) == 2)
+    sem = pooled["settings"][0]
+    assert sem["seeds"] == [0, 1] and sem["results"]["tm_gpu"]["median_epoch_s"] == 2.0
+    assert sem["results"]["tm_gpu"]["final_metric"] == 80.5 and sem["comparison"]["speedup_vs_pytm_cuda"] == 4.0
+    assert sem["comparison"]["goal"]["seeds"] == 2 and sem["comparison"]["goal"]["met"]
+    md = next(p for p in written if p.suffix == ".md" and p.stem == pooled["name"]).read_text()
+    assert "with 2 seeds of the 3 it asks for" in md and "pooled from 2 benchmark record(s)" in md
+    # PyTsetlinMachineCUDA failed on a seed: measuring it again would not help, the seed counts as done
+    (folder / "gpu_h100_ddddddd.json").write_text(json.dumps(_bench_record(
+        "gpu_h100_ddddddd", [_seed_rows([2], 1.0, 80.0, peer_fails=True)], code)))
+    assert goals.seeds_done([folder], "NVIDIA H100 80GB HBM3", code) == {"semeval": {0, 1, 2}}
+
+
+def test_goal_seeds_measures_the_missing_seeds_that_fit(tmp_path, monkeypatch):
+    from asynctm.provenance import code_digests
+
+    step = _choice_step(tmp_path)
+    step.gpu = {"name": "NVIDIA H100 80GB HBM3"}
+    folder = tmp_path / "tree/benchmarks/results"
+    folder.mkdir(parents=True)
+    (folder / "gpu_h100_aaaaaaa.json").write_text(json.dumps(_bench_record(
+        "gpu_h100_aaaaaaa", [_seed_rows([0], 1.0, 80.0)], code_digests())))
+    seen = []
+    monkeypatch.setattr(step, "child", lambda cmd, log_path=None: seen.append(cmd) or 0)
+    monkeypatch.setattr(step, "remaining", lambda: 200.0)
+    steps_mod.step_goal_seeds(step)
+    # SemEval's seeds 1 and 2 (about 76 s each); WSD apple and IMDb have no record to estimate a seed from
+    assert [(c[c.index("--settings") + 1], c[c.index("--seeds") + 1]) for c in seen] == [("semeval", "1"),
+                                                                                       ("semeval", "2")]
+    assert any("imdb seed 0" == s["run"] and "no benchmark record" in s["reason"] for s in step.manifest["skipped"])
+    monkeypatch.setattr(step, "remaining", lambda: 60.0)
+    seen.clear()
+    steps_mod.step_goal_seeds(step)
+    assert not seen and any("would not fit" in s["reason"] for s in step.manifest["skipped"])
+    step.close()

@@ -39,10 +39,12 @@ TRAVEL_BUDGET_BYTES = 64 * 2**20  # the checkout that travels to the GPU machine
 # processes (asynctm.campaign.steps.GPU_TEST_WORKERS), and what they leave of the cap goes to the benchmark.
 DEVICE_CALLS = ((480, (("gpu_tests", 180), ("bench", None))), (270, (("sweeps", 150), ("paper", None))))
 # A lease whose code (kernels and backends, asynctm.provenance.code_digests) has passed the GPU tests and been
-# benchmarked already (results unpacked into the checkout) trains in both calls instead. A step that opens the next
+# benchmarked already (results unpacked into the checkout) trains in both calls instead, after the goal settings'
+# missing benchmark seeds (asynctm.campaign.goals; a few seconds once there are none). A step that opens the next
 # call too (the paper runs) gets --later: a run that needs more than the first call has left starts where both
 # together fit, pauses with a checkpoint at the first call's end and resumes in the second on the warm machine.
-TRAINING_CALLS = ((480, (("sweeps", 200), ("paper", None))), (270, (("paper", None), ("sweeps", None))))
+TRAINING_CALLS = ((480, (("goal_seeds", 240), ("sweeps", 150), ("paper", None))),
+                  (270, (("paper", None), ("sweeps", None))))
 # The training steps choose one thread or a warp per clause from the first call's tests and benchmark
 # (asynctm.campaign.choice), so no one has to decide between the calls while the machine waits.
 STEP_OPTIONS = {"sweeps": "--threads-per-clause auto", "paper": "--threads-per-clause auto"}

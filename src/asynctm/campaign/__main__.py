@@ -6,6 +6,7 @@
                                      [--select TEXT] [--threads-per-clause K|auto]               # on the GPU
     python -m asynctm.campaign unpack FOLDER [--into TREE] [--overwrite]
     python -m asynctm.campaign remaining [--gpu NAME] [--threads-per-clause K] [--config KEY=VALUE ...]
+    python -m asynctm.campaign goals               # the benchmark's comparisons, seeds pooled per GPU and code
 
 Errors are printed as one line naming the problem; the exit status is then 1.
 """
@@ -165,6 +166,8 @@ def main(argv=None) -> int:
                    "that of the newest GPU benchmark here)")
     p.add_argument("--threads-per-clause", type=int, default=None,
                    help="estimate the runs at this many threads per clause (default: the config's)")
+    sub.add_parser("goals", help="benchmarks/results/goals_<gpu>_<code>.{json,md}: the GPU benchmark's comparisons "
+                   "with every seed of one GPU and one code (the kernels and backends), pooled")
     args = ap.parse_args(argv)
     try:
         if args.cmd == "stage":
@@ -174,6 +177,10 @@ def main(argv=None) -> int:
                   wheels=Path(args.wheels) if args.wheels else None, sdist=Path(args.sdist) if args.sdist else None)
         elif args.cmd == "commands":
             commands()
+        elif args.cmd == "goals":
+            from .goals import write
+
+            write(REPO_ROOT)
         elif args.cmd == "remaining":
             from .remaining import remaining, render
             from .stage import load_config

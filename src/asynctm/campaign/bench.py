@@ -296,7 +296,11 @@ def markdown(record: dict) -> str:
                 lines.append(f"Speed-up of {who} over PyTsetlinMachineCUDA: "
                              f"{c['speedup_vs_pytm_cuda']:.2f}x; {key} difference {c['metric_minus_pytm_cuda']:+.2f}.")
                 if c["goal"]:
-                    lines.append(f"Goal ({c['goal']['rule']}): **{'met' if c['goal']['met'] else 'not met'}**.")
+                    n = c["goal"]["seeds"]
+                    lines.append(f"Goal ({c['goal']['rule']}): **{'met' if c['goal']['met'] else 'not met'}**"
+                                 + (f" with {n} seed{'s' if n > 1 else ''} of the {len(SEEDS)} it asks for "
+                                    "(`python -m asynctm.campaign goals` pools later leases' seeds)."
+                                    if n < len(SEEDS) else "."))
         if s["comparison"].get("warp_speedup_vs_one_thread"):
             lines.append(f"A warp per clause against one thread per clause: "
                          f"{s['comparison']['warp_speedup_vs_one_thread']:.2f}x the speed.")
@@ -317,7 +321,13 @@ def main(argv=None) -> int:
                     help="leave an implementation out, saying why (e.g. tm_gpu_warp=its GPU tests failed)")
     ap.add_argument("--settings", default=None, help="comma-separated experiments (default: " +
                     ",".join(TIMED_EPOCHS) + ")")
+    ap.add_argument("--seeds", default=None, help="comma-separated seeds for every setting (default: the settings' "
+                    "own, SEEDS_BY_SETTING or SEEDS)")
     args = ap.parse_args(argv)
+    try:
+        given_seeds = [int(x) for x in args.seeds.split(",")] if args.seeds else None
+    except ValueError:
+        ap.error(f"--seeds takes comma-separated integers, not {args.seeds!r}")
     without = dict(w.split("=", 1) if "=" in w else (w, "left out") for w in args.without)
     unknown = sorted(set(without) - (set(IMPLS) - {"tm_gpu"}))
     if unknown:
@@ -342,7 +352,7 @@ def main(argv=None) -> int:
             record["settings"].append({"setting": name, "stopped": "not started: the step's budget ran out"})
             break
         epochs = 1 if smoke else TIMED_EPOCHS.get(name, 5)
-        seeds = plan.seeds(config) if smoke else list(SEEDS_BY_SETTING.get(name, SEEDS))
+        seeds = given_seeds or (plan.seeds(config) if smoke else list(SEEDS_BY_SETTING.get(name, SEEDS)))
         record["settings"].append(run_setting(config, Path(args.campaign_dir) / "data", name, seeds, epochs,
                                               deadline, without=without))
         done = [s for s in record["settings"] if "results" in s]

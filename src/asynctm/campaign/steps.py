@@ -463,18 +463,23 @@ def step_gpu_tests(step: Step, select: str | None = None) -> None:
         step.manifest["done"].append("pytest -m gpu")
 
 
-def step_bench(step: Step, select: str | None = None) -> None:
-    """(b) ours and PyTsetlinMachineCUDA on one GPU in one process: :mod:`asynctm.campaign.bench`."""
-    commit = source_commit(step) or "unknown"
-    name = f"gpu_{slug(step.gpu['name'])}_{commit[:7]}"
+def _bench_command(step: Step, name: str, settings: str | None = None, seeds: str | None = None) -> list[str]:
+    """The benchmark's command line (:mod:`asynctm.campaign.bench`), writing ``<name>.{json,md}``."""
     cmd = [step.python, "-m", "asynctm.campaign.bench", "--campaign-dir", str(step.campaign_dir),
            "--out-dir", str(step.work / "benchmarks" / "results"), "--name", name,
            "--deadline", f"{step.deadline - 20:.0f}"]
-    if select:
-        cmd += ["--settings", select]
+    if settings:
+        cmd += ["--settings", settings]
+    if seeds:
+        cmd += ["--seeds", seeds]
     if gpu_tests_verdict(step) is False:
         # a warp build that hangs on this GPU would take the whole budget with it
-        cmd += ["--without", "tm_gpu_warp=the GPU tests of this commit did not pass on this machine"]
+        cmd += ["--without", "tm_gpu_warp=the GPU tests of this code did not pass on this machine"]
+    return cmd
+
+
+def _bench_child(step: Step, cmd: list[str], name: str) -> None:
+    """Run one benchmark process; its record (what it finished) is packed, its table shown."""
     step.say("running " + " ".join(cmd[2:]))
     rc = step.child(cmd)
     if rc is None:
@@ -482,10 +487,52 @@ def step_bench(step: Step, select: str | None = None) -> None:
     elif rc != 0:
         step.failed("benchmark", f"exit status {rc} (see the log)")
     else:
+        step.failures_in_a_row = 0
         step.manifest["done"].append(f"benchmarks/results/{name}.json")
     table = step.work / "benchmarks" / "results" / f"{name}.md"
     if table.is_file():
         print(table.read_text(), flush=True)  # the device tool's reply shows the end of stdout
+
+
+def step_bench(step: Step, select: str | None = None) -> None:
+    """(b) ours and PyTsetlinMachineCUDA on one GPU in one process: :mod:`asynctm.campaign.bench`."""
+    name = f"gpu_{slug(step.gpu['name'])}_{(source_commit(step) or 'unknown')[:7]}"
+    _bench_child(step, _bench_command(step, name, select), name)
+
+
+def step_goal_seeds(step: Step, select: str | None = None) -> None:
+    """(b, continued at later leases) the benchmark's goal settings (WSD apple, SemEval, IMDb), one seed per
+    process, until each has the benchmark's seeds (0, 1, 2) on this GPU with this code (:mod:`.goals` pools them);
+    a seed starts only where its estimate (the setting's earlier seeds) fits the time left."""
+    from .bench import GOAL_SETTINGS, SEEDS
+    from .goals import seed_cost_s, seeds_done
+
+    gpu = step.gpu["name"]
+    folders = [step.tree / "benchmarks/results", step.work / "benchmarks/results",
+               step.work.parent / "bench" / "benchmarks/results"]
+    done = seeds_done(folders, gpu, step.code)
+    active = plan.active_experiments(step.config)
+    todo = [(n, k) for n in GOAL_SETTINGS if n in active and (not select or n in select.split(","))
+            for k in SEEDS if k not in done.get(n, set())]
+    step.manifest["seeds_done"] = {n: sorted(v) for n, v in sorted(done.items())}
+    if not todo:
+        step.say(f"every goal setting has seeds {list(SEEDS)} on this GPU with this code")
+        return
+    step.say("goal seeds to measure: " + ", ".join(f"{n} seed {k}" for n, k in todo))
+    for setting, seed in todo:
+        if step.manifest["stopped"]:
+            return
+        what = f"{setting} seed {seed}"
+        need, left = seed_cost_s(folders, setting, gpu), step.remaining()
+        if need is None:
+            step.skip(what, "no benchmark record of the setting to estimate a seed from (the bench step first)")
+            continue
+        if need > left - 20:
+            step.skip(what, f"would not fit: about {need:.0f} s needed, {left:.0f} s left")
+            continue
+        name = f"gpu_{slug(gpu)}_{(source_commit(step) or 'unknown')[:7]}_{setting}_seed{seed}"
+        _bench_child(step, _bench_command(step, name, setting, str(seed)), name)
+        step.pack()
 
 
 def threads_for(step: Step, name: str) -> int:
@@ -758,7 +805,8 @@ def step_paper(step: Step, select: str | None = None) -> None:
     _tm_runs(step, runs)
 
 
-STEPS = {"gpu_tests": step_gpu_tests, "bench": step_bench, "sweeps": step_sweeps, "paper": step_paper}
+STEPS = {"gpu_tests": step_gpu_tests, "bench": step_bench, "goal_seeds": step_goal_seeds, "sweeps": step_sweeps,
+         "paper": step_paper}
 
 
 def run_step(name: str, campaign_dir: Path | None = None, out_dir: Path | None = None,
