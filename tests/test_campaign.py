@@ -839,3 +839,14 @@ def test_goal_seeds_measures_the_missing_seeds_that_fit(tmp_path, monkeypatch):
     steps_mod.step_goal_seeds(step)
     assert not seen and any("would not fit" in s["reason"] for s in step.manifest["skipped"])
     step.close()
+
+
+def test_the_committed_goal_summaries_are_those_of_the_committed_benchmarks():
+    from asynctm.campaign import goals
+
+    built = goals.summaries(REPO)
+    committed = sorted(p.stem for p in (REPO / "benchmarks/results").glob("goals_*.json"))
+    assert committed == sorted(built) and built
+    for name, (rec, text) in built.items():
+        assert json.loads((REPO / f"benchmarks/results/{name}.json").read_text()) == json.loads(json.dumps(rec))
+        assert (REPO / f"benchmarks/results/{name}.md").read_text() == text

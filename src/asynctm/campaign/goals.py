@@ -127,30 +127,38 @@ def seed_cost_s(folders, setting: str, gpu: str) -> float | None:
     return None
 
 
-def write(tree: Path, say=print) -> list[Path]:
-    """``benchmarks/results/goals_<gpu>_<code>.{json,md}`` for every GPU and code with benchmark records in
-    ``tree``; the paths written."""
+def summaries(tree: Path) -> dict[str, tuple[dict, str]]:
+    """``{name: (record, markdown)}`` of ``goals_<gpu>_<code>``, one per GPU and code with benchmark records in
+    ``tree``'s ``benchmarks/results``."""
     from .steps import slug
 
-    folder = Path(tree) / "benchmarks/results"
     groups: dict[tuple[str, str], list[dict]] = {}
-    for rec in bench_records([folder]):
+    for rec in bench_records([Path(tree) / "benchmarks/results"]):
         groups.setdefault(((rec.get("gpu") or {}).get("name") or "unknown", code_key(rec.get("code"))), []).append(rec)
-    written = []
+    out = {}
     for (gpu, key), records in sorted(groups.items()):
         newest = _newest_first(records)[0]
         name = f"goals_{slug(gpu)}_{key}"
         commits = sorted({(r.get("git") or {}).get("commit") or "?" for r in records})
-        out = {"generated_by": "python -m asynctm.campaign goals", "name": name, "gpu": newest.get("gpu"),
+        rec = {"generated_by": "python -m asynctm.campaign goals", "name": name, "gpu": newest.get("gpu"),
                "code_key": key, "code": newest.get("code"), "date_utc": newest.get("date_utc"),
                "git": newest.get("git") or {}, "commits": commits,
                "records": sorted(r.get("name") for r in records), "settings": merge(records)}
-        write_json_atomic(folder / f"{name}.json", out, sort_keys=False)
-        text = bench.markdown(out).replace(
+        text = bench.markdown(rec).replace(
             "\n- median over all seeds",
             f"\n- pooled from {len(records)} benchmark record(s) of this GPU and this code (kernels and backends "
-            f"`{key}`), each seed once: {', '.join('`' + r + '`' for r in out['records'])}"
+            f"`{key}`), each seed once: {', '.join('`' + r + '`' for r in rec['records'])}"
             "\n- median over all seeds", 1)
+        out[name] = (rec, text)
+    return out
+
+
+def write(tree: Path, say=print) -> list[Path]:
+    """Write :func:`summaries` to ``benchmarks/results/goals_<gpu>_<code>.{json,md}``; the paths written."""
+    folder = Path(tree) / "benchmarks/results"
+    written = []
+    for name, (rec, text) in summaries(tree).items():
+        write_json_atomic(folder / f"{name}.json", rec, sort_keys=False)
         with atomic_open(folder / f"{name}.md") as fh:
             fh.write(text)
         written += [folder / f"{name}.json", folder / f"{name}.md"]
