@@ -252,3 +252,26 @@ def test_a_pause_comes_before_the_epoch_that_would_end_after_the_stop_time(tmp_p
     from asynctm.experiments.run import read_checkpoint
 
     assert len(read_checkpoint(checkpoint_path(out))["epochs"]) == 3 and not out.exists()
+
+
+def test_a_gpu_run_pauses_and_resumes_exactly_on_the_simulated_gpu(tmp_path, monkeypatch):
+    """tm_gpu through the simulated PyCUDA (sequential, so deterministic): a pause after epoch 1 saves the device's
+    TA states, tallies and stored outputs; the resumed run equals an uninterrupted one epoch by epoch, and its
+    checkpoint names the GPU."""
+    from test_cuda_glue import _install_fake
+
+    from asynctm.experiments.run import RunPaused, read_checkpoint
+
+    _install_fake(monkeypatch, warps=False)
+    _toy(tmp_path, n=600)
+    st = _settings(impl="tm_gpu", epochs=4, checkpoint_every_s=10**6)
+    reference = run_tm(st, tmp_path / "data", tmp_path / "whole.json")
+    out = tmp_path / "gpu.json"
+    with pytest.raises(RunPaused):
+        run_tm(st, tmp_path / "data", out, stop_at=time.time() - 1)
+    state = read_checkpoint(checkpoint_path(out))
+    assert len(state["epochs"]) == 1 and '"gpu": "Simulated GPU' in state["key"]
+    resumed = run_tm(st, tmp_path / "data", out)
+    assert resumed["resume"]["after_epochs"] == [1] and _metrics(resumed) == _metrics(reference)
+    # the epochs differ (feedback counts, literals): equal metrics epoch by epoch are a real check
+    assert reference["epochs"][0]["diagnostics"] != reference["epochs"][-1]["diagnostics"]
