@@ -98,10 +98,10 @@ def commands(say=print, tree: Path | None = None) -> None:
     say("#    the first (the machine goes back after 30 s idle); then here, for each reply:")
     say("#    python -m asynctm.campaign unpack <files_at of that reply>")
     say("#    (a step that stopped at its budget is continued by calling it again: recorded runs are skipped)")
-    say("#    The sweeps and paper steps take one thread or a warp per clause per experiment from the first")
-    say("#    call's GPU tests and benchmark (--threads-per-clause auto; their log and records say which). If the")
-    say("#    machine went back between the calls, unpack the first reply before the second: its tests and")
-    say("#    benchmark then travel with the checkout.")
+    say("#    The sweeps and paper steps take one thread or a warp per clause per experiment from the GPU tests")
+    say("#    and benchmark of this code: the first call's, or an earlier lease's unpacked here (--threads-per-clause")
+    say("#    auto; their log and records say which). If the machine went back between the calls, unpack the first")
+    say("#    reply before the second: its results then travel with the checkout (a paused run starts again).")
     say(f"# The lease's calls: {why}.")
     for i, (timeout, command) in enumerate(call_commands(calls_of_lease, git["commit"],
                                                          git["tracked_files_modified"]), 1):
