@@ -747,6 +747,10 @@ def test_a_lease_of_tested_and_benchmarked_code_trains_in_both_calls(tmp_path):
     assert "step paper --until $END --later 270 --threads-per-clause auto" in training[0]
     assert "--later" not in training[1] and "step sweeps --budget 150" in training[0]
     assert sum(seconds for seconds, _ in TRAINING_CALLS) <= 900 - 120
+    from asynctm.campaign.__main__ import DEVICE_CALLS
+
+    # each step returns its tarball and its log: at most 8 files come back from one call
+    assert all(2 * len(steps) <= 8 for _, steps in DEVICE_CALLS + TRAINING_CALLS)
     man.write_text(json.dumps({"code": code_digests(), "pytest": {"returncode": 1}}))  # the tests failed
     again, _ = calls(tmp_path)
     assert "step gpu_tests" in again[0]
