@@ -854,3 +854,23 @@ def test_the_committed_goal_summaries_are_those_of_the_committed_benchmarks():
     for name, (rec, text) in built.items():
         assert json.loads((REPO / f"benchmarks/results/{name}.json").read_text()) == json.loads(json.dumps(rec))
         assert (REPO / f"benchmarks/results/{name}.md").read_text() == text
+
+
+def test_every_step_command_of_both_leases_parses(tmp_path):
+    """The device calls' step commands, as printed, are valid command lines of the campaign (flags and values)."""
+    import shlex
+
+    from asynctm.campaign.__main__ import DEVICE_CALLS, TRAINING_CALLS, call_commands, parser
+
+    parsed = []
+    for calls in (DEVICE_CALLS, TRAINING_CALLS):
+        for _, command in call_commands(calls, "c" * 40, 0):
+            for part in command.split(";"):
+                words = shlex.split(part.replace("$END", "1900000000"))
+                if words[:3] == ["python3", "-m", "asynctm.campaign"]:
+                    parsed.append(parser().parse_args(words[3:]))
+    assert [a.name for a in parsed] == ["gpu_tests", "bench", "sweeps", "paper", "goal_seeds", "sweeps", "paper",
+                                        "paper", "sweeps"]
+    assert all(a.until == 1900000000 for a in parsed)
+    assert [a.later for a in parsed if a.name == "paper"] == [0.0, 270.0, 0.0]
+    assert {a.threads_per_clause for a in parsed if a.name in ("sweeps", "paper")} == {"auto"}

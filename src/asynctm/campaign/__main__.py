@@ -120,10 +120,8 @@ def _threads(text: str) -> int | str:
         raise argparse.ArgumentTypeError(f"a number of threads or auto, not {text!r}") from None
 
 
-def main(argv=None) -> int:
-    from .stage import StageError
-    from .unpack import UnpackError
-
+def parser() -> argparse.ArgumentParser:
+    """The command line's parser (the device calls' step commands are parsed by it in the tests)."""
     ap = argparse.ArgumentParser(prog="python -m asynctm.campaign", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("stage", help="stage wheels, sdist and datasets into one folder that travels")
@@ -168,6 +166,14 @@ def main(argv=None) -> int:
                    help="estimate the runs at this many threads per clause (default: the config's)")
     sub.add_parser("goals", help="benchmarks/results/goals_<gpu>_<code>.{json,md}: the GPU benchmark's comparisons "
                    "with every seed of one GPU and one code (the kernels and backends), pooled")
+    return ap
+
+
+def main(argv=None) -> int:
+    from .stage import StageError
+    from .unpack import UnpackError
+
+    ap = parser()
     args = ap.parse_args(argv)
     try:
         if args.cmd == "stage":
