@@ -357,9 +357,9 @@ def run_tm(settings: dict, data_dir, out, log=None, threads: int | None = None,
     """Train one TM implementation for ``epochs`` epochs and write its record to ``out``, resuming from the
     run's checkpoint where an interrupted attempt left one. ``checkpoint_every_s`` (default: the settings'
     ``checkpoint_every_s``, else 120): the least time between two checkpoints (0: after every epoch).
-    ``stop_at`` (UNIX time): before an epoch that would not end by then (its predicted time: the last epoch's),
-    save the checkpoint and raise :class:`RunPaused` (before the first epoch, with nothing to save: at once if no
-    earlier attempt's epoch predicts it)."""
+    ``stop_at`` (UNIX time): before an epoch that would not end by then (its predicted time: the last epoch's,
+    of this attempt or of the checkpoint), save the checkpoint and raise :class:`RunPaused`; a run's very first
+    epoch, which nothing predicts, always starts."""
     from ..provenance import git_info
 
     started, git = time.time(), git_info()
