@@ -147,7 +147,7 @@ def test_run_order_and_device_commands(tmp_path):
     assert all(len(c) < 2000 for c in calls)  # the device tool's limit on a command
     assert all(c.count("--until $END") == 2 and "END=$(( $(date +%s) + " in c for c in calls)
     assert all(c.count("--threads-per-clause auto") == ("step sweeps" in c) + ("step paper" in c) for c in calls)
-    from asynctm.campaign.__main__ import DEVICE_CALLS
+    from asynctm.campaign import DEVICE_CALLS
 
     assert all(int(ln.split("timeout_s=")[1]) <= 600 for ln in lines if "timeout_s=" in ln)  # a command's limit
     # a session's 15 minutes of device time, less a machine's start, the wait between calls and the packing
@@ -548,6 +548,8 @@ def test_remaining_counts_the_missing_gpu_runs_and_estimates_what_it_can(tmp_pat
     assert paper["semeval"]["estimated"] == 5 and paper["imdb"]["unknown"] == 5 and paper["wsd_apple"]["missing"] == 5
     one = ESTIMATE_MARGIN * (RUN_OVERHEAD_S + 2.0 + 30.0 + 100 * 0.1 + 99 * 15.0)
     assert paper["semeval"]["seconds"] == pytest.approx(5 * one)
+    assert paper["semeval"]["too_long"] == 5 and one > 690  # longer than a lease can give one run
+    assert "the first call runs them" in report["next_lease"]  # no GPU tests of this code in that tree
     assert remaining(config, tree=tree, threads=8)["steps"]["paper"][0]["estimated"] == 0
     assert main(["remaining", "--gpu", "NVIDIA H100 80GB HBM3"]) == 0  # this checkout, another GPU: no benchmark
     assert "| semeval |" in capsys.readouterr().out
@@ -724,7 +726,8 @@ def test_evidence_of_another_commit_with_the_same_kernels_and_backends_counts(tm
 
 
 def test_a_lease_of_tested_and_benchmarked_code_trains_in_both_calls(tmp_path):
-    from asynctm.campaign.__main__ import TRAINING_CALLS, commands
+    from asynctm.campaign import TRAINING_CALLS
+    from asynctm.campaign.__main__ import commands
     from asynctm.provenance import code_digests
 
     def calls(tree):
@@ -747,7 +750,7 @@ def test_a_lease_of_tested_and_benchmarked_code_trains_in_both_calls(tmp_path):
     assert "step paper --until $END --later 270 --threads-per-clause auto" in training[0]
     assert "--later" not in training[1] and "step sweeps --budget 150" in training[0]
     assert sum(seconds for seconds, _ in TRAINING_CALLS) <= 900 - 120
-    from asynctm.campaign.__main__ import DEVICE_CALLS
+    from asynctm.campaign import DEVICE_CALLS
 
     # each step returns its tarball and its log: at most 8 files come back from one call
     assert all(2 * len(steps) <= 8 for _, steps in DEVICE_CALLS + TRAINING_CALLS)
@@ -757,7 +760,8 @@ def test_a_lease_of_tested_and_benchmarked_code_trains_in_both_calls(tmp_path):
 
 
 def test_the_readme_shows_the_calls_that_commands_prints():
-    from asynctm.campaign.__main__ import DEVICE_CALLS, TRAINING_CALLS, call_commands
+    from asynctm.campaign import DEVICE_CALLS, TRAINING_CALLS
+    from asynctm.campaign.lease import call_commands
 
     shown = [ln for ln in (REPO / "README.md").read_text().splitlines() if ln.startswith("export PYTHONPATH=src;")]
     assert shown == [command for calls in (DEVICE_CALLS, TRAINING_CALLS) for _, command in call_commands(calls)]
@@ -860,7 +864,9 @@ def test_every_step_command_of_both_leases_parses(tmp_path):
     """The device calls' step commands, as printed, are valid command lines of the campaign (flags and values)."""
     import shlex
 
-    from asynctm.campaign.__main__ import DEVICE_CALLS, TRAINING_CALLS, call_commands, parser
+    from asynctm.campaign import DEVICE_CALLS, TRAINING_CALLS
+    from asynctm.campaign.__main__ import parser
+    from asynctm.campaign.lease import call_commands
 
     parsed = []
     for calls in (DEVICE_CALLS, TRAINING_CALLS):

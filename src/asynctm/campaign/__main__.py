@@ -19,72 +19,11 @@ import sys
 from pathlib import Path
 
 from ..provenance import REPO as REPO_ROOT
-from . import DEVICE_CALLS, STAGE_DIR, STEP_OPTIONS, TRAINING_CALLS
+from . import STAGE_DIR
+from .lease import call_commands, lease_calls
 
 # The device tool's fixed arguments: the staged folder travels as a carried path; one command may run 600 s.
 DEVICE_CALL = 'kind="nvidia-h100-x1" (or "nvidia-h200"), carry=["' + STAGE_DIR + '"]'
-
-
-def device_command(seconds: int, calls, commit: str | None, dirty: int | None, later: dict | None = None) -> str:
-    """One device call: its steps, sharing its end; ``later``: per step, seconds it gets in the next call."""
-    env = f" ASYNCTM_SOURCE_COMMIT={commit} ASYNCTM_SOURCE_DIRTY={dirty}" if commit else ""
-    later = later or {}
-    return f"export PYTHONPATH=src{env}; END=$(( $(date +%s) + {seconds} )); " + "; ".join(
-        f"python3 -m asynctm.campaign step {step}" + (f" --budget {budget}" if budget else "") + " --until $END"
-        + (f" --later {later[step]}" if later.get(step) else "")
-        + (f" {STEP_OPTIONS[step]}" if step in STEP_OPTIONS else "") for step, budget in calls)
-
-
-def call_commands(calls_of_lease, commit: str | None = None, dirty: int | None = None) -> list[tuple[int, str]]:
-    """``(timeout_s, command)`` of each device call of a lease. A step that opens the next call too gets
-    ``--later`` with that call's seconds: it may start runs that continue there."""
-    out = []
-    for i, (seconds, calls) in enumerate(calls_of_lease):
-        nxt = calls_of_lease[i + 1] if i + 1 < len(calls_of_lease) else None
-        later = {nxt[1][0][0]: nxt[0]} if nxt else {}
-        # the last step's children are killed at the call's end; then packing, and a margin
-        out.append((seconds + 30 * len(calls), device_command(seconds, calls, commit, dirty, later)))
-    return out
-
-
-def tested_and_benchmarked(tree: Path) -> str | None:
-    """Where this code (its kernels and backends, file for file: :func:`asynctm.provenance.code_digests`) passed
-    the GPU tests and was benchmarked with both builds, in the results unpacked into ``tree``: the two files, or
-    None."""
-    import json
-
-    from ..provenance import code_digests
-
-    code = code_digests()
-
-    def found(folder: Path, pattern: str, ok) -> Path | None:
-        for path in sorted(folder.glob(pattern), reverse=True):
-            try:
-                rec = json.loads(path.read_text())
-            except (OSError, ValueError):
-                continue
-            if isinstance(rec, dict) and rec.get("code") == code and ok(rec):
-                return path
-        return None
-
-    tests = found(tree / "benchmarks/results/campaign", "gpu_tests_*.json",
-                  lambda m: (m.get("pytest") or {}).get("returncode") == 0)
-    bench = found(tree / "benchmarks/results", "gpu_*.json", lambda r: any(
-        "tm_gpu" in (s.get("results") or {}) and ("tm_gpu_warp" in (s.get("results") or {})
-                                                  or "tm_gpu_warp" in (s.get("skipped") or {}))
-        for s in r.get("settings") or []))
-    return f"{tests.relative_to(tree)} and {bench.relative_to(tree)}" if tests and bench else None
-
-
-def lease_calls(tree: Path = REPO_ROOT) -> tuple[tuple, str]:
-    """The lease's device calls and why: :data:`TRAINING_CALLS` where this code has passed the GPU tests and been
-    benchmarked, else :data:`DEVICE_CALLS`."""
-    evidence = tested_and_benchmarked(tree)
-    if evidence:
-        return TRAINING_CALLS, (f"this code (kernels and backends) passed the GPU tests and was benchmarked ("
-                                f"{evidence}): both calls train")
-    return DEVICE_CALLS, ("this code (kernels and backends) has no GPU tests that passed and benchmark of both builds "
-                          "here yet: the first call runs them")
 
 
 def commands(say=print, tree: Path | None = None) -> None:

@@ -49,7 +49,7 @@ def newest_bench_gpu(tree: Path) -> str | None:
 
 
 def remaining(config: dict, tree: Path = REPO, gpu: str | None = None, threads: int | None = None) -> dict:
-    """``{"gpu", "threads", "steps": {step: [row per experiment]}, "total_s", "unknown"}``; a row is
+    """``{"gpu", "threads", "steps": {step: [row per experiment]}, "total_s", "unknown", "next_lease"}``; a row is
     ``{"experiment", "missing", "estimated", "seconds", "unknown", "first"}`` (``first``: the first missing run)."""
     from .steps import estimate_s, paper_runs, sweep_runs
 
@@ -59,7 +59,10 @@ def remaining(config: dict, tree: Path = REPO, gpu: str | None = None, threads: 
         config = {**config, "gpu_threads_per_clause": threads}
     # what the steps' estimates read: the checkout's records and benchmarks alone. The work folder, and the
     # sibling folders where a GPU machine's steps leave their results, lie in a folder that does not exist.
-    out = {"gpu": gpu, "threads": plan.gpu_threads_per_clause(config), "steps": {}, "total_s": 0.0, "unknown": 0}
+    from .lease import lease_calls
+
+    out = {"gpu": gpu, "threads": plan.gpu_threads_per_clause(config), "steps": {}, "total_s": 0.0, "unknown": 0,
+           "next_lease": lease_calls(tree)[1]}
     for step, runs in (("sweeps", sweep_runs(config)), ("paper", paper_runs(config))):
         ctx = types.SimpleNamespace(name=step, work=tree / ".campaign-remaining-none" / step, tree=tree,
                                     config=config, gpu={"name": gpu} if gpu else None, threads={},
@@ -117,4 +120,6 @@ def render(report: dict) -> str:
         lines.append("; ".join(parts) + ".")
     else:
         lines.append("Nothing is missing.")
+    if report.get("next_lease"):
+        lines += ["", f"The next lease's calls: {report['next_lease']} (python -m asynctm.campaign commands)."]
     return "\n".join(lines) + "\n"
