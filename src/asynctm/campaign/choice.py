@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
+import types
 from pathlib import Path
 
 from ..experiments import plan
@@ -45,7 +46,9 @@ ESTIMATE_MARGIN = 1.15
 OTHER_GPU_FACTOR = 1.5
 
 
-def _json_files(folders, pattern: str) -> list[tuple[Path, dict]]:
+def json_files(folders, pattern: str) -> list[tuple[Path, dict]]:
+    """``(path, parsed JSON)`` of the files matching ``pattern`` in each folder, newest stamp first; unreadable
+    files are passed over."""
     out = []
     for folder in folders:
         for path in sorted(Path(folder).glob(pattern), reverse=True):  # newest stamp first
@@ -56,9 +59,19 @@ def _json_files(folders, pattern: str) -> list[tuple[Path, dict]]:
     return out
 
 
-def _sibling_work(step, name: str) -> Path:
+def sibling_work(step, name: str) -> Path:
     """Where the step ``name`` of this lease left its files on this machine (the work folders share a parent)."""
     return step.work.parent / name
+
+
+def checkout_view(tree: Path, name: str = "", config: dict | None = None, gpu: str | None = None,
+                  code: dict | None = None):
+    """A stand-in for a step that reads only the checkout ``tree`` (here, not on the GPU machine): what this module
+    and the steps' estimates read. Its work folder, and the sibling folders where a GPU machine's steps leave their
+    results, lie in a folder that does not exist."""
+    return types.SimpleNamespace(name=name, work=Path(tree) / ".campaign-checkout-none" / (name or "step"),
+                                 tree=Path(tree), config=config or {}, gpu={"name": gpu} if gpu else None,
+                                 threads={}, campaign={"source": {}}, code=code)
 
 
 def source_commit(step) -> str | None:
@@ -75,8 +88,8 @@ def same_code(step, commit: str | None, code: dict | None) -> bool:
 
 def gpu_tests_verdict(step) -> bool | None:
     """True: ``pytest -m gpu`` of this code passed; False: it ran and did not pass; None: not found."""
-    folders = [_sibling_work(step, "gpu_tests"), step.tree]
-    found = [m for _, m in _json_files([f / "benchmarks/results/campaign" for f in folders], "gpu_tests_*.json")
+    folders = [sibling_work(step, "gpu_tests"), step.tree]
+    found = [m for _, m in json_files([f / "benchmarks/results/campaign" for f in folders], "gpu_tests_*.json")
              if same_code(step, (m.get("source") or {}).get("commit"), m.get("code")) and "pytest" in m]
     if not found:
         return None
@@ -86,9 +99,9 @@ def gpu_tests_verdict(step) -> bool | None:
 def bench_records(step, this_code: bool = True) -> list[dict]:
     """The GPU benchmark's records (``asynctm.campaign.bench``), this machine's first; with ``this_code`` only
     those of this code (:func:`same_code`), else those of every code, this GPU's first."""
-    folders = [_sibling_work(step, "bench") / "benchmarks/results", step.tree / "benchmarks/results"]
+    folders = [sibling_work(step, "bench") / "benchmarks/results", step.tree / "benchmarks/results"]
     gpu = (step.gpu or {}).get("name")
-    out = [rec for _, rec in _json_files(folders, "gpu_*.json") if isinstance(rec.get("settings"), list)]
+    out = [rec for _, rec in json_files(folders, "gpu_*.json") if isinstance(rec.get("settings"), list)]
     if this_code:
         return [rec for rec in out if same_code(step, (rec.get("git") or {}).get("commit"), rec.get("code"))]
     return sorted(out, key=lambda rec: not gpu or (rec.get("gpu") or {}).get("name") != gpu)  # stable

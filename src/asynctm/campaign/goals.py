@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..io import atomic_open, write_json_atomic
 from . import bench
-from .choice import OTHER_GPU_FACTOR
+from .choice import OTHER_GPU_FACTOR, json_files
 
 # A benchmark process's seconds beyond its implementations' epochs: a Python process, PyCUDA's context, loading
 # the dataset and making its dense copy for PyTsetlinMachineCUDA.
@@ -38,14 +38,9 @@ def code_key(code: dict | None) -> str:
 def bench_records(folders) -> list[dict]:
     """The GPU benchmark's records (``gpu_*.json`` of :mod:`.bench`) in ``folders``, each once (by name)."""
     out: dict[str, dict] = {}
-    for folder in folders:
-        for path in sorted(Path(folder).glob("gpu_*.json")):
-            try:
-                rec = json.loads(path.read_text())
-            except (OSError, ValueError):
-                continue
-            if isinstance(rec, dict) and isinstance(rec.get("settings"), list):
-                out.setdefault(rec.get("name") or path.stem, rec)
+    for path, rec in json_files(folders, "gpu_*.json"):
+        if isinstance(rec, dict) and isinstance(rec.get("settings"), list):
+            out.setdefault(rec.get("name") or path.stem, rec)
     return list(out.values())
 
 

@@ -9,11 +9,11 @@ and been benchmarked with both builds at an earlier lease, whose results are unp
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from ..provenance import REPO
 from . import DEVICE_CALLS, STEP_OPTIONS, TRAINING_CALLS
+from .choice import checkout_view, gpu_tests_verdict, warp_evidence
 
 
 def device_command(seconds: int, calls, commit: str | None, dirty: int | None, later: dict | None = None) -> str:
@@ -40,29 +40,13 @@ def call_commands(calls_of_lease, commit: str | None = None, dirty: int | None =
 
 def tested_and_benchmarked(tree: Path) -> str | None:
     """Where this code (its kernels and backends, file for file: :func:`asynctm.provenance.code_digests`) passed
-    the GPU tests and was benchmarked with both builds, in the results unpacked into ``tree``: the two files, or
-    None."""
+    the GPU tests and was benchmarked with both builds, in the results unpacked into ``tree``, as the training
+    steps' choice of threads per clause reads them (:mod:`.choice`): the settings benchmarked, or None."""
     from ..provenance import code_digests
 
-    code = code_digests()
-
-    def found(folder: Path, pattern: str, ok) -> Path | None:
-        for path in sorted(folder.glob(pattern), reverse=True):
-            try:
-                rec = json.loads(path.read_text())
-            except (OSError, ValueError):
-                continue
-            if isinstance(rec, dict) and rec.get("code") == code and ok(rec):
-                return path
-        return None
-
-    tests = found(tree / "benchmarks/results/campaign", "gpu_tests_*.json",
-                  lambda m: (m.get("pytest") or {}).get("returncode") == 0)
-    bench = found(tree / "benchmarks/results", "gpu_*.json", lambda r: any(
-        "tm_gpu" in (s.get("results") or {}) and ("tm_gpu_warp" in (s.get("results") or {})
-                                                  or "tm_gpu_warp" in (s.get("skipped") or {}))
-        for s in r.get("settings") or []))
-    return f"{tests.relative_to(tree)} and {bench.relative_to(tree)}" if tests and bench else None
+    view = checkout_view(tree, code=code_digests())
+    settings = sorted(warp_evidence(view)) if gpu_tests_verdict(view) is True else []
+    return ", ".join(settings) or None
 
 
 def lease_calls(tree: Path = REPO) -> tuple[tuple, str]:
@@ -70,7 +54,7 @@ def lease_calls(tree: Path = REPO) -> tuple[tuple, str]:
     benchmarked, else :data:`DEVICE_CALLS`."""
     evidence = tested_and_benchmarked(tree)
     if evidence:
-        return TRAINING_CALLS, (f"this code (kernels and backends) passed the GPU tests and was benchmarked ("
-                                f"{evidence}): both calls train")
+        return TRAINING_CALLS, (f"this code (kernels and backends) passed the GPU tests and was benchmarked with "
+                                f"both builds (on {evidence}): both calls train")
     return DEVICE_CALLS, ("this code (kernels and backends) has no GPU tests that passed and benchmark of both builds "
                           "here yet: the first call runs them")

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import json
 import math
-import types
 from pathlib import Path
 
 from ..experiments import plan
 from ..provenance import REPO
 from . import DEVICE_CALLS, TRAINING_CALLS
+from .choice import checkout_view
 
 
 def _training_s(calls) -> int:
@@ -57,16 +57,13 @@ def remaining(config: dict, tree: Path = REPO, gpu: str | None = None, threads: 
     gpu = gpu or newest_bench_gpu(tree)
     if threads is not None:
         config = {**config, "gpu_threads_per_clause": threads}
-    # what the steps' estimates read: the checkout's records and benchmarks alone. The work folder, and the
-    # sibling folders where a GPU machine's steps leave their results, lie in a folder that does not exist.
+    # what the steps' estimates read: the checkout's records and benchmarks alone (checkout_view)
     from .lease import lease_calls
 
     out = {"gpu": gpu, "threads": plan.gpu_threads_per_clause(config), "steps": {}, "total_s": 0.0, "unknown": 0,
            "next_lease": lease_calls(tree)[1]}
     for step, runs in (("sweeps", sweep_runs(config)), ("paper", paper_runs(config))):
-        ctx = types.SimpleNamespace(name=step, work=tree / ".campaign-remaining-none" / step, tree=tree,
-                                    config=config, gpu={"name": gpu} if gpu else None, threads={},
-                                    campaign={"source": {}}, code=None)
+        ctx = checkout_view(tree, step, config, gpu)
         rows: dict[str, dict] = {}
         for name, params, seed in runs:
             rel = plan.record_path(config, {"experiment": name, "impl": "tm_gpu", "params": params, "seed": seed})

@@ -42,7 +42,8 @@ from ..experiments import plan
 from ..experiments.run import EXIT_PAUSED, checkpoint_path, read_checkpoint
 from ..provenance import REPO, code_digests
 from . import STAGE_DIR
-from .choice import ESTIMATE_MARGIN, RUN_OVERHEAD_S, bench_estimate_s, choose_threads, gpu_tests_verdict, source_commit
+from .choice import (ESTIMATE_MARGIN, RUN_OVERHEAD_S, bench_estimate_s, choose_threads, gpu_tests_verdict, json_files,
+                     sibling_work, source_commit)
 from .stage import StageError, load_campaign
 
 DEFAULT_BUDGET_S = 480  # a device command may run 600 s; the rest is install, start-up and packing
@@ -67,6 +68,8 @@ KILL_GRACE_S = 10
 NOT_PACKED = (".checkpoint.npz", ".partial", ".tmp")
 # A run's --stop-at: this long before the step's deadline (its checkpoint's write, then the kill's grace).
 STOP_MARGIN_S = 20
+# The benchmark's --deadline (no epoch starts after it): this long before the step's deadline.
+BENCH_END_MARGIN_S = 20
 # What a work folder was made for (kept by a later call of its step only if that names the same staged campaign).
 WORK_MARKER = ".campaign-step.json"
 
@@ -463,11 +466,17 @@ def step_gpu_tests(step: Step, select: str | None = None) -> None:
         step.manifest["done"].append("pytest -m gpu")
 
 
+def _bench_name(step: Step, suffix: str = "") -> str:
+    """A benchmark record's name: ``gpu_<gpu>_<commit>`` (and a suffix)."""
+    return f"gpu_{slug(step.gpu['name'])}_{(source_commit(step) or 'unknown')[:7]}{suffix}"
+
+
 def _bench_command(step: Step, name: str, settings: str | None = None, seeds: str | None = None) -> list[str]:
-    """The benchmark's command line (:mod:`asynctm.campaign.bench`), writing ``<name>.{json,md}``."""
+    """The benchmark's command line (:mod:`asynctm.campaign.bench`), writing ``<name>.{json,md}``; it starts no
+    epoch later than :data:`BENCH_END_MARGIN_S` before the step's end."""
     cmd = [step.python, "-m", "asynctm.campaign.bench", "--campaign-dir", str(step.campaign_dir),
            "--out-dir", str(step.work / "benchmarks" / "results"), "--name", name,
-           "--deadline", f"{step.deadline - 20:.0f}"]
+           "--deadline", f"{step.deadline - BENCH_END_MARGIN_S:.0f}"]
     if settings:
         cmd += ["--settings", settings]
     if seeds:
@@ -496,7 +505,7 @@ def _bench_child(step: Step, cmd: list[str], name: str) -> None:
 
 def step_bench(step: Step, select: str | None = None) -> None:
     """(b) ours and PyTsetlinMachineCUDA on one GPU in one process: :mod:`asynctm.campaign.bench`."""
-    name = f"gpu_{slug(step.gpu['name'])}_{(source_commit(step) or 'unknown')[:7]}"
+    name = _bench_name(step)
     _bench_child(step, _bench_command(step, name, select), name)
 
 
@@ -509,7 +518,7 @@ def step_goal_seeds(step: Step, select: str | None = None) -> None:
 
     gpu = step.gpu["name"]
     folders = [step.tree / "benchmarks/results", step.work / "benchmarks/results",
-               step.work.parent / "bench" / "benchmarks/results"]
+               sibling_work(step, "bench") / "benchmarks/results"]
     done = seeds_done(folders, gpu, step.code)
     active = plan.active_experiments(step.config)
     todo = [(n, k) for n in GOAL_SETTINGS if n in active and (not select or n in select.split(","))
@@ -527,10 +536,10 @@ def step_goal_seeds(step: Step, select: str | None = None) -> None:
         if need is None:
             step.skip(what, "no benchmark record of the setting to estimate a seed from (the bench step first)")
             continue
-        if need > left - 20:
+        if need > left - BENCH_END_MARGIN_S:
             step.skip(what, f"would not fit: about {need:.0f} s needed, {left:.0f} s left")
             continue
-        name = f"gpu_{slug(gpu)}_{(source_commit(step) or 'unknown')[:7]}_{setting}_seed{seed}"
+        name = _bench_name(step, f"_{setting}_seed{seed}")
         _bench_child(step, _bench_command(step, name, setting, str(seed)), name)
         step.pack()
 
@@ -548,16 +557,8 @@ def run_config(step: Step, name: str) -> dict:
 def _campaign_manifests(step: Step) -> list[dict]:
     """This step's manifests: unpacked into the checkout from earlier leases, and left in the work folder by an
     earlier call on this machine."""
-    out = []
-    for base in (step.tree, step.work):
-        for path in sorted((base / "benchmarks/results/campaign").glob(f"{step.name}_*.json")):
-            try:
-                man = json.loads(path.read_text())
-            except (OSError, ValueError):
-                continue
-            if isinstance(man, dict):
-                out.append(man)
-    return out
+    return [man for _, man in json_files([base / "benchmarks/results/campaign" for base in (step.tree, step.work)],
+                                         f"{step.name}_*.json") if isinstance(man, dict)]
 
 
 def epoch_seconds(epochs: list[dict]) -> float:
@@ -773,10 +774,9 @@ def paper_runs(config: dict) -> list[tuple[str, str, int]]:
     """Each experiment's main setting, every seed, in :data:`PAPER_ORDER` (then any other experiment)."""
     active = plan.active_experiments(config)
     order = [n for n in PAPER_ORDER if n in active] + sorted(n for n in active if n not in PAPER_ORDER)
-    if hasattr(plan, "run_seeds"):  # a configuration may run an implementation under a reduced protocol
-        return [(name, plan.main_params(config, name, "tm_gpu"), seed) for name in order
-                for seed in plan.run_seeds(config, name, "tm_gpu")]
-    return [(name, plan.main_params(config, name), seed) for name in order for seed in plan.seeds(config)]
+    # a configuration may run tm_gpu under a reduced protocol (config reduced): its seeds and epochs
+    return [(name, plan.main_params(config, name, "tm_gpu"), seed) for name in order
+            for seed in plan.run_seeds(config, name, "tm_gpu")]
 
 
 def choose(step: Step, runs: list[tuple[str, str, int]]) -> None:
