@@ -588,6 +588,75 @@ def test_gpu_test_processes_reports_are_merged(tmp_path):
     assert steps_mod._pytest_counts(text) == {"failed": 1, "passed": 3, "skipped": 1, "errors": 1}
 
 
+def _junit_case(name, outcome="", learning=False):
+    props = '<properties><property name="learning" value="1"/></properties>' if learning else ""
+    body = {"": "", "assertion": '<failure message="AssertionError: [0.9605, 0.824, 0.869]&#10;assert 0.869 &gt;= 0.9"/>',
+            "failure": '<failure message="TypeError: fit() got an unexpected keyword"/>', "error": "<error/>"}[outcome]
+    return f'<testcase classname="tests.test_estimators" name="{name}">{props}{body}</testcase>'
+
+
+def test_a_missed_learning_bar_alone_still_vouches_for_the_gpu_builds(tmp_path, monkeypatch):
+    from asynctm.campaign.choice import gpu_tests_verdict, missed_learning_bars, tests_sound
+
+    step = _choice_step(tmp_path)
+    step.env = {"PYCUDA_CACHE_DIR": str(tmp_path / "cache")}
+    monkeypatch.setattr(steps_mod, "collect_gpu_tests", lambda step, select=None: (["t.py::a", "t.py::b"], []))
+    monkeypatch.setattr(os, "cpu_count", lambda: 16)
+    suites = {0: _junit_case("test_noisy_xor_learns[cuda]", "assertion", learning=True) + _junit_case("test_a"),
+              1: _junit_case("test_exact[cuda]")}
+
+    def children(jobs):
+        for i, (cmd, log, env) in enumerate(jobs):
+            log.write_text("1 failed, 1 passed in 0.1s\n" if i == 0 else "1 passed in 0.1s\n")
+            xml = Path(next(a for a in cmd if a.startswith("--junitxml=")).split("=", 1)[1])
+            xml.write_text(f'<testsuite name="pytest" tests="2" failures="{1 - i}">{suites[i]}</testsuite>')
+        return [1, 0]
+
+    step.children = children
+    steps_mod.step_gpu_tests(step)
+    result = step.manifest["pytest"]
+    assert result["returncode"] == 1 and tests_sound(result)
+    assert result["failed"] == [{"test": "tests.test_estimators::test_noisy_xor_learns[cuda]", "kind": "assertion",
+                                 "learning": True, "message": "AssertionError: [0.9605, 0.824, 0.869]"}]
+    step.close()
+    man = tmp_path / "work/gpu_tests/benchmarks/results/campaign/gpu_tests_nvidia_h200_20270101T000000Z.json"
+    man.parent.mkdir(parents=True)
+    man.write_text(json.dumps({"source": {"commit": "c" * 40}, "pytest": result}))
+    bench = _choice_step(tmp_path)
+    assert gpu_tests_verdict(bench) is True
+    assert missed_learning_bars(bench) == ["tests.test_estimators::test_noisy_xor_learns[cuda]"]
+    calls = []
+    bench.child = lambda cmd, log_path=None: calls.append(cmd) or 0
+    steps_mod.step_bench(bench)
+    assert "--without" not in calls[0]  # both builds are benchmarked
+    bench.close()
+    # Anything else that failed, broke or crashed still counts against them.
+    learning_fail = {"test": "t::a", "kind": "assertion", "learning": True}
+    for result in ({"returncode": 1, "failed": [learning_fail, {"test": "t::b", "kind": "assertion", "learning": False}]},
+                   {"returncode": 1, "failed": [{**learning_fail, "kind": "error"}]},
+                   {"returncode": 1, "failed": [{**learning_fail, "kind": "failure"}]},  # an exception, no bar
+                   {"returncode": -11, "failed": [learning_fail]}, {"returncode": 1, "failed": []},
+                   {"returncode": 1}, {"returncode": None, "failed": [learning_fail]}):
+        assert not tests_sound(result), result
+
+
+def test_learning_bars_say_so_in_the_junit_xml(tmp_path, repo_root):
+    xml = tmp_path / "t.xml"
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={xml}",
+                        "tests/test_estimators.py::test_noisy_xor_learns_without_negated_literals_and_boost",
+                        "tests/test_estimators.py::test_regressor_accepts_odd_clause_counts"],
+                       cwd=repo_root, capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout[-2000:]
+    import xml.etree.ElementTree as ET
+
+    learning = {c.get("name"): any(p.get("name") == "learning" for p in c.iter("property"))
+                for c in ET.parse(xml).getroot().iter("testcase")}
+    assert learning == {"test_noisy_xor_learns_without_negated_literals_and_boost": True,
+                        "test_regressor_accepts_odd_clause_counts": False}
+    xml.write_text(xml.read_text().replace("</testcase>", '<failure message="AssertionError: 0.5"/></testcase>', 1))
+    assert [(f["learning"], f["kind"]) for f in steps_mod.junit_failures(xml)] == [(True, "assertion")]
+
+
 def test_a_crashed_gpu_test_process_fails_the_step(tmp_path, monkeypatch):
     step = _choice_step(tmp_path)
     step.env = {"PYCUDA_CACHE_DIR": str(tmp_path / "cache")}
@@ -598,7 +667,7 @@ def test_a_crashed_gpu_test_process_fails_the_step(tmp_path, monkeypatch):
         for (cmd, log, env), text in zip(jobs, ("1 passed in 0.1s\n", "Segmentation fault\n")):
             log.write_text(text)
             assert env["PYCUDA_CACHE_DIR"].startswith(str(tmp_path / "cache" / "tests-"))
-        return [0, -11]
+        return [1, -11]  # a failed test beside the crash: the crash is what the step reports
 
     step.children = children
     steps_mod.step_gpu_tests(step)

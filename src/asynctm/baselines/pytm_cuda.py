@@ -3,8 +3,9 @@
 PyTsetlinMachineCUDA is imported only when a CUDA GPU is found. It runs ``import pycuda.autoinit`` at
 import, which would create a second CUDA context beside ours; :func:`_share_our_context` puts a stand-in
 for that module in place first, so that both libraries' buffers and kernels live in our (primary) context.
-That adapter has never been run on the machine it was written on (no GPU there); treat its first run on a
-GPU as its test.
+The GPU campaign's benchmark has run it beside our CUDA build on an NVIDIA H200 and an H100
+(``benchmarks/results/gpu_*.md``); the GPU test ``test_noisy_xor_on_the_gpu_learns_as_pytsetlinmachinecuda_does``
+trains it too.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def _share_our_context() -> None:
 
 
 class PyTMCudaPeer(Peer):
-    """PyTsetlinMachineCUDA (the paper's GPU code). Untested where it was written: no GPU there."""
+    """PyTsetlinMachineCUDA (the paper's GPU code)."""
 
     library = "PyTsetlinMachineCUDA"
     peer = "pytm_cuda"

@@ -43,7 +43,7 @@ from ..experiments.run import EXIT_PAUSED, checkpoint_path, read_checkpoint
 from ..provenance import REPO, code_digests
 from . import STAGE_DIR
 from .choice import (ESTIMATE_MARGIN, RUN_OVERHEAD_S, bench_estimate_s, choose_threads, gpu_tests_verdict, json_files,
-                     sibling_work, source_commit)
+                     sibling_work, source_commit, tests_sound)
 from .stage import StageError, load_campaign
 
 DEFAULT_BUDGET_S = 480  # a device command may run 600 s; the rest is install, start-up and packing
@@ -392,6 +392,29 @@ def merge_junit(parts: list[Path], target: Path) -> None:
     ET.ElementTree(root).write(target, encoding="utf-8", xml_declaration=True)
 
 
+def junit_failures(path: Path) -> list[dict]:
+    """The tests of a JUnit XML file that failed or broke: ``{"test": id, "kind": "assertion" (an assert did not
+    hold) | "failure" (another exception in the test) | "error" (in its set-up or tear-down), "learning": whether
+    the test is a learning bar (the property tests/conftest.py records), "message": its first line}``."""
+    import xml.etree.ElementTree as ET
+
+    try:
+        root = ET.parse(path).getroot()
+    except (OSError, ET.ParseError):
+        return []
+    out = []
+    for case in root.iter("testcase"):
+        found = next((case.find(k) for k in ("failure", "error") if case.find(k) is not None), None)
+        if found is None:
+            continue
+        message = found.get("message") or ""
+        kind = "error" if found.tag == "error" else "assertion" if message.startswith("AssertionError") else "failure"
+        out.append({"test": f"{case.get('classname', '')}::{case.get('name', '')}", "kind": kind,
+                    "learning": any(p.get("name") == "learning" for p in case.iter("property")),
+                    "message": message.splitlines()[0][:200] if message else ""})
+    return out
+
+
 def _pytest_counts(text: str) -> dict[str, int]:
     """The counts of pytest's last summary line(s) of each process in ``text``, added up."""
     counts: dict[str, int] = {}
@@ -445,15 +468,17 @@ def step_gpu_tests(step: Step, select: str | None = None) -> None:
         for p in parts:
             for ext in (".txt", ".xml"):
                 p.with_suffix(ext).unlink(missing_ok=True)
-        # None: one ran past the budget; else the first that did not exit 0 (a crashed process: a negative signal)
-        rc = None if any(c is None for c in codes) else next((c for c in codes if c != 0), 0)
+        # None: one ran past the budget; else one that broke off (a crash: a negative signal), else 1 where tests
+        # failed, else 0
+        rc = (None if any(c is None for c in codes) else next((c for c in codes if c not in (0, 1)), max(codes)))
         counts = _pytest_counts(text)
         odd = [f"pytest process {p.name.rsplit('_', 1)[-1]} exited with {c}" for p, c in zip(parts, codes)
                if c not in (0, 1)]  # 1: failed tests, counted above; anything else: it broke off
         summary = (", ".join(f"{v} {k}" for k, v in counts.items()) + f" in {time.time() - t0:.0f} s ({n} "
                    f"process{'es' if n > 1 else ''} side by side" + (", then 1 alone)" if alone else ")")
                    + "".join(f"; {o}" for o in odd))
-    step.manifest["pytest"] = {"returncode": rc, "summary": summary}
+    failed = junit_failures(base.with_suffix(".xml"))
+    step.manifest["pytest"] = {"returncode": rc, "summary": summary, "failed": failed}
     for line in text.splitlines()[-40:]:
         step.log_fh.write(line + "\n")
     for line in text.splitlines():
@@ -463,6 +488,9 @@ def step_gpu_tests(step: Step, select: str | None = None) -> None:
         step.stop("pytest ran past the budget")
     else:
         step.say(f"pytest -m gpu: exit {rc}: {summary.strip('= ')}")
+        if failed and tests_sound(step.manifest["pytest"]):
+            step.say("only learning bars were missed (" + ", ".join(f["test"] for f in failed) + "): both GPU builds "
+                     "are still benchmarked, and their accuracy on real data decides")
         step.manifest["done"].append("pytest -m gpu")
 
 
