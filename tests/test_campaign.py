@@ -143,7 +143,9 @@ def test_run_order_and_device_commands(tmp_path):
     commands(say=lines.append, tree=tmp_path)  # no GPU tests or benchmark of this code: the first lease's calls
     calls = [ln for ln in lines if "asynctm.campaign step" in ln and not ln.startswith("#")]
     steps = [w for c in calls for w in re.findall(r"asynctm\.campaign step (\w+)", c)]
-    assert steps == [s for s in steps_mod.STEPS if s != "goal_seeds"]  # goal_seeds: once the code is benchmarked
+    # goal_seeds: once the code is benchmarked; the last line: the extra call where device time is left
+    assert steps == [s for s in steps_mod.STEPS if s != "goal_seeds"] + ["paper", "sweeps"]
+    assert "END=$(( $(date +%s) + N ))" in calls[-1] and "B - 60" in lines[lines.index(calls[-1]) - 1]
     assert all(len(c) < 2000 for c in calls)  # the device tool's limit on a command
     assert all(c.count("--until $END") == 2 and "END=$(( $(date +%s) + " in c for c in calls)
     assert all(c.count("--threads-per-clause auto") == ("step sweeps" in c) + ("step paper" in c) for c in calls)
@@ -832,8 +834,12 @@ def test_the_readme_shows_the_calls_that_commands_prints():
     from asynctm.campaign import DEVICE_CALLS, TRAINING_CALLS
     from asynctm.campaign.lease import call_commands
 
+    from asynctm.campaign import EXTRA_CALL
+    from asynctm.campaign.lease import device_command
+
     shown = [ln for ln in (REPO / "README.md").read_text().splitlines() if ln.startswith("export PYTHONPATH=src;")]
-    assert shown == [command for calls in (DEVICE_CALLS, TRAINING_CALLS) for _, command in call_commands(calls)]
+    assert shown == [command for calls in (DEVICE_CALLS, TRAINING_CALLS) for _, command in call_commands(calls)] + [
+        device_command("N", EXTRA_CALL, None, None)]
 
 
 def _bench_record(name, settings, code, gpu="NVIDIA H100 80GB HBM3", date="2027-01-01"):
@@ -937,15 +943,18 @@ def test_every_step_command_of_both_leases_parses(tmp_path):
     from asynctm.campaign.__main__ import parser
     from asynctm.campaign.lease import call_commands
 
+    from asynctm.campaign import EXTRA_CALL
+    from asynctm.campaign.lease import device_command
+
     parsed = []
-    for calls in (DEVICE_CALLS, TRAINING_CALLS):
-        for _, command in call_commands(calls, "c" * 40, 0):
-            for part in command.split(";"):
-                words = shlex.split(part.replace("$END", "1900000000"))
-                if words[:3] == ["python3", "-m", "asynctm.campaign"]:
-                    parsed.append(parser().parse_args(words[3:]))
+    commands = [command for calls in (DEVICE_CALLS, TRAINING_CALLS) for _, command in call_commands(calls, "c" * 40, 0)]
+    for command in commands + [device_command("N", EXTRA_CALL, "c" * 40, 0)]:
+        for part in command.split(";"):
+            words = shlex.split(part.replace("$END", "1900000000"))
+            if words[:3] == ["python3", "-m", "asynctm.campaign"]:
+                parsed.append(parser().parse_args(words[3:]))
     assert [a.name for a in parsed] == ["gpu_tests", "bench", "sweeps", "paper", "goal_seeds", "sweeps", "paper",
-                                        "paper", "sweeps"]
+                                        "paper", "sweeps", "paper", "sweeps"]
     assert all(a.until == 1900000000 for a in parsed)
-    assert [a.later for a in parsed if a.name == "paper"] == [0.0, 270.0, 0.0]
+    assert [a.later for a in parsed if a.name == "paper"] == [0.0, 270.0, 0.0, 0.0]
     assert {a.threads_per_clause for a in parsed if a.name in ("sweeps", "paper")} == {"auto"}

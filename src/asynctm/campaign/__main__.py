@@ -19,8 +19,8 @@ import sys
 from pathlib import Path
 
 from ..provenance import REPO as REPO_ROOT
-from . import STAGE_DIR
-from .lease import call_commands, lease_calls
+from . import EXTRA_CALL, EXTRA_CALL_MARGIN_S, EXTRA_CALL_MIN_LEFT_S, STAGE_DIR
+from .lease import call_commands, device_command, lease_calls
 
 # The device tool's fixed arguments: the staged folder travels as a carried path; one command may run 600 s.
 DEVICE_CALL = 'kind="nvidia-h100-x1" (or "nvidia-h200"), carry=["' + STAGE_DIR + '"]'
@@ -46,6 +46,9 @@ def commands(say=print, tree: Path | None = None) -> None:
                                                          git["tracked_files_modified"]), 1):
         say(f"# call {i}: timeout_s={timeout}")
         say(command)
+    say(f"# then, only where the last reply's lease.budget_left_s (B) is at least {EXTRA_CALL_MIN_LEFT_S}: one more "
+        f"call at once, with N = B - {EXTRA_CALL_MARGIN_S} and timeout_s = N + 30, then the device tool's give_back")
+    say(device_command("N", EXTRA_CALL, git["commit"], git["tracked_files_modified"]))
     say("# 3. here: snakemake --cores all tables figures --config run_missing=false; commit results/, "
         "benchmarks/results/, paper_tables/ and figures/")
 
