@@ -314,3 +314,25 @@ def test_time_figures_draw_each_gpu_thread_count_as_its_own_line(tmp_path):
     assert "tm_gpu 2, tm_gpu (a warp per clause) 2" in fig.caption
     assert "tm_gpu at 40 clauses (no record)" not in fig.caption
     assert "tm_gpu at 160 clauses (no record)" in fig.caption
+
+
+def test_time_figures_draw_each_gpu_model_as_its_own_line(tmp_path):
+    import matplotlib.pyplot as plt
+
+    from asynctm.artifacts import figures
+
+    rng = np.random.default_rng(11)
+    # the sweep's ends timed on an H200, a point between on an H100: one line per GPU, never one joined curve
+    for clauses, gpu, speed in ((20, "NVIDIA H200", 14.3), (40, "NVIDIA H100 80GB HBM3", 15.8), (15000, "NVIDIA H200", 17.0)):
+        write(tmp_path, "semeval", "tm_gpu", f"n{clauses}_T15_s3.9_e5", 0, accuracy_epochs(rng, 5), speed)
+        path = tmp_path / "semeval/tm_gpu" / f"n{clauses}_T15_s3.9_e5" / "seed0.json"
+        record = json.loads(path.read_text())
+        record["provenance"]["gpu"] = {"name": gpu, "driver": "580.159.04", "cuda": "13.0.0"}
+        path.write_text(json.dumps(record))
+    fig = figures.fig_semeval_time_vs_clauses(load_records(tmp_path), CONFIG, True)
+    lines = {line.get_label(): (list(line.get_xdata()), list(line.get_ydata()))
+             for line in fig.figure.axes[0].get_lines() if not line.get_label().startswith("_")}
+    plt.close(fig.figure)
+    assert lines["ours, GPU (H200)"] == ([20, 15000], [14.3, 17.0])
+    assert lines["ours, GPU (H100 80GB HBM3)"] == ([40], [15.8])
+    assert "tm_gpu (NVIDIA H100 80GB HBM3) 1, tm_gpu (NVIDIA H200) 2" in fig.caption

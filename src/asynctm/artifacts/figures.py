@@ -7,7 +7,8 @@ Each figure function takes the records, the config dict and whether this host ha
 An implementation without records is left out of the plot and named in the caption with the reason. Our GPU
 build's records with another number of threads per clause than one (config gpu_threads_per_clause) are a line
 of their own, labelled so: a warp per clause is another kernel schedule, so its times are not those of the
-paper's one thread per clause.
+paper's one thread per clause. So are its records of each GPU model where a figure has records of several (one
+line never joins two GPUs' times), labelled with the GPU's name.
 """
 
 from __future__ import annotations
@@ -63,6 +64,8 @@ IMPL_STYLE = {  # label, colour, marker
     "pytm_nonindexed": ("pyTM non-indexed", "#ff7f0e", "v"),
 }
 GPU_GROUP_STYLE = ("#17becf", "D")  # tm_gpu with a group of threads per clause
+# tm_gpu on a second, third ... GPU model of one figure (the first keeps the styles above)
+OTHER_GPU_STYLES = (("#9467bd", "P"), ("#8c564b", "X"), ("#e377c2", "*"))
 
 
 def threads_label(k: int) -> str:
@@ -82,6 +85,7 @@ class Series:
 
     impl: str
     threads: int = 1  # tm_gpu: threads per clause
+    gpu: str | None = None  # tm_gpu: the GPU's name
     x: list = field(default_factory=list)
     mean: list = field(default_factory=list)
     std: list = field(default_factory=list)
@@ -89,15 +93,18 @@ class Series:
 
     @property
     def name(self) -> str:
-        return self.impl if self.threads == 1 else f"{self.impl} ({threads_label(self.threads)})"
+        parts = ([threads_label(self.threads)] if self.threads != 1 else []) + ([self.gpu] if self.gpu else [])
+        return f"{self.impl} ({', '.join(parts)})" if parts else self.impl
 
 
-def _by_threads(impl: str, recs: pd.DataFrame) -> list[tuple[int, pd.DataFrame]]:
-    """``recs`` split by threads per clause (tm_gpu; every other implementation: one group, 1)."""
+def _by_schedule(impl: str, recs: pd.DataFrame) -> list[tuple[tuple[int, str | None], pd.DataFrame]]:
+    """``recs`` split by threads per clause and GPU (tm_gpu; every other implementation: one group,
+    ``(1, None)``)."""
     if impl != "tm_gpu" or recs.empty or "threads_per_clause" not in recs:
-        return [(1, recs)]
+        return [((1, None), recs)]
     k = recs["threads_per_clause"].map(lambda v: int(v) if render.finite(v) else 1)
-    return [(int(v), recs[k == v]) for v in sorted(k.unique())]
+    gpu = recs["gpu_name"].map(lambda v: v if isinstance(v, str) else "")
+    return [((int(kv), g or None), recs[(k == kv) & (gpu == g)]) for kv, g in sorted(set(zip(k, gpu)))]
 
 
 def _mean_std(values) -> tuple[float, float]:
@@ -135,10 +142,16 @@ def _draw(ax, series: list[Series], xlabel: str, ylabel: str, log_x2: bool, mark
           from_zero: bool) -> None:
     """Lines (markers and error bars for sweeps, bands for epochs); log y where the values span more than a
     decade, else from zero when ``from_zero`` (times); log2 x with a tick per clause count for sweeps."""
+    gpus = sorted({s.gpu for s in series if s.gpu})
     for s in series:
         label, colour, marker = IMPL_STYLE[s.impl]
         if s.threads != 1:
             label, (colour, marker) = f"{label}, {threads_label(s.threads)}", GPU_GROUP_STYLE
+        if len(gpus) > 1 and s.gpu:  # several GPU models: each its own line, named
+            i = gpus.index(s.gpu)
+            if i:
+                colour, marker = OTHER_GPU_STYLES[(i - 1) % len(OTHER_GPU_STYLES)]
+            label = f"{label} ({s.gpu.removeprefix('NVIDIA ')})"
         x, mean, std = np.asarray(s.x, float), np.asarray(s.mean, float), np.asarray(s.std, float)
         ax.plot(x, mean, color=colour, marker=marker if markers else None, label=label)
         if np.isfinite(std).any():  # several seeds: ± one sample standard deviation
@@ -209,17 +222,17 @@ def _versus_clauses(records, config, host_gpu, name, experiment, column, ylabel,
         sweep = plan.Sweep(experiment, (), (), (), 0, ())
     series, used, missing = [], [], []
     for impl in sweep.impls:
-        lines: dict[int, Series] = {}
+        lines: dict[tuple[int, str | None], Series] = {}
         absent = []
         for clauses, params in zip(sweep.clauses, sweep.params):
             if not sweep.runs(impl, clauses):
                 continue
             found = False
-            for k, recs in _by_threads(impl, select(records, experiment, impl, params, sweep.seeds)):
+            for (k, gpu), recs in _by_schedule(impl, select(records, experiment, impl, params, sweep.seeds)):
                 mean, std = _mean_std(recs[column].tolist() if column in recs else [])
                 if not render.finite(mean):
                     continue
-                s = lines.setdefault(k, Series(impl, threads=k))
+                s = lines.setdefault((k, gpu), Series(impl, threads=k, gpu=gpu))
                 s.x.append(clauses)
                 s.mean.append(mean)
                 s.std.append(std)
@@ -260,11 +273,11 @@ def _over_epochs(records, config, host_gpu, name, experiment, column, ylabel, ti
         recs = select(records, experiment, impl, plan.main_params(config, experiment, impl),
                       plan.run_seeds(config, experiment, impl))
         drawn = len(series)
-        for k, group_recs in _by_threads(impl, recs):
+        for (k, gpu), group_recs in _by_schedule(impl, recs):
             epochs = epochs_frame(group_recs)
             if group_recs.empty or column not in epochs:
                 continue
-            s = Series(impl, threads=k, records=len(group_recs))
+            s = Series(impl, threads=k, gpu=gpu, records=len(group_recs))
             for epoch, group in epochs.groupby("epoch", sort=True):
                 mean, std = _mean_std(group[column].tolist())
                 s.x.append(int(epoch))
