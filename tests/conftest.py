@@ -7,6 +7,7 @@ it); tests that need it skip with the reason when it is absent.
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 from pathlib import Path
 
@@ -66,6 +67,30 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def _quick_scontrol(tmp_path_factory) -> Path | None:
+    """A folder with an ``scontrol`` that fails ``scontrol show config`` at once and hands every other command to
+    the real one; None where SLURM's scontrol is not installed."""
+    real = shutil.which("scontrol")
+    if real is None:
+        return None
+    folder = tmp_path_factory.mktemp("quick-scontrol")
+    stub = folder / "scontrol"
+    stub.write_text(f'#!/bin/sh\nif [ "$1" = show ] && [ "$2" = config ]; then exit 1; fi\nexec {shlex.quote(real)} "$@"\n')
+    stub.chmod(0o755)
+    return folder
+
+
+@pytest.fixture(autouse=True)
+def _no_wait_for_an_absent_slurm_controller(request, _quick_scontrol, monkeypatch):
+    """Every snakemake command imports the SLURM executor plugin (installed for the SLURM tests), which asks
+    ``scontrol show config`` for a help text; where SLURM is installed but no controller answers, that waits out
+    SLURM's MessageTimeout, about 9 s per command. The tests' commands get an answer at once (a failure: the
+    plugin then words its help generically). The SLURM tests, whose cluster answers, keep the real scontrol."""
+    if _quick_scontrol is not None and request.node.path.name != "test_slurm.py":
+        monkeypatch.setenv("PATH", f"{_quick_scontrol}{os.pathsep}{os.environ.get('PATH', '')}")
 
 
 @pytest.fixture(autouse=True)
