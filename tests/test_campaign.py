@@ -557,6 +557,31 @@ def test_remaining_counts_the_missing_gpu_runs_and_estimates_what_it_can(tmp_pat
     assert "| semeval |" in capsys.readouterr().out
 
 
+def test_remaining_estimates_with_the_gpu_benchmarked_last(tmp_path):
+    from asynctm.campaign.remaining import newest_bench_gpu
+
+    results = tmp_path / "benchmarks/results"
+    (results / "campaign").mkdir(parents=True)
+
+    def bench(name, gpu, **fields):
+        (results / f"{name}.json").write_text(json.dumps({"name": name, "gpu": {"name": gpu}, "date_utc": "2026-11-26",
+                                                          "settings": [], **fields}))
+
+    # two records of one day without a time: the name decides, whatever came first
+    bench("gpu_nvidia_h200_6fbaac5", "NVIDIA H200")
+    bench("gpu_nvidia_h100_80gb_hbm3_aaf9477", "NVIDIA H100 80GB HBM3")
+    assert newest_bench_gpu(tmp_path) == "NVIDIA H200"
+    # the bench steps' manifests say when each was made
+    for stamp, name in (("20261126T002703Z", "gpu_nvidia_h200_6fbaac5"),
+                        ("20261126T114258Z", "gpu_nvidia_h100_80gb_hbm3_aaf9477")):
+        (results / "campaign" / f"bench_x_{stamp}.json").write_text(json.dumps(
+            {"started_utc": stamp, "done": [f"benchmarks/results/{name}.json"]}))
+    assert newest_bench_gpu(tmp_path) == "NVIDIA H100 80GB HBM3"
+    # a record's own time comes first
+    bench("gpu_nvidia_h200_1234567", "NVIDIA H200", started_utc="2026-11-26T12:00:00Z")
+    assert newest_bench_gpu(tmp_path) == "NVIDIA H200"
+
+
 def test_the_warp_build_is_benchmarked_only_where_the_gpu_tests_did_not_fail(tmp_path, capsys):
     from asynctm.campaign import bench
 

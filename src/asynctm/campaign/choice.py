@@ -48,12 +48,33 @@ ESTIMATE_MARGIN = 1.15
 OTHER_GPU_FACTOR = 1.5
 
 
+def bench_started(rec: dict, manifests: dict[str, str] | None = None) -> str:
+    """When a GPU benchmark record was made, as ``YYYY-MM-DDTHH:MM:SSZ``, for ordering records: its
+    ``started_utc``; for a record older than that field, the start of the bench step that lists it in ``manifests``
+    (:func:`bench_manifest_starts`), else its date (which sorts before every time of that day)."""
+    return rec.get("started_utc") or (manifests or {}).get(rec.get("name") or "") or rec.get("date_utc") or ""
+
+
+def bench_manifest_starts(folder: Path) -> dict[str, str]:
+    """``{record name: start of the bench step that made it}`` from the bench steps' manifests in ``folder``
+    (``benchmarks/results/campaign``)."""
+    out = {}
+    for _, man in json_files([folder], "bench_*.json"):
+        stamp = str(man.get("started_utc") or "")
+        if len(stamp) != 16:  # 20261126T114258Z
+            continue
+        iso = f"{stamp[:4]}-{stamp[4:6]}-{stamp[6:8]}T{stamp[9:11]}:{stamp[11:13]}:{stamp[13:15]}Z"
+        for done in man.get("done") or []:
+            out.setdefault(Path(done).stem, iso)
+    return out
+
+
 def json_files(folders, pattern: str) -> list[tuple[Path, dict]]:
-    """``(path, parsed JSON)`` of the files matching ``pattern`` in each folder, newest stamp first; unreadable
-    files are passed over."""
+    """``(path, parsed JSON)`` of the files matching ``pattern`` in each folder, in reverse order of their names (the
+    newest stamp first among files of one GPU: a stamp follows the GPU's name); unreadable files are passed over."""
     out = []
     for folder in folders:
-        for path in sorted(Path(folder).glob(pattern), reverse=True):  # newest stamp first
+        for path in sorted(Path(folder).glob(pattern), reverse=True):
             try:
                 out.append((path, json.loads(path.read_text())))
             except (OSError, ValueError):

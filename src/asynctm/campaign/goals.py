@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..io import atomic_open, write_json_atomic
 from . import bench
-from .choice import OTHER_GPU_FACTOR, json_files
+from .choice import OTHER_GPU_FACTOR, bench_started, json_files
 
 # A benchmark process's seconds beyond its implementations' epochs: a Python process, PyCUDA's context, loading
 # the dataset and making its dense copy for PyTsetlinMachineCUDA.
@@ -45,7 +45,7 @@ def bench_records(folders) -> list[dict]:
 
 
 def _newest_first(records: list[dict]) -> list[dict]:
-    return sorted(records, key=lambda r: (r.get("date_utc") or "", r.get("name") or ""), reverse=True)
+    return sorted(records, key=lambda r: (bench_started(r), r.get("name") or ""), reverse=True)
 
 
 def merge(records: list[dict]) -> list[dict]:

@@ -18,7 +18,7 @@ from pathlib import Path
 from ..experiments import plan
 from ..provenance import REPO
 from . import DEVICE_CALLS, TRAINING_CALLS
-from .choice import checkout_view
+from .choice import bench_manifest_starts, bench_started, checkout_view
 
 
 def _training_s(calls) -> int:
@@ -35,7 +35,9 @@ LONGEST_RUN_S = sum(seconds - 30 for seconds, steps in TRAINING_CALLS if "paper"
 
 
 def newest_bench_gpu(tree: Path) -> str | None:
-    """The GPU of the newest GPU benchmark record in ``tree`` (by its date, then name)."""
+    """The GPU of the newest GPU benchmark record in ``tree`` (by when it was made: :func:`.choice.bench_started`,
+    then name)."""
+    starts = bench_manifest_starts(tree / "benchmarks/results/campaign")
     found = []
     for path in (tree / "benchmarks/results").glob("gpu_*.json"):
         try:
@@ -44,7 +46,7 @@ def newest_bench_gpu(tree: Path) -> str | None:
             continue
         name = (rec.get("gpu") or {}).get("name")
         if name and isinstance(rec.get("settings"), list):
-            found.append((rec.get("date_utc") or "", path.name, name))
+            found.append((bench_started(rec, starts), path.name, name))
     return max(found)[2] if found else None
 
 
