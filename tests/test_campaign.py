@@ -851,8 +851,16 @@ def test_a_lease_of_tested_and_benchmarked_code_trains_in_both_calls(tmp_path):
     # each step returns its tarball and its log: at most 8 files come back from one call
     assert all(2 * len(steps) <= 8 for _, steps in DEVICE_CALLS + TRAINING_CALLS)
     man.write_text(json.dumps({"code": code_digests(), "pytest": {"returncode": 1}}))  # the tests failed
-    again, _ = calls(tmp_path)
-    assert "step gpu_tests" in again[0]
+    again, lines = calls(tmp_path)
+    assert "step gpu_tests" in again[0] and "see benchmarks/results/campaign/gpu_tests_*.txt" in "\n".join(lines)
+    broken = {"test": "tests.test_kernel_exactness::test_x[cuda]", "kind": "assertion", "learning": False}
+    man.write_text(json.dumps({"code": code_digests(), "pytest": {"returncode": 1, "failed": [broken]}}))
+    again, lines = calls(tmp_path)
+    assert "did not pass: tests.test_kernel_exactness::test_x[cuda])" in "\n".join(lines)
+    man.write_text(json.dumps({"code": code_digests(), "pytest": {"returncode": 1, "failed": [
+        {**broken, "learning": True}]}}))  # only a learning bar: the tests vouch for the builds
+    training, _ = calls(tmp_path)
+    assert not any("gpu_tests" in c for c in training)
 
 
 def test_the_readme_shows_the_calls_that_commands_prints():

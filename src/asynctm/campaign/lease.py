@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..provenance import REPO
 from . import DEVICE_CALLS, STEP_OPTIONS, TRAINING_CALLS
-from .choice import checkout_view, gpu_tests_verdict, warp_evidence
+from .choice import checkout_view, gpu_tests_results, gpu_tests_verdict, warp_evidence
 
 
 def device_command(seconds: int, calls, commit: str | None, dirty: int | None, later: dict | None = None) -> str:
@@ -52,9 +52,17 @@ def tested_and_benchmarked(tree: Path) -> str | None:
 def lease_calls(tree: Path = REPO) -> tuple[tuple, str]:
     """The lease's device calls and why: :data:`TRAINING_CALLS` where this code has passed the GPU tests and been
     benchmarked, else :data:`DEVICE_CALLS`."""
+    from ..provenance import code_digests
+
     evidence = tested_and_benchmarked(tree)
     if evidence:
         return TRAINING_CALLS, (f"this code (kernels and backends) passed the GPU tests and was benchmarked with "
                                 f"both builds (on {evidence}): both calls train")
-    return DEVICE_CALLS, ("this code (kernels and backends) has no GPU tests that passed and benchmark of both builds "
-                          "here yet: the first call runs them")
+    why = ("this code (kernels and backends) has no GPU tests that passed and benchmark of both builds here yet: the "
+           "first call runs them")
+    view = checkout_view(tree, code=code_digests())
+    if gpu_tests_verdict(view) is False:
+        failed = sorted({f["test"] for r in gpu_tests_results(view) for f in r.get("failed") or []})
+        why += (" (an earlier lease's GPU tests of this code did not pass: " +
+                (", ".join(failed) if failed else "see benchmarks/results/campaign/gpu_tests_*.txt") + ")")
+    return DEVICE_CALLS, why
