@@ -623,7 +623,7 @@ def _junit_case(name, outcome="", learning=False):
 
 
 def test_a_missed_learning_bar_alone_still_vouches_for_the_gpu_builds(tmp_path, monkeypatch):
-    from asynctm.campaign.choice import gpu_tests_verdict, missed_learning_bars, tests_sound
+    from asynctm.campaign.choice import failed_gpu_tests, gpu_tests_verdict, tests_sound
 
     step = _choice_step(tmp_path)
     step.env = {"PYCUDA_CACHE_DIR": str(tmp_path / "cache")}
@@ -651,7 +651,8 @@ def test_a_missed_learning_bar_alone_still_vouches_for_the_gpu_builds(tmp_path, 
     man.write_text(json.dumps({"source": {"commit": "c" * 40}, "pytest": result}))
     bench = _choice_step(tmp_path)
     assert gpu_tests_verdict(bench) is True
-    assert missed_learning_bars(bench) == ["tests.test_estimators::test_noisy_xor_learns[cuda]"]
+    assert failed_gpu_tests(bench, sound=True) == ["tests.test_estimators::test_noisy_xor_learns[cuda]"]
+    assert failed_gpu_tests(bench, sound=False) == []
     calls = []
     bench.child = lambda cmd, log_path=None: calls.append(cmd) or 0
     steps_mod.step_bench(bench)

@@ -32,6 +32,7 @@ import json
 import math
 import statistics
 import types
+from datetime import datetime
 from pathlib import Path
 
 from ..experiments import plan
@@ -60,10 +61,10 @@ def bench_manifest_starts(folder: Path) -> dict[str, str]:
     (``benchmarks/results/campaign``)."""
     out = {}
     for _, man in json_files([folder], "bench_*.json"):
-        stamp = str(man.get("started_utc") or "")
-        if len(stamp) != 16:  # 20261126T114258Z
+        try:  # the step's stamp, e.g. 20261126T114258Z
+            iso = datetime.strptime(str(man.get("started_utc")), "%Y%m%dT%H%M%SZ").strftime("%Y-%m-%dT%H:%M:%SZ")
+        except ValueError:
             continue
-        iso = f"{stamp[:4]}-{stamp[4:6]}-{stamp[6:8]}T{stamp[9:11]}:{stamp[11:13]}:{stamp[13:15]}Z"
         for done in man.get("done") or []:
             out.setdefault(Path(done).stem, iso)
     return out
@@ -137,13 +138,11 @@ def gpu_tests_verdict(step) -> bool | None:
     return any(tests_sound(r) for r in found)
 
 
-def missed_learning_bars(step) -> list[str]:
-    """The learning bars that sound GPU test runs of this code missed (their test ids, each once)."""
-    out: list[str] = []
-    for r in gpu_tests_results(step):
-        if tests_sound(r):
-            out += [f["test"] for f in r.get("failed") or [] if f["test"] not in out]
-    return out
+def failed_gpu_tests(step, sound: bool) -> list[str]:
+    """The tests that failed in this code's GPU test runs that vouch for the builds (``sound``: only learning bars
+    were missed there) or that do not; their ids, each once, sorted."""
+    return sorted({f["test"] for r in gpu_tests_results(step) if tests_sound(r) == sound
+                   for f in r.get("failed") or []})
 
 
 def bench_records(step, this_code: bool = True) -> list[dict]:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..provenance import REPO
 from . import DEVICE_CALLS, STEP_OPTIONS, TRAINING_CALLS
-from .choice import checkout_view, gpu_tests_results, gpu_tests_verdict, warp_evidence
+from .choice import checkout_view, failed_gpu_tests, gpu_tests_verdict, warp_evidence
 
 
 def device_command(seconds: int, calls, commit: str | None, dirty: int | None, later: dict | None = None) -> str:
@@ -38,31 +38,25 @@ def call_commands(calls_of_lease, commit: str | None = None, dirty: int | None =
     return out
 
 
-def tested_and_benchmarked(tree: Path) -> str | None:
-    """Where this code (its kernels and backends, file for file: :func:`asynctm.provenance.code_digests`) passed
-    the GPU tests and was benchmarked with both builds, in the results unpacked into ``tree``, as the training
-    steps' choice of threads per clause reads them (:mod:`.choice`): the settings benchmarked, or None."""
+def lease_calls(tree: Path = REPO) -> tuple[tuple, str]:
+    """The lease's device calls and why: :data:`TRAINING_CALLS` where this code (its kernels and backends, file for
+    file: :func:`asynctm.provenance.code_digests`) passed the GPU tests and was benchmarked with both builds, in the
+    results unpacked into ``tree``, as the training steps' choice of threads per clause reads them (:mod:`.choice`);
+    else :data:`DEVICE_CALLS`."""
     from ..provenance import code_digests
 
     view = checkout_view(tree, code=code_digests())
-    settings = sorted(warp_evidence(view)) if gpu_tests_verdict(view) is True else []
-    return ", ".join(settings) or None
-
-
-def lease_calls(tree: Path = REPO) -> tuple[tuple, str]:
-    """The lease's device calls and why: :data:`TRAINING_CALLS` where this code has passed the GPU tests and been
-    benchmarked, else :data:`DEVICE_CALLS`."""
-    from ..provenance import code_digests
-
-    evidence = tested_and_benchmarked(tree)
-    if evidence:
+    verdict = gpu_tests_verdict(view)
+    settings = sorted(warp_evidence(view)) if verdict is True else []
+    if settings:
+        missed = failed_gpu_tests(view, sound=True)
         return TRAINING_CALLS, (f"this code (kernels and backends) passed the GPU tests and was benchmarked with "
-                                f"both builds (on {evidence}): both calls train")
+                                f"both builds (on {', '.join(settings)}): both calls train"
+                                + (f" (learning bars missed: {', '.join(missed)})" if missed else ""))
     why = ("this code (kernels and backends) has no GPU tests that passed and benchmark of both builds here yet: the "
            "first call runs them")
-    view = checkout_view(tree, code=code_digests())
-    if gpu_tests_verdict(view) is False:
-        failed = sorted({f["test"] for r in gpu_tests_results(view) for f in r.get("failed") or []})
+    if verdict is False:
+        failed = failed_gpu_tests(view, sound=False)
         why += (" (an earlier lease's GPU tests of this code did not pass: " +
                 (", ".join(failed) if failed else "see benchmarks/results/campaign/gpu_tests_*.txt") + ")")
     return DEVICE_CALLS, why

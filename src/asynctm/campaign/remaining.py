@@ -11,14 +11,13 @@ than a lease can give one run.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 from ..experiments import plan
 from ..provenance import REPO
 from . import DEVICE_CALLS, TRAINING_CALLS
-from .choice import bench_manifest_starts, bench_started, checkout_view
+from .choice import bench_manifest_starts, bench_started, checkout_view, json_files
 
 
 def _training_s(calls) -> int:
@@ -39,11 +38,7 @@ def newest_bench_gpu(tree: Path) -> str | None:
     then name)."""
     starts = bench_manifest_starts(tree / "benchmarks/results/campaign")
     found = []
-    for path in (tree / "benchmarks/results").glob("gpu_*.json"):
-        try:
-            rec = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
+    for path, rec in json_files([tree / "benchmarks/results"], "gpu_*.json"):
         name = (rec.get("gpu") or {}).get("name")
         if name and isinstance(rec.get("settings"), list):
             found.append((bench_started(rec, starts), path.name, name))
