@@ -145,12 +145,21 @@ def failed_gpu_tests(step, sound: bool) -> list[str]:
                    for f in r.get("failed") or []})
 
 
+def bench_files(folders) -> list[dict]:
+    """The GPU benchmark's records (``gpu_*.json`` of :mod:`.bench`) in ``folders``, each once (by name: the first
+    folder's)."""
+    out: dict[str, dict] = {}
+    for path, rec in json_files(folders, "gpu_*.json"):
+        if isinstance(rec, dict) and isinstance(rec.get("settings"), list):
+            out.setdefault(rec.get("name") or path.stem, rec)
+    return list(out.values())
+
+
 def bench_records(step, this_code: bool = True) -> list[dict]:
     """The GPU benchmark's records (``asynctm.campaign.bench``), this machine's first; with ``this_code`` only
     those of this code (:func:`same_code`), else those of every code, this GPU's first."""
-    folders = [sibling_work(step, "bench") / "benchmarks/results", step.tree / "benchmarks/results"]
     gpu = (step.gpu or {}).get("name")
-    out = [rec for _, rec in json_files(folders, "gpu_*.json") if isinstance(rec.get("settings"), list)]
+    out = bench_files([sibling_work(step, "bench") / "benchmarks/results", step.tree / "benchmarks/results"])
     if this_code:
         return [rec for rec in out if same_code(step, (rec.get("git") or {}).get("commit"), rec.get("code"))]
     return sorted(out, key=lambda rec: not gpu or (rec.get("gpu") or {}).get("name") != gpu)  # stable

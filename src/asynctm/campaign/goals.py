@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..io import atomic_open, write_json_atomic
 from . import bench
-from .choice import OTHER_GPU_FACTOR, bench_started, json_files
+from .choice import OTHER_GPU_FACTOR, bench_files, bench_started
 
 # A benchmark process's seconds beyond its implementations' epochs: a Python process, PyCUDA's context, loading
 # the dataset and making its dense copy for PyTsetlinMachineCUDA.
@@ -33,15 +33,6 @@ def code_key(code: dict | None) -> str:
     if not code:
         return "unknown"
     return hashlib.sha256(json.dumps(code, sort_keys=True).encode()).hexdigest()[:10]
-
-
-def bench_records(folders) -> list[dict]:
-    """The GPU benchmark's records (``gpu_*.json`` of :mod:`.bench`) in ``folders``, each once (by name)."""
-    out: dict[str, dict] = {}
-    for path, rec in json_files(folders, "gpu_*.json"):
-        if isinstance(rec, dict) and isinstance(rec.get("settings"), list):
-            out.setdefault(rec.get("name") or path.stem, rec)
-    return list(out.values())
 
 
 def _newest_first(records: list[dict]) -> list[dict]:
@@ -85,7 +76,7 @@ def seeds_done(folders, gpu: str, code: dict | None) -> dict[str, set[int]]:
     """Per setting, the seeds benchmarked on ``gpu`` with ``code``: our one-thread build timed, and
     PyTsetlinMachineCUDA timed beside it (or failed there: measuring that seed again would not help)."""
     out: dict[str, set[int]] = {}
-    for rec in bench_records(folders):
+    for rec in bench_files(folders):
         if (rec.get("gpu") or {}).get("name") != gpu or not code or rec.get("code") != code:
             continue
         for s in rec["settings"]:
@@ -104,7 +95,7 @@ def seed_cost_s(folders, setting: str, gpu: str) -> float | None:
     :data:`~.choice.OTHER_GPU_FACTOR`. None where no record has the setting."""
     for same in (True, False):
         totals = {}
-        for rec in bench_records(folders):
+        for rec in bench_files(folders):
             if ((rec.get("gpu") or {}).get("name") == gpu) != same:
                 continue
             for s in rec["settings"]:
@@ -128,7 +119,7 @@ def summaries(tree: Path) -> dict[str, tuple[dict, str]]:
     from .steps import slug
 
     groups: dict[tuple[str, str], list[dict]] = {}
-    for rec in bench_records([Path(tree) / "benchmarks/results"]):
+    for rec in bench_files([Path(tree) / "benchmarks/results"]):
         groups.setdefault(((rec.get("gpu") or {}).get("name") or "unknown", code_key(rec.get("code"))), []).append(rec)
     out = {}
     for (gpu, key), records in sorted(groups.items()):

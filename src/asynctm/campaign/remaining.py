@@ -17,7 +17,7 @@ from pathlib import Path
 from ..experiments import plan
 from ..provenance import REPO
 from . import DEVICE_CALLS, TRAINING_CALLS
-from .choice import bench_manifest_starts, bench_started, checkout_view, json_files
+from .choice import bench_files, bench_manifest_starts, bench_started, checkout_view
 
 
 def _training_s(calls) -> int:
@@ -37,11 +37,8 @@ def newest_bench_gpu(tree: Path) -> str | None:
     """The GPU of the newest GPU benchmark record in ``tree`` (by when it was made: :func:`.choice.bench_started`,
     then name)."""
     starts = bench_manifest_starts(tree / "benchmarks/results/campaign")
-    found = []
-    for path, rec in json_files([tree / "benchmarks/results"], "gpu_*.json"):
-        name = (rec.get("gpu") or {}).get("name")
-        if name and isinstance(rec.get("settings"), list):
-            found.append((bench_started(rec, starts), path.name, name))
+    found = [(bench_started(rec, starts), rec.get("name") or "", rec["gpu"]["name"])
+             for rec in bench_files([tree / "benchmarks/results"]) if (rec.get("gpu") or {}).get("name")]
     return max(found)[2] if found else None
 
 
