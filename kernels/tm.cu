@@ -4,17 +4,18 @@
 // prepended by the host (asynctm.backends): CLASSES, CLAUSES (per class), LITERALS, STATE_BITS,
 // THRESHOLD (T), S_POOL_BITS (log2 of the 1/s pool's size in words), BOOST_TRUE_POSITIVE, REGRESSION,
 // SYNC_TALLY (0: the paper's asynchronous tallies; 1: synchronous, every clause refreshed on an example
-// before any of them gets feedback) and QUADRATIC_UPDATE (0: a clause is updated with probability
-// |t - v| / 2T; 1: with probability ((t - v) / T)^2).
+// before any of them gets feedback), QUADRATIC_UPDATE (0: a clause is updated with probability
+// |t - v| / 2T; 1: with probability ((t - v) / T)^2) and STAGGERED_ORDER (0: every clause visits a batch's
+// examples in dataset order; 1: clause g starts at the batch's example g mod its size and wraps around).
 // The rules, the memory layout and the random streams are specified in kernels/README.md.
 #include "tm_portability.cuh"
 #include "tm_rng.cuh"
 
 #if !defined(CLASSES) || !defined(CLAUSES) || !defined(LITERALS) || !defined(STATE_BITS) || \
     !defined(THRESHOLD) || !defined(S_POOL_BITS) || !defined(BOOST_TRUE_POSITIVE) || !defined(REGRESSION) || \
-    !defined(SYNC_TALLY) || !defined(QUADRATIC_UPDATE)
+    !defined(SYNC_TALLY) || !defined(QUADRATIC_UPDATE) || !defined(STAGGERED_ORDER)
 #error "tm.cu needs CLASSES, CLAUSES, LITERALS, STATE_BITS, THRESHOLD, S_POOL_BITS, BOOST_TRUE_POSITIVE, " \
-    "REGRESSION, SYNC_TALLY, QUADRATIC_UPDATE"
+    "REGRESSION, SYNC_TALLY, QUADRATIC_UPDATE, STAGGERED_ORDER"
 #endif
 #if QUADRATIC_UPDATE && THRESHOLD > 32767
 #error "the quadratic update rule compares err^2 * 2^32 in 64 bits: T must be at most 32767"
@@ -356,9 +357,23 @@ TM_KERNEL void tm_epoch_keys(tm_u64 seed, tm_u64 epoch, int n_examples, tm_u64 *
 #define TALLY_ADD(c, e, d) TM_ATOMIC_ADD(class_sum + (c) * n_examples + (e), (d))
 #endif
 
-// Clause g's share of one batch of Algorithm 1 (asynchronous tallies): it visits examples [start, end) in
-// order, refreshes the example's tally by the change of its own output, then decides on feedback from the
-// possibly stale tally.
+// The example that clause g visits i-th in the batch [start, end) (kernels/README.md, "Example order"):
+// dataset order, or (STAGGERED_ORDER) the batch rotated to start at its example g mod (end - start), so that
+// clauses running side by side visit different examples.
+TM_DEVICE int tm_visit(long long g, int start, int end, int i)
+{
+#if STAGGERED_ORDER
+    const int batch = end - start;
+    return start + (int)((i + g % batch) % batch);
+#else
+    (void)g; (void)end;
+    return start + i;
+#endif
+}
+
+// Clause g's share of one batch of Algorithm 1 (asynchronous tallies): it visits the examples [start, end)
+// (tm_visit), refreshes the example's tally by the change of its own output, then decides on feedback from
+// the possibly stale tally.
 TM_DEVICE void tm_train_clause(long long g, tm_u32 *ta_state, const tm_u32 *X, const int *y, int *class_sum,
                                tm_u32 *clause_output, int n_examples, int start, int end,
                                const tm_u64 *keys, const tm_u32 *s_pool, int *view, int *delta,
@@ -372,7 +387,8 @@ TM_DEVICE void tm_train_clause(long long g, tm_u32 *ta_state, const tm_u32 *X, c
     const tm_u32 *include = INCLUDE_PLANE(state);
     tm_u32 *stored = clause_output + g * out_words;
     int hint = 0;
-    for (int e = start; e < end; ++e) {
+    for (int i = 0; i < end - start; ++i) {
+        const int e = tm_visit(g, start, end, i);
         const tm_u32 *x = X + (long long)e * WORDS;
         TM_GROUP_SYNC();  // the group's feedback on the last example is visible to all its threads
 
@@ -424,26 +440,28 @@ TM_DEVICE void tm_sync_feedback_clause(long long g, tm_u32 *ta_state, const tm_u
                 y[c * n_examples + e], keys[e], s_pool, feedback_events + TM_EVENTS * g);
 }
 
-// The two phases as separate kernels, one launch each per example: the GPU's barrier between them is the
+// The two phases as separate kernels, one launch each per step i of a batch (the i-th example of every clause,
+// tm_visit): the GPU's barrier between them is the
 // launch boundary (CUDA has no grid-wide barrier in an ordinary launch). The CPU build runs both phases of a
 // whole batch in one parallel region instead (tm_train_batch).
 TM_KERNEL void tm_sync_refresh(const tm_u32 *ta_state, const tm_u32 *X, int *class_sum, tm_u32 *clause_output,
-                               int n_examples, int e)
+                               int n_examples, int start, int end, int i)
 {
     TM_PARALLEL_FOR_CLAUSES(g, CLAUSES_TOTAL)
     {
+        const int e = tm_visit(g, start, end, i);
         const int change = tm_sync_refresh_clause(g, ta_state, X, clause_output, n_examples, e);
         if (change && TM_CLAUSE_THREAD == 0) TM_ATOMIC_ADD(class_sum + (g / CLAUSES) * n_examples + e, change);
     }
 }
 
 TM_KERNEL void tm_sync_feedback(tm_u32 *ta_state, const tm_u32 *X, const int *y, const int *class_sum,
-                                const tm_u32 *clause_output, int n_examples, int e, const tm_u64 *keys,
-                                const tm_u32 *s_pool, tm_u64 *feedback_events)
+                                const tm_u32 *clause_output, int n_examples, int start, int end, int i,
+                                const tm_u64 *keys, const tm_u32 *s_pool, tm_u64 *feedback_events)
 {
     TM_PARALLEL_FOR_CLAUSES(g, CLAUSES_TOTAL)
-    tm_sync_feedback_clause(g, ta_state, X, y, class_sum, clause_output, n_examples, e, keys, s_pool,
-                            feedback_events);
+    tm_sync_feedback_clause(g, ta_state, X, y, class_sum, clause_output, n_examples, tm_visit(g, start, end, i),
+                            keys, s_pool, feedback_events);
 }
 
 #if TM_TALLY_VIEWS
@@ -478,23 +496,39 @@ TM_KERNEL void tm_train_batch(tm_u32 *ta_state, const tm_u32 *X, const int *y, i
                               const tm_u32 *s_pool, tm_u64 *feedback_events)
 {
 #if SYNC_TALLY
-    // Synchronous tallies on CPU cores: per example, phase 1 (every clause refreshed, each thread adding its
-    // summed vote changes once per class), a barrier, phase 2 (feedback). Both loops hand every thread the
-    // same clauses (static schedule, same count, same region), so a thread's phase 2 of e and its phase 1 of
-    // e + 1 touch only its own clauses and need no barrier between them.
+    // Synchronous tallies on CPU cores: per step i (the i-th example of every clause, tm_visit), phase 1
+    // (every clause refreshed), a barrier, phase 2 (feedback). Both loops hand every thread the same clauses
+    // (static schedule, same count, same region). In dataset order every clause is on the same example e: each
+    // thread adds its summed vote changes once per class, and its phase 2 of e and its phase 1 of e + 1 touch
+    // only its own clauses and tallies no other thread reads then, so they need no barrier between them. In
+    // staggered order each clause adds its own change, and a barrier after phase 2 keeps one thread's refresh
+    // of step i + 1 from changing a tally another thread still reads in step i.
     TM_PARALLEL_REGION
     {
-        int change[CLASSES];
-        for (int e = start; e < end; ++e) {
+        for (int i = 0; i < end - start; ++i) {
+#if STAGGERED_ORDER
+            TM_FOR_NOWAIT(g, CLAUSES_TOTAL)
+            {
+                const int e = tm_visit(g, start, end, i);
+                const int change = tm_sync_refresh_clause(g, ta_state, X, clause_output, n_examples, e);
+                if (change) TM_ATOMIC_ADD(class_sum + (g / CLAUSES) * n_examples + e, change);
+            }
+#else
+            const int e = start + i;
+            int change[CLASSES];
             for (int c = 0; c < CLASSES; ++c) change[c] = 0;
             TM_FOR_NOWAIT(g, CLAUSES_TOTAL)
             change[g / CLAUSES] += tm_sync_refresh_clause(g, ta_state, X, clause_output, n_examples, e);
             for (int c = 0; c < CLASSES; ++c)
                 if (change[c]) TM_ATOMIC_ADD(class_sum + (long long)c * n_examples + e, change[c]);
+#endif
             TM_BARRIER;
             TM_FOR_NOWAIT(g, CLAUSES_TOTAL)
-            tm_sync_feedback_clause(g, ta_state, X, y, class_sum, clause_output, n_examples, e, keys, s_pool,
-                                    feedback_events);
+            tm_sync_feedback_clause(g, ta_state, X, y, class_sum, clause_output, n_examples,
+                                    tm_visit(g, start, end, i), keys, s_pool, feedback_events);
+#if STAGGERED_ORDER
+            TM_BARRIER;
+#endif
         }
     }
 #elif TM_TALLY_VIEWS

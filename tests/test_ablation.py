@@ -24,15 +24,26 @@ def config(repo_root):
 def test_plan_covers_every_variant_seed_and_sweep_point(config):
     runs = plan.ablation_runs(config)
     apple = {(r["variant"], r["seed"]) for r in runs if r["experiment"] == "wsd_apple"}
-    assert apple == {(v, s) for v in ("async_linear", "sync_linear") for s in range(5)}
+    assert apple == {(v, s) for v in ("async_linear", "sync_linear", "async_linear_staggered",
+                                      "sync_linear_staggered") for s in range(5)}
     bike = [r for r in runs if r["experiment"] == "bike_sharing"]
-    assert {r["variant"] for r in bike} == {"async_linear", "sync_linear", "async_quadratic", "sync_quadratic"}
+    assert {r["variant"] for r in bike} == {f"{t}_{rule}{o}" for t in ("async", "sync")
+                                            for rule in ("linear", "quadratic") for o in ("", "_staggered")}
     assert sorted({plan.parse_tm_params(r["params"])["clauses"] for r in bike}) == [40, 80, 160, 320, 640, 1280, 2560]
     assert len(runs) == len({plan.ablation_record_path(config, r) for r in runs})  # the main point is not doubled
     path = plan.ablation_record_path(config, runs[0])
     assert path.startswith("results/ablation/") and path.endswith("/seed0.json")
     s = plan.ablation_run_settings(config, "bike_sharing", "tm_cpu", "n1280_T1280_s1.5_e100", "sync_quadratic", 3)
     assert s["hyperparameters"]["tally"] == "sync" and s["hyperparameters"]["regression_rule"] == "quadratic"
+    assert "order" not in s["hyperparameters"]  # dataset order: the settings read as before the order existed
+    s = plan.ablation_run_settings(config, "wsd_apple", "tm_cpu", "n300_T50_s5_e100", "async_linear_staggered", 1)
+    assert s["hyperparameters"]["order"] == "staggered" and s["hyperparameters"]["tally"] == "async"
+    for bad_variant in ("async_linear_dataset", "async_linear_shuffled", "async", "async_linear_staggered_x"):
+        with pytest.raises(plan.PlanError, match="does not read"):
+            plan.ablation_run_settings(config, "wsd_apple", "tm_cpu", "n300_T50_s5_e100", bad_variant, 0)
+    only_dataset = copy.deepcopy(config)
+    del only_dataset["ablation"]["orders"]
+    assert not any(r["variant"].endswith("_staggered") for r in plan.ablation_runs(only_dataset))
     with pytest.raises(plan.PlanError, match="regression experiments only"):
         plan.ablation_run_settings(config, "wsd_apple", "tm_cpu", "n300_T50_s5_e100", "sync_quadratic", 0)
     bad = copy.deepcopy(config)
@@ -83,13 +94,13 @@ def test_table_and_figures_from_records_alone(records, tmp_path):
     md = (tmp_path / "t" / "ablation.md").read_text()
     csv = (tmp_path / "t" / "ablation.csv").read_text().splitlines()
     # WSD apple async: seeds 0 and 1 end at 90+11 and 91+11 -> final 101.50 ± 0.71; last 10 epochs 2..11.
-    assert ("| WSD Apple | 300 | async | linear | 2 | accuracy (%) | 101.50 ± 0.71 | 97.00 ± 0.71 | 109.0 ± 0.0 | "
-            "111.0 ± 0.0 | 83.2 ± 0.0 |") in md
-    assert "| WSD Apple | 300 | sync | linear | 2 | accuracy (%) | 91.50 ± 0.71 |" in md
+    assert ("| WSD Apple | CPU | 300 | async | linear | dataset | 2 | accuracy (%) | 101.50 ± 0.71 | 97.00 ± 0.71 | "
+            "109.0 ± 0.0 | 111.0 ± 0.0 | 83.2 ± 0.0 |") in md
+    assert "| WSD Apple | CPU | 300 | sync | linear | dataset | 2 | accuracy (%) | 91.50 ± 0.71 |" in md
     assert "75 / 20 / 30" in md  # Type Ia per epoch: mean of 30..120 over the last 10 epochs
     assert "load average at the end of the runs 2.50-3.50" in md
-    assert csv[1].startswith("wsd_apple,n300_T50_s5_e100,300,async,linear,2,accuracy,101.5,0.707107,")
-    assert [l.split(",")[2] for l in csv[1:]] == ["300"] * 2 + ["40", "40", "1280", "1280"]
+    assert csv[1].startswith("wsd_apple,tm_cpu,n300_T50_s5_e100,300,async,linear,dataset,2,accuracy,101.5,0.707107,")
+    assert [l.split(",")[3] for l in csv[1:]] == ["300"] * 2 + ["40", "40", "1280", "1280"]
     assert sorted(p.name for p in (tmp_path / "f").iterdir()) == sorted(
         f"{n}.{e}" for n in ablation.FIGURES for e in ("png", "pdf", "caption.txt"))
     assert "4 records" in (tmp_path / "f" / "fig_ablation_vs_clauses.caption.txt").read_text()
@@ -111,8 +122,8 @@ def test_a_bad_record_is_named_and_nothing_is_written(records, tmp_path, capsys)
 
 
 def test_the_ablation_dag_end_to_end_on_the_mirror(repo_root, tmp_path, mirror):
-    """`snakemake ablation` at smoke scale, cut to Bike Sharing (both tallies x both update rules; its sweep
-    point equals the main setting) to keep it short: every record, with the switches in its hyperparameters and
+    """`snakemake ablation` at smoke scale, cut to Bike Sharing (both tallies x both update rules x both example
+    orders; its sweep point equals the main setting) to keep it short: every record, with the switches in its hyperparameters and
     the diagnostics in every epoch entry, then the table and figures. (Classification records go through the
     same runner in the main smoke DAG, tests/test_workflow.py.)"""
     copy_workflow(tmp_path)
@@ -126,11 +137,11 @@ def test_the_ablation_dag_end_to_end_on_the_mirror(repo_root, tmp_path, mirror):
                         f"data_mirror={mirror}"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     records = sorted((tmp_path / "results" / "smoke" / "ablation").rglob("seed*.json"))
-    assert len(records) == 4  # 2 tallies x 2 rules
+    assert len(records) == 8  # 2 tallies x 2 rules x 2 orders
     for path in records:
         rec = json.loads(path.read_text())
         h = rec["hyperparameters"]
-        assert path.parent.name == f"{h['tally']}_{h['regression_rule']}"
+        assert path.parent.name == plan.ablation_variant(h["tally"], h["regression_rule"], h.get("order", "dataset"))
         assert rec["provenance"]["threads"] == 1
         for e in rec["epochs"]:
             d = e["diagnostics"]
@@ -139,7 +150,8 @@ def test_the_ablation_dag_end_to_end_on_the_mirror(repo_root, tmp_path, mirror):
             assert min(d["type_ia_feedback"], d["type_ib_feedback"], d["type_ii_feedback"]) >= 0
         assert "diagnostics" not in rec["final"]
     md = (tmp_path / "results" / "smoke" / "paper_tables" / "ablation.md").read_text()
-    assert md.count("| Bike Sharing |") == 4 and "| sync | quadratic | 1 | MAE |" in md
+    assert md.count("| Bike Sharing |") == 8
+    assert "| sync | quadratic | dataset | 1 | MAE |" in md and "| async | linear | staggered | 1 | MAE |" in md
     again = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "2", "-n", "ablation", "--config",
                             "scale=smoke", f"data_mirror={mirror}"], cwd=tmp_path, capture_output=True, text=True)
     assert "Nothing to be done" in again.stdout + again.stderr

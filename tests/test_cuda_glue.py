@@ -290,10 +290,12 @@ def test_estimator_runs_on_the_simulated_gpu(fake_cuda):
     KernelConfig(n_classes=3, n_clauses=6, n_literals=2 * 45, T=7, s=3.9, tally="sync"),
     KernelConfig(n_classes=1, n_clauses=9, n_literals=2 * 20, T=12, s=2.0, state_bits=6, regression=True,
                  tally="sync", regression_rule="quadratic"),
+    KernelConfig(n_classes=3, n_clauses=6, n_literals=2 * 45, T=7, s=3.9, tally="sync", order="staggered"),
 ])
 def test_synchronous_tallies_on_the_simulated_gpu(fake_cuda, cfg):
-    """The GPU's two launches per example (tm_sync_refresh, tm_sync_feedback) give what the CPU build's one
-    region per batch gives with two threads: synchronous tallies are deterministic, so whole epochs agree."""
+    """The GPU's two launches per step (tm_sync_refresh, tm_sync_feedback) give what the CPU build's one region
+    per batch gives with two threads: synchronous tallies are deterministic, in either example order, so whole
+    epochs agree."""
     from asynctm.backends.cuda import CudaBackend
 
     rng = np.random.default_rng(2)
@@ -331,6 +333,8 @@ def _train(be, X, y, epochs, batch_size, seed=5):
     KernelConfig(n_classes=3, n_clauses=6, n_literals=2 * 45, T=7, s=3.9, tally="sync"),
     KernelConfig(n_classes=1, n_clauses=9, n_literals=2 * 70, T=12, s=2.0, state_bits=6, regression=True,
                  tally="sync", regression_rule="quadratic"),
+    KernelConfig(n_classes=1, n_clauses=9, n_literals=2 * 70, T=12, s=2.0, state_bits=6, regression=True,
+                 tally="sync", order="staggered"),
 ])
 def test_simulated_warps_give_the_cpu_results_with_synchronous_tallies(fake_warps, cfg, k):
     """The GPU code, every clause group running concurrently, k threads per clause: synchronous tallies are

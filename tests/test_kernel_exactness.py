@@ -47,14 +47,16 @@ CONFIGS = {
 }
 
 
-def _kernel_config(c: dict, n_literals: int, tally: str = "async", rule: str = "linear") -> KernelConfig:
+def _kernel_config(c: dict, n_literals: int, tally: str = "async", rule: str = "linear",
+                   order: str = "dataset") -> KernelConfig:
     return KernelConfig(c["n_classes"], c["n_clauses"], n_literals, c["T"], c["s"], c["bits"], c["boost"],
-                        c["regression"], tally=tally, regression_rule=rule)
+                        c["regression"], tally=tally, regression_rule=rule, order=order)
 
 
-def _reference(c: dict, n_literals: int, tally: str = "async", rule: str = "linear") -> ReferenceTM:
+def _reference(c: dict, n_literals: int, tally: str = "async", rule: str = "linear",
+               order: str = "dataset") -> ReferenceTM:
     return ReferenceTM(c["n_classes"], c["n_clauses"], n_literals, c["T"], c["s"], c["bits"], c["boost"],
-                       c["regression"], tally=tally, regression_rule=rule)
+                       c["regression"], tally=tally, regression_rule=rule, order=order)
 
 
 def _random_states(rng, G, n_literals, bits, includes_per_clause=2.0):
@@ -338,7 +340,8 @@ def assert_diagnostics_equal(be, tm: ReferenceTM, first_negated: int):
 
 # ---------------------------------------------------------------------------------------------
 # Synchronous tallies and the quadratic update rule: deterministic with any number of threads
-# (every tally is exact before any clause reads it), so every build equals the reference bit for bit.
+# (every tally is exact before any clause reads it), so every build equals the reference bit for bit; so do
+# both in the staggered example order (asynchronous tallies: with one thread).
 # ---------------------------------------------------------------------------------------------
 
 SYNC_BUILDS = [
@@ -351,24 +354,28 @@ SYNC_BUILDS = [
 
 
 @pytest.mark.parametrize("build", SYNC_BUILDS)
-@pytest.mark.parametrize("name,tally,rule", [
-    ("2cls-boost-40lit", "sync", "linear"),
-    ("3cls-noboost-34lit", "sync", "linear"),
-    ("4cls-s27-150lit", "sync", "linear"),
-    ("regression-5bit-37lit", "sync", "linear"),
-    ("regression-5bit-37lit", "sync", "quadratic"),
-    ("regression-5bit-37lit", "async", "quadratic"),
+@pytest.mark.parametrize("name,tally,rule,order", [
+    ("2cls-boost-40lit", "sync", "linear", "dataset"),
+    ("3cls-noboost-34lit", "sync", "linear", "dataset"),
+    ("4cls-s27-150lit", "sync", "linear", "dataset"),
+    ("regression-5bit-37lit", "sync", "linear", "dataset"),
+    ("regression-5bit-37lit", "sync", "quadratic", "dataset"),
+    ("regression-5bit-37lit", "async", "quadratic", "dataset"),
+    ("3cls-noboost-34lit", "sync", "linear", "staggered"),
+    ("regression-5bit-37lit", "sync", "linear", "staggered"),
+    ("2cls-boost-40lit", "async", "linear", "staggered"),
+    ("regression-5bit-37lit", "async", "linear", "staggered"),
 ])
-def test_tally_modes_and_update_rules_reproduce_reference(open_backend, build, name, tally, rule):
+def test_tally_modes_and_update_rules_reproduce_reference(open_backend, build, name, tally, rule, order):
     c = CONFIGS[name]
     if tally == "async" and build[1] != 1:
         pytest.skip("asynchronous tallies are deterministic with one thread only")
     n, batch_size, seed = 50, 16, 77
     F, X, y_target, states = _problem(c, n, seed=3)
-    tm = _reference(c, X.shape[1], tally, rule)
+    tm = _reference(c, X.shape[1], tally, rule, order)
     tm.ta_state[:] = states
     tm.init_training(X, y_target)
-    be = open_backend(build[0], _kernel_config(c, X.shape[1], tally, rule), build[1] or 1)
+    be = open_backend(build[0], _kernel_config(c, X.shape[1], tally, rule, order), build[1] or 1)
     be.set_ta_state(_to_planes(states, c["bits"]))
     be.set_training_data(_pack_bits(X), y_target.astype(np.int32))
     for epoch in range(3):
@@ -376,25 +383,28 @@ def test_tally_modes_and_update_rules_reproduce_reference(open_backend, build, n
             end = min(start + batch_size, n)
             tm.train_batch(start, end, epoch, seed)
             be.train_batch(start, end, epoch, seed)
-            assert_backend_equals_reference(be, tm, n, f" ({tally}, {rule}) epoch {epoch}, batch [{start}, {end})")
+            assert_backend_equals_reference(be, tm, n, f" ({tally}, {rule}, {order} order) epoch {epoch}, "
+                                            f"batch [{start}, {end})")
     assert_diagnostics_equal(be, tm, F.shape[1] if c["negated"] else X.shape[1])
 
 
 @pytest.mark.parametrize("name", ["2cls-boost-40lit", "regression-5bit-37lit"])
 def test_the_switches_change_learning(name):
-    """Sync and async (and the two update rules) take different paths from the same start: the switches
-    reach the reference's rules (the kernels are held to the reference above)."""
+    """Sync and async (and the two update rules, and the two example orders) take different paths from the same
+    start: the switches reach the reference's rules (the kernels are held to the reference above)."""
     c = CONFIGS[name]
     F, X, y_target, states = _problem(c, 50, seed=3)
     final = {}
-    for tally, rule in [("async", "linear"), ("sync", "linear"), ("async", "quadratic")]:
+    for tally, rule, order in [("async", "linear", "dataset"), ("sync", "linear", "dataset"),
+                               ("async", "quadratic", "dataset"), ("async", "linear", "staggered"),
+                               ("sync", "linear", "staggered")]:
         if rule == "quadratic" and not c["regression"]:
             continue
-        tm = _reference(c, X.shape[1], tally, rule)
+        tm = _reference(c, X.shape[1], tally, rule, order)
         tm.ta_state[:] = states
         tm.init_training(X, y_target)
         tm.train_epoch(0, 77, 25)
-        final[tally, rule] = tm.ta_state.copy()
+        final[tally, rule, order] = tm.ta_state.copy()
     values = list(final.values())
     assert all(not np.array_equal(values[0], v) for v in values[1:])
 

@@ -20,6 +20,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 
 from .backends import THREADS_PER_CLAUSE as _THREADS_PER_CLAUSE
 from .backends import TALLIES as _TALLIES
+from .backends import ORDERS as _ORDERS
 from .backends import UPDATE_RULES as _REGRESSION_RULES
 from .backends import KernelConfig, make_backend, resolve_backend
 from .io import atomic_open
@@ -74,7 +75,7 @@ class _TsetlinMachine(BaseEstimator):
 
     def __init__(self, n_clauses=100, T=15, s=3.9, state_bits=8, boost_true_positive=True, append_negated=True,
                  batch_size=100, backend="auto", n_threads=None, seed=None, tally="async", regression_rule="linear",
-                 gpu_threads_per_clause=1):
+                 gpu_threads_per_clause=1, order="dataset"):
         self.n_clauses = n_clauses
         self.T = T
         self.s = s
@@ -96,6 +97,10 @@ class _TsetlinMachine(BaseEstimator):
         # inference; the same rules, so the same results as 1 wherever the GPU's schedule is deterministic. The
         # CPU build ignores it.
         self.gpu_threads_per_clause = gpu_threads_per_clause
+        # order: how each clause walks a batch's examples: "dataset" (all clauses in the data's order, as the
+        # paper's kernel) or "staggered" (clause g starts at example g mod the batch's size and wraps around, so
+        # that clauses running side by side on a GPU visit different examples). kernels/README.md, "Example order".
+        self.order = order
         self._validate_params()
 
     # -- parameters ------------------------------------------------------------------------------
@@ -128,6 +133,8 @@ class _TsetlinMachine(BaseEstimator):
                                  f"got {getattr(self, name)}")
         if self.tally not in _TALLIES:
             raise ValueError(f"tally must be one of {_TALLIES}, got {self.tally!r}")
+        if self.order not in _ORDERS:
+            raise ValueError(f"order must be one of {_ORDERS}, got {self.order!r}")
         if self.regression_rule not in _REGRESSION_RULES:
             raise ValueError(f"regression_rule must be one of {_REGRESSION_RULES}, got {self.regression_rule!r}")
         if self.regression_rule != "linear" and not self._regression:
@@ -165,7 +172,7 @@ class _TsetlinMachine(BaseEstimator):
                             T=int(self.T), s=float(self.s), state_bits=self.state_bits,
                             boost_true_positive=bool(self.boost_true_positive), regression=self._regression,
                             tally=self.tally, regression_rule=self.regression_rule,
-                            threads_per_clause=int(self.gpu_threads_per_clause))
+                            threads_per_clause=int(self.gpu_threads_per_clause), order=self.order)
 
     def _make_backend(self):
         name = resolve_backend(self.backend)

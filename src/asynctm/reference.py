@@ -15,6 +15,10 @@ alike:
 
     for each example e, in order:  refresh every clause on e;  then for clause g = 0..G-1: feedback.
 
+With ``order="staggered"``, clause g visits a batch of B examples from its example ``g mod B`` on, wrapping
+around (:meth:`Reference.visit_order`): "in order" above becomes "in that order", and "each example e" becomes
+"each step i, every clause on its i-th example".
+
 It is meant for tests on small problems only; it is deliberately slow and plain.
 """
 
@@ -276,6 +280,7 @@ class ReferenceTM:
         pool_bits: int = POOL_BITS,
         tally: str = "async",
         regression_rule: str = "linear",
+        order: str = "dataset",
     ):
         if int(T) != T or T < 1:
             raise ValueError("T must be a positive integer")
@@ -287,6 +292,9 @@ class ReferenceTM:
             raise ValueError("tally must be 'async' or 'sync'")
         if regression_rule not in ("linear", "quadratic"):
             raise ValueError("regression_rule must be 'linear' or 'quadratic'")
+        if order not in ("dataset", "staggered"):
+            raise ValueError("order must be 'dataset' or 'staggered'")
+        self.order = order
         self.tally = tally
         self.regression_rule = regression_rule
         self.n_classes = int(n_classes)
@@ -455,18 +463,28 @@ class ReferenceTM:
         return Visit(o, v, d, True, True, "")
 
     def train_batch(self, start: int, end: int, epoch: int, seed: int) -> None:
-        """One batch. Asynchronous tallies: every clause visits examples start..end-1 in order, clause by
+        """One batch. Asynchronous tallies: every clause visits examples start..end-1 (in its visit_order), clause by
         clause (one kernel launch). Synchronous: example by example, every clause refreshed, then every clause
         given feedback from the exact tally."""
         if self.tally == "sync":
-            for e in range(start, end):
-                outputs = [self.refresh(g, e) for g in range(self.G)]
+            for i in range(end - start):
+                visits = [self.visit_order(g, start, end)[i] for g in range(self.G)]
+                outputs = [self.refresh(g, visits[g]) for g in range(self.G)]
                 for g in range(self.G):
-                    self.feedback(g, e, outputs[g], epoch, seed)
+                    self.feedback(g, visits[g], outputs[g], epoch, seed)
             return
         for g in range(self.G):
-            for e in range(start, end):
+            for e in self.visit_order(g, start, end):
                 self.visit(g, e, epoch, seed)
+
+    def visit_order(self, g: int, start: int, end: int) -> list[int]:
+        """The examples of the batch [start, end) in the order clause g visits them: dataset order, or
+        (``order="staggered"``) from example ``start + g mod (end - start)`` on, wrapping around."""
+        examples = list(range(start, end))
+        if self.order == "staggered":
+            k = g % len(examples)
+            examples = examples[k:] + examples[:k]
+        return examples
 
     def train_epoch(self, epoch: int, seed: int, batch_size: int) -> None:
         """Examples in dataset order, in batches of batch_size with a barrier between batches."""

@@ -19,6 +19,9 @@ import numpy as np
 KERNEL_FILE = "tm.cu"
 TALLIES = ("async", "sync")  # kernels/README.md, "Tallies": the paper's asynchronous ones, or synchronous
 UPDATE_RULES = ("linear", "quadratic")  # P(update) = |t - v| / 2T, or ((t - v) / T)^2
+# kernels/README.md, "Example order": every clause visits a batch's examples in dataset order, or each from its
+# own place in the batch (clause g from example g mod the batch's size), wrapping around
+ORDERS = ("dataset", "staggered")
 THREADS_PER_CLAUSE = (1, 2, 4, 8, 16, 32)  # threads per clause in the GPU's kernels (kernels/README.md)
 
 
@@ -103,10 +106,13 @@ class KernelConfig:
     tally: str = "async"  # "async": Algorithm 1's local tallies; "sync": refreshed on every clause first
     regression_rule: str = "linear"  # the update probability: "linear" |t - v| / 2T, "quadratic" ((t - v) / T)^2
     threads_per_clause: int = 1  # GPU kernels: a power of two up to a warp (32); the CPU build has 1
+    order: str = "dataset"  # the order in which a clause visits a batch's examples: "dataset" or "staggered"
 
     def __post_init__(self):
         if self.tally not in TALLIES:
             raise ValueError(f"tally must be one of {TALLIES}, got {self.tally!r}")
+        if self.order not in ORDERS:
+            raise ValueError(f"order must be one of {ORDERS}, got {self.order!r}")
         if self.regression_rule not in UPDATE_RULES:
             raise ValueError(f"regression_rule must be one of {UPDATE_RULES}, got {self.regression_rule!r}")
         if self.regression_rule == "quadratic" and self.T > 32767:
@@ -135,6 +141,7 @@ class KernelConfig:
             "REGRESSION": str(int(self.regression)),
             "SYNC_TALLY": str(int(self.tally == "sync")),
             "QUADRATIC_UPDATE": str(int(self.regression_rule == "quadratic")),
+            "STAGGERED_ORDER": str(int(self.order == "staggered")),
             "TM_CLAUSE_THREADS": str(self.threads_per_clause),
         }
 

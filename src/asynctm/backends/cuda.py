@@ -191,12 +191,13 @@ class CudaBackend(FeedbackEvents):
                          np.int32(self.n_examples), self.keys)
             self._keys_for = (seed, epoch)
         n, pool = np.int32(self.n_examples), self._pool_for(seed)
-        if self.cfg.tally == "sync":
-            for e in range(int(start), int(end)):
+        if self.cfg.tally == "sync":  # step i: every clause on its i-th example of the batch (kernels/README.md)
+            first, last = np.int32(start), np.int32(end)
+            for i in range(int(end) - int(start)):
                 self._launch("tm_sync_refresh", self.cfg.n_clauses_total, self.ta_state, self.X, self.class_sum,
-                             self.clause_output, n, np.int32(e))
+                             self.clause_output, n, first, last, np.int32(i))
                 self._launch("tm_sync_feedback", self.cfg.n_clauses_total, self.ta_state, self.X, self.y,
-                             self.class_sum, self.clause_output, n, np.int32(e), self.keys, pool,
+                             self.class_sum, self.clause_output, n, first, last, np.int32(i), self.keys, pool,
                              self.feedback_events)
             return
         self._launch("tm_train_batch", self.cfg.n_clauses_total, self.ta_state, self.X, self.y, self.class_sum,

@@ -370,19 +370,34 @@ def gap_reason(config: dict, name: str, impl: str, host_gpu: bool, requested=Non
 ABLATION_DIR = "ablation"
 
 
+ABLATION_TALLIES = ("async", "sync")
+ABLATION_RULES = ("linear", "quadratic")
+ABLATION_ORDERS = ("dataset", "staggered")  # kernels/README.md, "Example order"
+
+
+def ablation_variant(tally: str, rule: str, order: str = "dataset") -> str:
+    """The folder of one variant: ``<tally>_<regression_rule>``, with ``_staggered`` for that example order."""
+    return f"{tally}_{rule}" + ("" if order == "dataset" else f"_{order}")
+
+
 def ablation_variants(config: dict, name: str) -> list[str]:
-    """``<tally>_<regression_rule>`` of every variant an ablation experiment runs: each tally with the linear
-    rule, and for regression experiments each tally with each configured rule."""
+    """The variants an ablation experiment runs (:func:`ablation_variant`): in each configured example order,
+    each tally with the linear rule, and for regression experiments each tally with each configured rule."""
     abl = config["ablation"]
     rules = abl["regression_rules"] if experiment(config, name)["task"] == "regression" else ["linear"]
-    return [f"{tally}_{rule}" for tally in abl["tallies"] for rule in rules]
+    return [ablation_variant(tally, rule, order) for order in abl.get("orders", ["dataset"])
+            for tally in abl["tallies"] for rule in rules]
 
 
 def parse_ablation_variant(variant: str) -> dict:
-    tally, _, rule = variant.partition("_")
-    if tally not in ("async", "sync") or rule not in ("linear", "quadratic"):
-        raise PlanError(f"ablation variant {variant!r} does not read <async|sync>_<linear|quadratic>")
-    return {"tally": tally, "regression_rule": rule}
+    """The estimator switches of a variant: ``tally`` and ``regression_rule``, and ``order`` where it is not the
+    dataset order (so that the settings of the dataset-order runs read as they did before the order existed)."""
+    parts = variant.split("_")
+    tally, rule, order = (parts + ["dataset"])[:3] if len(parts) in (2, 3) else ("", "", "")
+    if (tally not in ABLATION_TALLIES or rule not in ABLATION_RULES or order not in ABLATION_ORDERS
+            or ablation_variant(tally, rule, order) != variant):
+        raise PlanError(f"ablation variant {variant!r} does not read <async|sync>_<linear|quadratic>[_staggered]")
+    return {"tally": tally, "regression_rule": rule, **({"order": order} if order != "dataset" else {})}
 
 
 def ablation_runs(config: dict) -> list[dict]:
@@ -426,7 +441,7 @@ def ablation_record_path(config: dict, run: dict) -> str:
 
 def ablation_run_settings(config: dict, name: str, impl: str, params: str, variant: str, seed: int) -> dict:
     """The runner's settings of one ablation run: a TM run whose hyperparameters add ``tally`` and
-    ``regression_rule`` (the record repeats them)."""
+    ``regression_rule``, and ``order`` where it is staggered (the record repeats them)."""
     if impl not in OUR_IMPLS:
         raise PlanError(f"the ablation runs our TM only (tm_cpu or tm_gpu), not {impl!r}")
     switches = parse_ablation_variant(variant)

@@ -293,9 +293,9 @@ def make_tm_peer(settings: dict, threads: int | None):
 
 
 def _with_switches(peer, h: dict):
-    """Our TM with the settings' ``tally``, ``regression_rule`` and ``threads_per_clause`` (the estimators'
-    ``gpu_threads_per_clause``; kernels/README.md), where they name them."""
-    switches = {k: h[k] for k in ("tally", "regression_rule") if k in h}
+    """Our TM with the settings' ``tally``, ``regression_rule``, ``order`` and ``threads_per_clause`` (the
+    estimators' ``gpu_threads_per_clause``; kernels/README.md), where they name them."""
+    switches = {k: h[k] for k in ("tally", "regression_rule", "order") if k in h}
     if "threads_per_clause" in h:
         switches["gpu_threads_per_clause"] = h["threads_per_clause"]
     if switches:
