@@ -109,6 +109,38 @@ def test_table_and_figures_from_records_alone(records, tmp_path):
     assert all(p.read_bytes() == b for p, b in first.items())  # byte-stable
 
 
+def test_the_staggered_order_and_the_gpu_build_get_rows_and_lines_of_their_own(records, tmp_path):
+    """A staggered variant (its order in the hyperparameters) and a GPU record of the same variant as a CPU one are
+    kept apart: a row each, a line each, and the GPU named in the hardware line."""
+    staggered = _record("wsd_apple", "n300_T50_s5_e100", "async_linear_staggered", 0, "accuracy",
+                        [70.0 + i for i in range(12)], [50.0] * 12, "classification")
+    staggered["hyperparameters"]["order"] = "staggered"
+    _write(records, staggered, "async_linear_staggered")
+    gpu = _record("wsd_apple", "n300_T50_s5_e100", "async_linear", 0, "accuracy", [60.0] * 12, [40.0] * 12,
+                  "classification")
+    gpu["impl"] = "tm_gpu"
+    gpu["provenance"]["gpu"] = {"name": "Test GPU"}
+    path = records / "ablation/wsd_apple/tm_gpu/n300_T50_s5_e100/async_linear/seed0.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(gpu))
+    ablation.build(records, tmp_path / "t", tmp_path / "f")
+    md = (tmp_path / "t" / "ablation.md").read_text()
+    apple = [line for line in md.splitlines() if line.startswith("| WSD Apple |")]
+    assert [line.split(" | ")[1:6] for line in apple] == [
+        ["CPU", "300", "async", "linear", "dataset"], ["CPU", "300", "sync", "linear", "dataset"],
+        ["CPU", "300", "async", "linear", "staggered"], ["GPU", "300", "async", "linear", "dataset"]]
+    assert "| GPU | 300 | async | linear | dataset | 1 | accuracy (%) | 60.00 |" in md
+    assert "GPU Test GPU" in md
+    figs = ablation.figures(ablation.load(records))
+    labels = [line.get_label() for line in figs["fig_ablation_metric_over_epochs"][0].axes[0].get_lines()]
+    assert labels == ["async", "sync", "async, staggered", "async (GPU)"]
+    # A staggered folder whose record does not say so is refused.
+    del staggered["hyperparameters"]["order"]
+    _write(records, staggered, "async_linear_staggered")
+    with pytest.raises(ablation.AblationRecordError, match="order='dataset', its folder 'async_linear_staggered'"):
+        ablation.load(records)
+
+
 def test_a_bad_record_is_named_and_nothing_is_written(records, tmp_path, capsys):
     path = next((records / "ablation" / "wsd_apple").rglob("sync_linear/seed0.json"))
     rec = json.loads(path.read_text())

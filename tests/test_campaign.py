@@ -144,10 +144,12 @@ def test_run_order_and_device_commands(tmp_path):
     calls = [ln for ln in lines if "asynctm.campaign step" in ln and not ln.startswith("#")]
     steps = [w for c in calls for w in re.findall(r"asynctm\.campaign step (\w+)", c)]
     # goal_seeds: once the code is benchmarked; the last line: the extra call where device time is left
-    assert steps == [s for s in steps_mod.STEPS if s != "goal_seeds"] + ["paper", "sweeps"]
+    assert steps == ["gpu_tests", "bench", "sweeps", "paper", "ablation", "paper", "sweeps"]
+    assert set(steps) | {"goal_seeds"} == set(steps_mod.STEPS)
     assert "END=$(( $(date +%s) + N ))" in calls[-1] and "B - 60" in lines[lines.index(calls[-1]) - 1]
     assert all(len(c) < 2000 for c in calls)  # the device tool's limit on a command
-    assert all(c.count("--until $END") == 2 and "END=$(( $(date +%s) + " in c for c in calls)
+    assert all(c.count("--until $END") == c.count("asynctm.campaign step") and "END=$(( $(date +%s) + " in c
+               for c in calls)
     assert all(c.count("--threads-per-clause auto") == ("step sweeps" in c) + ("step paper" in c) for c in calls)
     from asynctm.campaign import DEVICE_CALLS
 
@@ -461,6 +463,7 @@ def test_dress_rehearsal_on_the_simulated_gpu(tmp_path):
     assert "goal seeds to measure: wsd_apple seed 1, wsd_apple seed 2" in r.stdout
     step("sweeps", "--threads-per-clause", "auto")
     step("paper", "--threads-per-clause", "auto")
+    step("ablation")
     assert sorted(p.name for p in out.iterdir()) == sorted(f"{s}.{ext}" for s in steps_mod.STEPS
                                                            for ext in ("log", "tar.gz"))
     written = unpack(out, into=tree, say=lambda m: None)
@@ -478,6 +481,12 @@ def test_dress_rehearsal_on_the_simulated_gpu(tmp_path):
     assert gpu["name"] == "Simulated GPU" and gpu["driver"] and gpu["cuda"]
     assert len(rec["provenance"]["git_commit"] or "") == 40
     assert (tree / "results/smoke/bbc_sport/mlp_novelty/tm_gpu.n20_T100_s15_e2/seed0.json").is_file()
+    # the tally ablation's GPU runs: WSD apple in both example orders (Bike Sharing is not staged)
+    ablation = tree / "results/smoke/ablation/wsd_apple/tm_gpu/n20_T50_s5_e2"
+    assert sorted(p.name for p in ablation.iterdir()) == ["async_linear", "async_linear_staggered"]
+    staggered = json.loads((ablation / "async_linear_staggered/seed0.json").read_text())
+    assert staggered["hyperparameters"]["order"] == "staggered" and staggered["impl"] == "tm_gpu"
+    assert "order" not in json.loads((ablation / "async_linear/seed0.json").read_text())["hyperparameters"]
     for clauses in (10, 20):
         assert (tree / f"results/smoke/bbc_sport/tm_gpu/n{clauses}_T100_s15_e2/seed0.json").is_file()
 
@@ -988,7 +997,7 @@ def test_every_step_command_of_both_leases_parses(tmp_path):
             if words[:3] == ["python3", "-m", "asynctm.campaign"]:
                 parsed.append(parser().parse_args(words[3:]))
     assert [a.name for a in parsed] == ["gpu_tests", "bench", "sweeps", "paper", "goal_seeds", "sweeps", "paper",
-                                        "paper", "sweeps", "paper", "sweeps"]
+                                        "paper", "sweeps", "ablation", "paper", "sweeps"]
     assert all(a.until == 1900000000 for a in parsed)
     assert [a.later for a in parsed if a.name == "paper"] == [0.0, 270.0, 0.0, 0.0]
     assert {a.threads_per_clause for a in parsed if a.name in ("sweeps", "paper")} == {"auto"}

@@ -56,6 +56,14 @@ PAPER_ORDER = ("wsd_apple", "semeval", "imdb", "bike_sharing", "bbc_sport", "wsd
                "blogfeedback")
 # Clause sweeps (the figures): SemEval first (the "almost constant time" goal), then IMDb, BBC Sport, Bike Sharing.
 SWEEP_ORDER = ("semeval", "imdb", "bbc_sport", "bike_sharing")
+# The tally ablation's tm_gpu runs (config ablation, at each experiment's main setting; kernels/README.md,
+# "Example order"), most telling first, each group's variants seed by seed so that a step cut short leaves them
+# with equal seeds: does the staggered order bring the GPU build's Bike Sharing MAE from the synchronous tally's
+# towards the asynchronous CPU build's, as it does for the synchronous tally on the CPU; then whether the GPU's
+# tallies are the synchronous ones; then WSD Apple's accuracy in either order.
+GPU_ABLATION = (("bike_sharing", ("async_linear_staggered", "async_linear")),
+                ("bike_sharing", ("sync_linear", "sync_linear_staggered")),
+                ("wsd_apple", ("async_linear_staggered", "async_linear")))
 MAX_FAILURES_IN_A_ROW = 3
 # pytest processes that share the GPU tests (the GPU machine has 16 cores): most of a test's time on a bare
 # machine is nvcc compiling its kernels (about a second each), which then runs side by side. Each process has a
@@ -669,8 +677,9 @@ def resumable(step: Step, rel: str) -> dict | None:
         return None
 
 
-def _tm_runs(step: Step, runs: list[tuple[str, str, int]]) -> None:
-    """``(experiment, params, seed)`` tm_gpu runs in order, each through ``python -m asynctm.experiments tm``
+def _tm_runs(step: Step, runs: list[tuple]) -> None:
+    """``(experiment, params, seed)`` tm_gpu runs in order (``(experiment, params, seed, variant)``: a run of the
+    tally ablation), each through ``python -m asynctm.experiments tm``
     (novelty experiments: then the MLP stage on its class sums), each with its experiment's threads per clause
     (:func:`threads_for`; with ``--threads-per-clause auto`` chosen first, :func:`choose`). A run that would not
     fit in the time left and the next call's (``--later``; :func:`estimate_s`, or the last run of the experiment in
@@ -682,12 +691,13 @@ def _tm_runs(step: Step, runs: list[tuple[str, str, int]]) -> None:
     took: dict[str, float] = {}
     killed_before = past_budget(step)
     step.manifest.setdefault("past_budget", [])
-    for name, params, seed in runs:
+    for name, params, seed, variant in (tuple(r) + (None,) * (4 - len(r)) for r in runs):
         if step.manifest["stopped"]:
             return
         config = run_config(step, name)
-        run = {"experiment": name, "impl": "tm_gpu", "params": params, "seed": seed}
-        rel = plan.record_path(config, run)
+        run = {"experiment": name, "impl": "tm_gpu", "params": params, "seed": seed,
+               **({"variant": variant} if variant else {})}
+        rel = plan.ablation_record_path(config, run) if variant else plan.record_path(config, run)
         if step.exists(rel):
             step.say(f"{rel}: recorded already")
         else:
@@ -712,7 +722,8 @@ def _tm_runs(step: Step, runs: list[tuple[str, str, int]]) -> None:
                 step.skip(rel, f"would not fit: about {need:.0f} s needed, {left:.0f} s left"
                           + (f" (and {step.later_s:.0f} s in the next call)" if step.later_s else ""))
                 continue
-            settings = plan.tm_run_settings(config, name, "tm_gpu", params, seed)
+            settings = (plan.ablation_run_settings(config, name, "tm_gpu", params, variant, seed) if variant else
+                        plan.tm_run_settings(config, name, "tm_gpu", params, seed))
             out = step.work / rel
             out.parent.mkdir(parents=True, exist_ok=True)
             log = out.with_suffix(".log")
@@ -750,7 +761,7 @@ def _tm_runs(step: Step, runs: list[tuple[str, str, int]]) -> None:
             step.say(f"{rel}: {rec['timing']['train_s_mean']:.3f} s/epoch, final {rec['final']}")
             step.manifest["done"].append(rel)
             step.pack()
-        if plan.experiment(config, name)["task"] == "novelty" and step.manifest.get("with_mlp"):
+        if plan.experiment(config, name)["task"] == "novelty" and step.manifest.get("with_mlp") and not variant:
             _mlp_run(step, name, params, seed)
 
 
@@ -807,6 +818,21 @@ def paper_runs(config: dict) -> list[tuple[str, str, int]]:
             for seed in plan.run_seeds(config, name, "tm_gpu")]
 
 
+def ablation_runs(config: dict) -> list[tuple[str, str, int, str]]:
+    """The tally ablation's tm_gpu runs, ``(experiment, params, seed, variant)`` in :data:`GPU_ABLATION`'s order:
+    those of the configured ablation (its experiments, variants and seeds, at this scale) at each experiment's
+    main setting, each group's variants seed by seed."""
+    wanted = {(r["experiment"], r["variant"], r["seed"]): r["params"]
+              for r in plan.ablation_runs({**config, "ablation": {**config["ablation"], "impl": "tm_gpu"}})
+              if r["params"] == plan.main_params(config, r["experiment"])}
+    active = plan.active_experiments(config)
+    runs = []
+    for name, variants in GPU_ABLATION:
+        seeds = sorted({seed for n, _, seed in wanted if n == name}) if name in active else []
+        runs += [(name, wanted[name, v, seed], seed, v) for seed in seeds for v in variants if (name, v, seed) in wanted]
+    return runs
+
+
 def choose(step: Step, runs: list[tuple[str, str, int]]) -> None:
     """``--threads-per-clause auto``: each experiment's threads per clause (:func:`~.choice.choose_threads`; the
     ``paper`` step keeps a main setting's recorded threads), in the log and the manifest."""
@@ -833,8 +859,16 @@ def step_paper(step: Step, select: str | None = None) -> None:
     _tm_runs(step, runs)
 
 
+def step_ablation(step: Step, select: str | None = None) -> None:
+    """The tally ablation's tm_gpu runs (:func:`ablation_runs`), with the config's threads per clause (one, the
+    paper's): records under results/ablation/, beside the CPU build's."""
+    runs = [r for r in ablation_runs(step.config) if not select or r[0] in select.split(",")]
+    step.say(f"{len(runs)} ablation runs: " + ", ".join(f"{n}/{p}/{v}/seed{s}" for n, p, s, v in runs))
+    _tm_runs(step, runs)
+
+
 STEPS = {"gpu_tests": step_gpu_tests, "bench": step_bench, "goal_seeds": step_goal_seeds, "sweeps": step_sweeps,
-         "paper": step_paper}
+         "paper": step_paper, "ablation": step_ablation}
 
 
 def run_step(name: str, campaign_dir: Path | None = None, out_dir: Path | None = None,
