@@ -561,6 +561,9 @@ def test_remaining_counts_the_missing_gpu_runs_and_estimates_what_it_can(tmp_pat
     assert paper["semeval"]["seconds"] == pytest.approx(5 * one)
     assert paper["semeval"]["too_long"] == 5 and one > 690  # longer than a lease can give one run
     assert "the first call runs them" in report["next_lease"]  # no GPU tests of this code in that tree
+    ablation = {r["experiment"]: r for r in report["steps"]["ablation"]}  # no record, no benchmark of these
+    assert ablation["bike_sharing"]["missing"] == 20 and ablation["bike_sharing"]["unknown"] == 20
+    assert ablation["bike_sharing"]["first"].endswith("/tm_gpu/n1280_T1280_s1.5_e100/async_linear_staggered/seed0.json")
     assert remaining(config, tree=tree, threads=8)["steps"]["paper"][0]["estimated"] == 0
     assert main(["remaining", "--gpu", "NVIDIA H100 80GB HBM3"]) == 0  # this checkout, another GPU: no benchmark
     assert "| semeval |" in capsys.readouterr().out

@@ -1,4 +1,4 @@
-"""The estimators' tally and regression_rule switches and their per-epoch training diagnostics."""
+"""The estimators' tally, regression_rule and order switches and their per-epoch training diagnostics."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ def _xor(n=300, seed=1):
     (dict(tally="synchronous"), "tally must be one of"),
     (dict(regression_rule="cubic"), "regression_rule must be one of"),
     (dict(regression_rule="quadratic"), "applies to TMRegressor only"),
+    (dict(order="shuffled"), "order must be one of"),
 ])
 def test_bad_switches_are_refused(kwargs, message):
     with pytest.raises(ValueError, match=message):
@@ -37,6 +38,22 @@ def test_sync_learns_and_is_thread_count_independent():
     assert (one.predict(X) == y).mean() > 0.9
     asyn = TMClassifier(10, 10, 3.9, backend="cpu", n_threads=1, seed=3).fit(X, y, epochs=15)
     assert not np.array_equal(asyn.ta_states(), one.ta_states())
+
+
+def test_the_staggered_order_learns_takes_its_own_path_and_is_saved(tmp_path):
+    """order="staggered" reaches the kernels (another path than dataset order from the same seed), still learns
+    XOR, is thread-count independent with synchronous tallies, and survives save and load."""
+    X, y = _xor()
+    kw = dict(backend="cpu", seed=3, order="staggered")
+    one = TMClassifier(10, 10, 3.9, n_threads=1, tally="sync", **kw).fit(X, y, epochs=15)
+    two = TMClassifier(10, 10, 3.9, n_threads=2, tally="sync", **kw).fit(X, y, epochs=15)
+    np.testing.assert_array_equal(one.ta_states(), two.ta_states())
+    dataset = TMClassifier(10, 10, 3.9, backend="cpu", n_threads=1, seed=3, tally="sync").fit(X, y, epochs=15)
+    assert not np.array_equal(one.ta_states(), dataset.ta_states())
+    asyn = TMClassifier(10, 10, 3.9, n_threads=1, **kw).fit(X, y, epochs=15)
+    assert (asyn.predict(X) == y).mean() > 0.85 and (one.predict(X) == y).mean() > 0.85
+    asyn.save(tmp_path / "m.npz")
+    assert TMClassifier.load(tmp_path / "m.npz").order == "staggered"
 
 
 def test_switches_are_saved_and_old_files_load_as_async(tmp_path):

@@ -1,5 +1,7 @@
-"""``remaining``: the tm_gpu runs of the campaign's training steps that have no record yet, and the device time
-they should take, so that a lease (or a cluster allocation) can be planned before it comes.
+"""``remaining``: the tm_gpu runs of the campaign's training steps (the sweeps, the paper runs and the tally
+ablation's) that have no record yet, and the device time they should take, so that a lease (or a cluster
+allocation) can be planned before it comes. An ablation run is estimated as a run of its setting: a synchronous
+tally's two launches per example are not in that estimate.
 
     python -m asynctm.campaign remaining [--gpu NAME] [--threads-per-clause K] [--config KEY=VALUE ...]
 
@@ -45,7 +47,7 @@ def newest_bench_gpu(tree: Path) -> str | None:
 def remaining(config: dict, tree: Path = REPO, gpu: str | None = None, threads: int | None = None) -> dict:
     """``{"gpu", "threads", "steps": {step: [row per experiment]}, "total_s", "unknown", "next_lease"}``; a row is
     ``{"experiment", "missing", "estimated", "seconds", "unknown", "first"}`` (``first``: the first missing run)."""
-    from .steps import estimate_s, paper_runs, sweep_runs
+    from .steps import ablation_runs, estimate_s, paper_runs, record_path, sweep_runs
 
     tree = Path(tree)
     gpu = gpu or newest_bench_gpu(tree)
@@ -56,11 +58,13 @@ def remaining(config: dict, tree: Path = REPO, gpu: str | None = None, threads: 
 
     out = {"gpu": gpu, "threads": plan.gpu_threads_per_clause(config), "steps": {}, "total_s": 0.0, "unknown": 0,
            "next_lease": lease_calls(tree)[1]}
-    for step, runs in (("sweeps", sweep_runs(config)), ("paper", paper_runs(config))):
+    for step, runs in (("sweeps", sweep_runs(config)), ("paper", paper_runs(config)),
+                       ("ablation", ablation_runs(config))):
         ctx = checkout_view(tree, step, config, gpu)
         rows: dict[str, dict] = {}
-        for name, params, seed in runs:
-            rel = plan.record_path(config, {"experiment": name, "impl": "tm_gpu", "params": params, "seed": seed})
+        for run in runs:
+            name, params = run[:2]
+            rel = record_path(config, run)
             if (tree / rel).is_file():
                 continue
             row = rows.setdefault(name, {"experiment": name, "missing": 0, "estimated": 0, "seconds": 0.0,

@@ -677,6 +677,14 @@ def resumable(step: Step, rel: str) -> dict | None:
         return None
 
 
+def record_path(config: dict, run: tuple) -> str:
+    """The record of a tm_gpu run ``(experiment, params, seed)``, or ``(experiment, params, seed, variant)`` of the
+    tally ablation (variant None: not one)."""
+    name, params, seed, variant = tuple(run) + (None,) * (4 - len(run))
+    rec = {"experiment": name, "impl": "tm_gpu", "params": params, "seed": seed}
+    return plan.ablation_record_path(config, {**rec, "variant": variant}) if variant else plan.record_path(config, rec)
+
+
 def _tm_runs(step: Step, runs: list[tuple]) -> None:
     """``(experiment, params, seed)`` tm_gpu runs in order (``(experiment, params, seed, variant)``: a run of the
     tally ablation), each through ``python -m asynctm.experiments tm``
@@ -695,9 +703,7 @@ def _tm_runs(step: Step, runs: list[tuple]) -> None:
         if step.manifest["stopped"]:
             return
         config = run_config(step, name)
-        run = {"experiment": name, "impl": "tm_gpu", "params": params, "seed": seed,
-               **({"variant": variant} if variant else {})}
-        rel = plan.ablation_record_path(config, run) if variant else plan.record_path(config, run)
+        rel = record_path(config, (name, params, seed, variant))
         if step.exists(rel):
             step.say(f"{rel}: recorded already")
         else:
