@@ -94,9 +94,9 @@ def test_table_and_figures_from_records_alone(records, tmp_path):
     md = (tmp_path / "t" / "ablation.md").read_text()
     csv = (tmp_path / "t" / "ablation.csv").read_text().splitlines()
     # WSD apple async: seeds 0 and 1 end at 90+11 and 91+11 -> final 101.50 ± 0.71; last 10 epochs 2..11.
-    assert ("| WSD Apple | CPU | 300 | async | linear | dataset | 2 | accuracy (%) | 101.50 ± 0.71 | 97.00 ± 0.71 | "
+    assert ("| WSD Apple | CPU (Test CPU) | 300 | async | linear | dataset | 2 | accuracy (%) | 101.50 ± 0.71 | 97.00 ± 0.71 | "
             "109.0 ± 0.0 | 111.0 ± 0.0 | 83.2 ± 0.0 |") in md
-    assert "| WSD Apple | CPU | 300 | sync | linear | dataset | 2 | accuracy (%) | 91.50 ± 0.71 |" in md
+    assert "| WSD Apple | CPU (Test CPU) | 300 | sync | linear | dataset | 2 | accuracy (%) | 91.50 ± 0.71 |" in md
     assert "75 / 20 / 30" in md  # Type Ia per epoch: mean of 30..120 over the last 10 epochs
     assert "load average at the end of the runs 2.50-3.50" in md
     assert csv[1].startswith("wsd_apple,tm_cpu,n300_T50_s5_e100,300,async,linear,dataset,2,accuracy,101.5,0.707107,")
@@ -127,13 +127,15 @@ def test_the_staggered_order_and_the_gpu_build_get_rows_and_lines_of_their_own(r
     md = (tmp_path / "t" / "ablation.md").read_text()
     apple = [line for line in md.splitlines() if line.startswith("| WSD Apple |")]
     assert [line.split(" | ")[1:6] for line in apple] == [
-        ["CPU", "300", "async", "linear", "dataset"], ["CPU", "300", "sync", "linear", "dataset"],
-        ["CPU", "300", "async", "linear", "staggered"], ["GPU", "300", "async", "linear", "dataset"]]
-    assert "| GPU | 300 | async | linear | dataset | 1 | accuracy (%) | 60.00 |" in md
+        ["CPU (Test CPU)", "300", "async", "linear", "dataset"], ["CPU (Test CPU)", "300", "sync", "linear", "dataset"],
+        ["CPU (Test CPU)", "300", "async", "linear", "staggered"], ["GPU (Test GPU)", "300", "async", "linear", "dataset"]]
+    assert "| GPU (Test GPU) | 300 | async | linear | dataset | 1 | accuracy (%) | 60.00 |" in md
     assert "GPU Test GPU" in md
     figs = ablation.figures(ablation.load(records))
     labels = [line.get_label() for line in figs["fig_ablation_metric_over_epochs"][0].axes[0].get_lines()]
     assert labels == ["async", "sync", "async, staggered", "async (GPU)"]
+    legend = figs["fig_ablation_metric_over_epochs"][0].legends[0]  # one for the figure: Bike's quadratic too
+    assert [t.get_text() for t in legend.get_texts()] == labels + ["sync, quadratic"]
     # A staggered folder whose record does not say so is refused.
     del staggered["hyperparameters"]["order"]
     _write(records, staggered, "async_linear_staggered")

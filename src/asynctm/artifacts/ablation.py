@@ -118,6 +118,14 @@ def _lines(rows) -> list[tuple[str, str]]:
                                                                    for r in rows)]
 
 
+def _build(group: list[dict]) -> str:
+    """The table's build cell: CPU or GPU, with the processor(s) that ran the group's records (their times per
+    epoch compare only between rows of one processor)."""
+    names = sorted({str(r["gpu"] if r["impl"] == "tm_gpu" else r["cpu_model"]).replace("(R)", "").replace(
+        "(TM)", "").replace(" Processor", "").strip() for r in group})
+    return f"{BUILDS.get(group[0]['impl'], group[0]['impl'])} ({' + '.join(names)})"
+
+
 def _style_of(impl: str, variant: str) -> tuple[str, str, str]:
     """Label, colour and line style of a figure's line: the variant's, dotted and labelled for a GPU build."""
     label, colour, style = VARIANT_STYLE.get(variant, (variant, "#7f7f7f", ":"))
@@ -221,7 +229,7 @@ def table(rows) -> tuple[str, str]:
         metric, metric_label = _metric(group[0]["task"])
         spread = f" ± {_sig(s['s_epoch'][1], 2)}" if math.isfinite(s["s_epoch"][1]) else ""
         events = " / ".join(f"{s[k][0]:.0f}" for k in ("type_ia_feedback", "type_ib_feedback", "type_ii_feedback"))
-        md.append(f"| {DATASET_LABELS.get(experiment, experiment)} | {BUILDS.get(impl, impl)} | "
+        md.append(f"| {DATASET_LABELS.get(experiment, experiment)} | {_build(group)} | "
                   f"{group[0]['clauses']} | {tally} | {rule} | {order} | "
                   f"{s['seeds']} | {metric_label} | {_pm(s['final'], 2)} | {_pm(s['last'], 2)} | "
                   f"{_pm(s['literals_early'], 1)} | {_pm(s['literals'], 1)} | {_pm(s['negated'], 1)} | "
@@ -238,7 +246,8 @@ def table(rows) -> tuple[str, str]:
            f"(all clauses of all classes) after epoch {EARLY} and after the last epoch, and of them the negated "
            "ones. Type Ia / Ib / II: feedback events per epoch (a clause given that feedback on one example), "
            f"mean over the last {LAST} epochs and the seeds. s/epoch: mean training time per epoch "
-           "(timing.train_s_mean; diagnostics included). build: our TM on CPU cores (tm_cpu) or on a GPU (tm_gpu). "
+           "(timing.train_s_mean; diagnostics included), comparable only between rows of one processor. build: our TM "
+           "on CPU cores (tm_cpu) or on a GPU (tm_gpu), and the processor that ran it. "
            "async: the paper's Algorithm 1; sync: every clause's vote refreshed before any feedback; "
            "update rule: P(update) = |y - v| / 2T (linear) or ((y - v) / T)^2 (quadratic); example order: every "
            "clause visits a batch's examples in the data's order (dataset, the paper's kernel) or from the batch's "
@@ -284,9 +293,18 @@ def _epoch_lines(ax, rows, experiment: str, value, ylabel: str) -> int:
     return used
 
 
-def _legend(ax):
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend()
+def _legend(fig, axes):
+    """One legend for the figure, below its panels: every line's label once, in the order drawn (a variant that
+    only some experiments have, such as the quadratic rule, is still named)."""
+    seen = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            seen.setdefault(label, handle)
+    if seen:
+        width, height = fig.get_size_inches()
+        ncol = max(1, min(4, len(seen), int(width // 1.7)))  # a label of "sync, quadratic, staggered" is ~1.7 in
+        fig.legend(list(seen.values()), list(seen), loc="outside lower center", ncol=ncol)
+        fig.set_size_inches(width, height + 0.25 * -(-len(seen) // ncol))
 
 
 def _empty(ax, what: str):
@@ -308,7 +326,7 @@ def figures(rows) -> dict:
                    for ax, e in zip(axes, exps))
         if not exps:
             _empty(axes[0], "ablation")
-        _legend(axes[0])
+        _legend(fig, axes)
         out["fig_ablation_literals_over_epochs"] = (fig, (
             f"Included literals per clause (mean over all clauses) after each epoch, {COMPARED}, at each "
             f"experiment's main setting; mean over seeds, band ± 1 sd. {used} records. {hw}."))
@@ -319,7 +337,7 @@ def figures(rows) -> dict:
             used += _epoch_lines(ax, rows, e, lambda ep, m=metric: float(ep[m]), f"test {label}")
         if not exps:
             _empty(axes[0], "ablation")
-        _legend(axes[0])
+        _legend(fig, axes)
         out["fig_ablation_metric_over_epochs"] = (fig, (
             f"Test accuracy (classification) or MAE (regression) after each epoch, {COMPARED}, at each "
             f"experiment's main setting; mean over seeds, band ± 1 sd. {used} records. {hw}."))
@@ -350,7 +368,7 @@ def figures(rows) -> dict:
             ax.set_ylabel(f"test {mlabel}, last-{LAST} mean")
         if not swept:
             _empty(axes[0], "clause sweep")
-        _legend(axes[0])
+        _legend(fig, axes)
         out["fig_ablation_vs_clauses"] = (fig, (
             f"Test metric (mean of the last {LAST} epochs; mean over seeds) against the number of clauses, "
             f"{COMPARED}. {used} records. {hw}."))
