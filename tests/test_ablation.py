@@ -25,11 +25,10 @@ def test_plan_covers_every_variant_seed_and_sweep_point(config):
     runs = plan.ablation_runs(config)
     apple = {(r["variant"], r["seed"]) for r in runs if r["experiment"] == "wsd_apple"}
     assert apple == {(v, s) for v in ("async_linear", "sync_linear", "async_linear_staggered",
-                                      "sync_linear_staggered", "async_linear_b1") for s in range(5)}
+                                      "sync_linear_staggered") for s in range(5)}
     bike = [r for r in runs if r["experiment"] == "bike_sharing"]
     assert {r["variant"] for r in bike} == {f"{t}_{rule}{o}" for t in ("async", "sync")
-                                            for rule in ("linear", "quadratic") for o in ("", "_staggered")} | {
-        "async_linear_b1", "async_quadratic_b1"}
+                                            for rule in ("linear", "quadratic") for o in ("", "_staggered")}
     assert sorted({plan.parse_tm_params(r["params"])["clauses"] for r in bike}) == [40, 80, 160, 320, 640, 1280, 2560]
     assert len(runs) == len({plan.ablation_record_path(config, r) for r in runs})  # the main point is not doubled
     path = plan.ablation_record_path(config, runs[0])
@@ -39,17 +38,12 @@ def test_plan_covers_every_variant_seed_and_sweep_point(config):
     assert "order" not in s["hyperparameters"]  # dataset order: the settings read as before the order existed
     s = plan.ablation_run_settings(config, "wsd_apple", "tm_cpu", "n300_T50_s5_e100", "async_linear_staggered", 1)
     assert s["hyperparameters"]["order"] == "staggered" and s["hyperparameters"]["tally"] == "async"
-    s = plan.ablation_run_settings(config, "wsd_apple", "tm_cpu", "n300_T50_s5_e100", "async_linear_b1", 1)
-    assert s["hyperparameters"]["batch_size"] == 1 and "order" not in s["hyperparameters"]
-    for bad_variant in ("async_linear_dataset", "async_linear_shuffled", "async", "async_linear_staggered_x",
-                        "async_linear_b0", "async_linear_b"):
+    for bad_variant in ("async_linear_dataset", "async_linear_shuffled", "async", "async_linear_staggered_x"):
         with pytest.raises(plan.PlanError, match="does not read"):
             plan.ablation_run_settings(config, "wsd_apple", "tm_cpu", "n300_T50_s5_e100", bad_variant, 0)
     only_dataset = copy.deepcopy(config)
     del only_dataset["ablation"]["orders"]
-    del only_dataset["ablation"]["batch_sizes"]
-    assert {r["variant"] for r in plan.ablation_runs(only_dataset) if r["experiment"] == "wsd_apple"} == {
-        "async_linear", "sync_linear"}
+    assert not any(r["variant"].endswith("_staggered") for r in plan.ablation_runs(only_dataset))
     with pytest.raises(plan.PlanError, match="regression experiments only"):
         plan.ablation_run_settings(config, "wsd_apple", "tm_cpu", "n300_T50_s5_e100", "sync_quadratic", 0)
     bad = copy.deepcopy(config)
@@ -68,7 +62,7 @@ def _record(experiment, params, variant, seed, metric, values, literals, task):
               for i, (v, lit) in enumerate(zip(values, literals))]
     return {"schema": 1, "status": "complete", "kind": "tm", "experiment": experiment, "impl": "tm_cpu",
             "params": params, "seed": seed, "scale": "paper", "task": task,
-            "hyperparameters": {"n_clauses": clauses, "tally": tally, "regression_rule": rule, "batch_size": 100},
+            "hyperparameters": {"n_clauses": clauses, "tally": tally, "regression_rule": rule},
             "epochs": epochs, "timing": {"train_s_mean": 0.5 + seed / 10},
             "provenance": {"threads": 1, "cpu_model": "Test CPU", "load_average_1min_at_end": 2.5 + seed}}
 
@@ -100,13 +94,12 @@ def test_table_and_figures_from_records_alone(records, tmp_path):
     md = (tmp_path / "t" / "ablation.md").read_text()
     csv = (tmp_path / "t" / "ablation.csv").read_text().splitlines()
     # WSD apple async: seeds 0 and 1 end at 90+11 and 91+11 -> final 101.50 ± 0.71; last 10 epochs 2..11.
-    assert ("| WSD Apple | CPU (Test CPU) | 300 | async | linear | dataset | 100 | 2 | accuracy (%) | 101.50 ± 0.71 | 97.00 ± 0.71 | "
+    assert ("| WSD Apple | CPU (Test CPU) | 300 | async | linear | dataset | 2 | accuracy (%) | 101.50 ± 0.71 | 97.00 ± 0.71 | "
             "109.0 ± 0.0 | 111.0 ± 0.0 | 83.2 ± 0.0 |") in md
-    assert "| WSD Apple | CPU (Test CPU) | 300 | sync | linear | dataset | 100 | 2 | accuracy (%) | 91.50 ± 0.71 |" in md
+    assert "| WSD Apple | CPU (Test CPU) | 300 | sync | linear | dataset | 2 | accuracy (%) | 91.50 ± 0.71 |" in md
     assert "75 / 20 / 30" in md  # Type Ia per epoch: mean of 30..120 over the last 10 epochs
     assert "load average at the end of the runs 2.50-3.50" in md
-    assert csv[1].startswith("wsd_apple,tm_cpu,n300_T50_s5_e100,300,async,linear,dataset,100,2,accuracy,101.5,"
-                             "0.707107,")
+    assert csv[1].startswith("wsd_apple,tm_cpu,n300_T50_s5_e100,300,async,linear,dataset,2,accuracy,101.5,0.707107,")
     assert [l.split(",")[3] for l in csv[1:]] == ["300"] * 2 + ["40", "40", "1280", "1280"]
     assert sorted(p.name for p in (tmp_path / "f").iterdir()) == sorted(
         f"{n}.{e}" for n in ablation.FIGURES for e in ("png", "pdf", "caption.txt"))
@@ -136,7 +129,7 @@ def test_the_staggered_order_and_the_gpu_build_get_rows_and_lines_of_their_own(r
     assert [line.split(" | ")[1:6] for line in apple] == [
         ["CPU (Test CPU)", "300", "async", "linear", "dataset"], ["CPU (Test CPU)", "300", "sync", "linear", "dataset"],
         ["CPU (Test CPU)", "300", "async", "linear", "staggered"], ["GPU (Test GPU)", "300", "async", "linear", "dataset"]]
-    assert "| GPU (Test GPU) | 300 | async | linear | dataset | 100 | 1 | accuracy (%) | 60.00 |" in md
+    assert "| GPU (Test GPU) | 300 | async | linear | dataset | 1 | accuracy (%) | 60.00 |" in md
     assert "GPU Test GPU" in md
     figs = ablation.figures(ablation.load(records))
     labels = [line.get_label() for line in figs["fig_ablation_metric_over_epochs"][0].axes[0].get_lines()]
@@ -146,15 +139,7 @@ def test_the_staggered_order_and_the_gpu_build_get_rows_and_lines_of_their_own(r
     # A staggered folder whose record does not say so is refused.
     del staggered["hyperparameters"]["order"]
     _write(records, staggered, "async_linear_staggered")
-    with pytest.raises(ablation.AblationRecordError, match="order='dataset', batch_size=100, its folder "
-                       "'async_linear_staggered'"):
-        ablation.load(records)
-    # A batch-size folder whose record ran with another batch size is refused too.
-    staggered["hyperparameters"]["order"] = "staggered"
-    _write(records, staggered, "async_linear_staggered")
-    _write(records, _record("wsd_apple", "n300_T50_s5_e100", "async_linear", 0, "accuracy", [50.0] * 12,
-                            [40.0] * 12, "classification"), "async_linear_b1")
-    with pytest.raises(ablation.AblationRecordError, match="batch_size=100, its folder 'async_linear_b1'"):
+    with pytest.raises(ablation.AblationRecordError, match="order='dataset', its folder 'async_linear_staggered'"):
         ablation.load(records)
 
 
@@ -186,12 +171,11 @@ def test_the_ablation_dag_end_to_end_on_the_mirror(repo_root, tmp_path, mirror):
                         f"data_mirror={mirror}"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     records = sorted((tmp_path / "results" / "smoke" / "ablation").rglob("seed*.json"))
-    assert len(records) == 10  # 2 tallies x 2 rules x 2 orders, and the asynchronous tally with batches of 1
+    assert len(records) == 8  # 2 tallies x 2 rules x 2 orders
     for path in records:
         rec = json.loads(path.read_text())
         h = rec["hyperparameters"]
-        assert path.parent.name == plan.ablation_variant(h["tally"], h["regression_rule"], h.get("order", "dataset"),
-                                                         h["batch_size"] if h["batch_size"] == 1 else None)
+        assert path.parent.name == plan.ablation_variant(h["tally"], h["regression_rule"], h.get("order", "dataset"))
         assert rec["provenance"]["threads"] == 1
         for e in rec["epochs"]:
             d = e["diagnostics"]
@@ -200,9 +184,8 @@ def test_the_ablation_dag_end_to_end_on_the_mirror(repo_root, tmp_path, mirror):
             assert min(d["type_ia_feedback"], d["type_ib_feedback"], d["type_ii_feedback"]) >= 0
         assert "diagnostics" not in rec["final"]
     md = (tmp_path / "results" / "smoke" / "paper_tables" / "ablation.md").read_text()
-    assert md.count("| Bike Sharing |") == 10
-    assert "| sync | quadratic | dataset | 100 | 1 | MAE |" in md and "| async | linear | staggered | 100 | 1 | MAE |" in md
-    assert "| async | quadratic | dataset | 1 | 1 | MAE |" in md
+    assert md.count("| Bike Sharing |") == 8
+    assert "| sync | quadratic | dataset | 1 | MAE |" in md and "| async | linear | staggered | 1 | MAE |" in md
     again = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "2", "-n", "ablation", "--config",
                             "scale=smoke", f"data_mirror={mirror}"], cwd=tmp_path, capture_output=True, text=True)
     assert "Nothing to be done" in again.stdout + again.stderr
