@@ -426,6 +426,34 @@ def test_cpu_train_epoch_matches_reference(open_backend, name):
         assert_backend_equals_reference(be, tm, n, f" after epoch {epoch} (batch size {batch_size})")
 
 
+@pytest.mark.parametrize("name", ["2cls-boost-40lit", "regression-5bit-37lit"])
+def test_one_thread_asynchronous_tallies_do_not_depend_on_the_batch_size(open_backend, name):
+    """With one thread and dataset order, clause g reads on example e the votes of clauses 0..g-1 as refreshed on
+    e this epoch and those of g+1.. as of the last, whatever the batches: so epochs of 1-, 7- and 45-example
+    batches end in the same machine (a batch-size ablation on one thread would only repeat its records)."""
+    c = CONFIGS[name]
+    n, seed = 45, 9
+    F, X, y_target, states = _problem(c, n, seed=5)
+    ends = []
+    for batch_size in (1, 7, n):
+        be = open_backend("cpu", _kernel_config(c, X.shape[1]), 1)
+        be.set_ta_state(_to_planes(states, c["bits"]))
+        be.set_training_data(_pack_bits(X), y_target.astype(np.int32))
+        for epoch in range(3):
+            be.train_epoch(epoch, seed, batch_size)
+        ends.append((be.get_ta_state(), be.get_tallies(), be.get_clause_output_bits(), be.feedback_event_counts()))
+    for other in ends[1:]:
+        for a, b in zip(ends[0], other):
+            np.testing.assert_array_equal(a, b)
+    assert ends[0][3].sum() > 0
+    staggered = open_backend("cpu", _kernel_config(c, X.shape[1], order="staggered"), 1)  # its rotation does depend
+    staggered.set_ta_state(_to_planes(states, c["bits"]))
+    staggered.set_training_data(_pack_bits(X), y_target.astype(np.int32))
+    for epoch in range(3):
+        staggered.train_epoch(epoch, seed, 7)
+    assert not np.array_equal(staggered.get_ta_state(), ends[0][0])
+
+
 def test_cpu_one_thread_is_deterministic(open_backend):
     c = CONFIGS["3cls-noboost-34lit"]
     F, X, y_target, states = _problem(c, 60, seed=6)
