@@ -130,7 +130,7 @@ def test_the_staggered_order_and_the_gpu_build_get_rows_and_lines_of_their_own(r
         ["CPU (Test CPU)", "300", "async", "linear", "dataset"], ["CPU (Test CPU)", "300", "sync", "linear", "dataset"],
         ["CPU (Test CPU)", "300", "async", "linear", "staggered"], ["GPU (Test GPU)", "300", "async", "linear", "dataset"]]
     assert "| GPU (Test GPU) | 300 | async | linear | dataset | 1 | accuracy (%) | 60.00 |" in md
-    assert "GPU Test GPU" in md
+    assert "GPU Test GPU, threads per clause 1" in md
     figs = ablation.figures(ablation.load(records))
     labels = [line.get_label() for line in figs["fig_ablation_metric_over_epochs"][0].axes[0].get_lines()]
     assert labels == ["async", "sync", "async, staggered", "async (GPU)"]

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..experiments.plan import ablation_variant
+from ..experiments.plan import ablation_variant, record_threads_per_clause
 from ..io import atomic_open
 from ..jobs import JobLog
 from .render import DATASET_LABELS
@@ -96,6 +96,7 @@ def load(results: Path, files=None) -> list[dict]:
                      "epochs": epochs, "train_s_mean": float(rec["timing"]["train_s_mean"]),
                      "threads": prov.get("threads"), "cpu_model": prov.get("cpu_model"),
                      "gpu": (prov.get("gpu") or {}).get("name") if impl == "tm_gpu" else None,
+                     "gpu_threads": record_threads_per_clause(rec) if impl == "tm_gpu" else None,
                      "load": prov.get("load_average_1min_at_end"), "scale": rec.get("scale")})
     return rows
 
@@ -112,8 +113,7 @@ def _variants(rows) -> list[str]:
 
 def _lines(rows) -> list[tuple[str, str]]:
     """Every (impl, variant) among the rows: the CPU build's first, each in the variants' order."""
-    impls = sorted({r["impl"] for r in rows}, key=lambda i: (i not in BUILDS, list(BUILDS).index(i) if i in BUILDS
-                                                             else 0, i))
+    impls = sorted({r["impl"] for r in rows}, key=lambda i: (list(BUILDS).index(i) if i in BUILDS else len(BUILDS), i))
     return [(i, v) for i in impls for v in _variants(rows) if any(r["impl"] == i and r["variant"] == v
                                                                    for r in rows)]
 
@@ -205,8 +205,9 @@ def _hardware(rows) -> str:
     loads = [r["load"] for r in on_cpu if r["load"] is not None]
     load = f"; 1-minute load average at the end of the runs {min(loads):.2f}-{max(loads):.2f}" if loads else ""
     gpus = sorted({str(r["gpu"]) for r in rows if r["impl"] == "tm_gpu"})
+    per_clause = sorted({str(r["gpu_threads"]) for r in rows if r["impl"] == "tm_gpu"})
     parts = [f"CPU {', '.join(cpus)}; threads per run {', '.join(threads)}{load}"] * bool(on_cpu)
-    return "; ".join(parts + [f"GPU {', '.join(gpus)}, one thread per clause"] * bool(gpus))
+    return "; ".join(parts + [f"GPU {', '.join(gpus)}, threads per clause {', '.join(per_clause)}"] * bool(gpus))
 
 
 def table(rows) -> tuple[str, str]:
