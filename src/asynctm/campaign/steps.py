@@ -677,10 +677,16 @@ def resumable(step: Step, rel: str) -> dict | None:
         return None
 
 
+def _run_fields(run: tuple) -> tuple:
+    """``(experiment, params, seed, variant)`` of a run ``(experiment, params, seed)`` (variant None) or of a run of
+    the tally ablation, ``(experiment, params, seed, variant)``."""
+    return tuple(run) + (None,) * (4 - len(run))
+
+
 def record_path(config: dict, run: tuple) -> str:
     """The record of a tm_gpu run ``(experiment, params, seed)``, or ``(experiment, params, seed, variant)`` of the
     tally ablation (variant None: not one)."""
-    name, params, seed, variant = tuple(run) + (None,) * (4 - len(run))
+    name, params, seed, variant = _run_fields(run)
     rec = {"experiment": name, "impl": "tm_gpu", "params": params, "seed": seed}
     return plan.ablation_record_path(config, {**rec, "variant": variant}) if variant else plan.record_path(config, rec)
 
@@ -699,7 +705,7 @@ def _tm_runs(step: Step, runs: list[tuple]) -> None:
     took: dict[str, float] = {}
     killed_before = past_budget(step)
     step.manifest.setdefault("past_budget", [])
-    for name, params, seed, variant in (tuple(r) + (None,) * (4 - len(r)) for r in runs):
+    for name, params, seed, variant in map(_run_fields, runs):
         if step.manifest["stopped"]:
             return
         config = run_config(step, name)
