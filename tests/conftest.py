@@ -6,6 +6,7 @@ it); tests that need it skip with the reason when it is absent.
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
@@ -99,6 +100,13 @@ def _learning_bar_in_the_junit_xml(request, record_property):
     from a broken rule (asynctm.campaign.steps.junit_failures)."""
     if request.node.get_closest_marker("learning") is not None:
         record_property("learning", "1")
+
+
+@pytest.fixture
+def record_scores(record_property):
+    """``record_scores(name=[...], ...)``: a learning test's scores as a JSON property ``scores`` of the JUnit XML,
+    pass or fail, which the GPU campaign keeps in its manifest (asynctm.campaign.steps.junit_scores)."""
+    return lambda **scores: record_property("scores", json.dumps(scores))
 
 
 @pytest.fixture(params=["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])

@@ -8,6 +8,7 @@ that machine lacks made unimportable.
 
 from __future__ import annotations
 
+import html
 import io
 import json
 import os
@@ -627,21 +628,24 @@ def test_gpu_test_processes_reports_are_merged(tmp_path):
     assert steps_mod._pytest_counts(text) == {"failed": 1, "passed": 3, "skipped": 1, "errors": 1}
 
 
-def _junit_case(name, outcome="", learning=False):
-    props = '<properties><property name="learning" value="1"/></properties>' if learning else ""
+def _junit_case(name, outcome="", learning=False, scores=None):
+    props = ('<property name="learning" value="1"/>' if learning else "") + (
+        f'<property name="scores" value="{html.escape(json.dumps(scores))}"/>' if scores else "")
+    props = f"<properties>{props}</properties>" if props else ""
     body = {"": "", "assertion": '<failure message="AssertionError: [0.9605, 0.824, 0.869]&#10;assert 0.869 &gt;= 0.9"/>',
             "failure": '<failure message="TypeError: fit() got an unexpected keyword"/>', "error": "<error/>"}[outcome]
     return f'<testcase classname="tests.test_estimators" name="{name}">{props}{body}</testcase>'
 
 
-def test_a_missed_learning_bar_alone_still_vouches_for_the_gpu_builds(tmp_path, monkeypatch):
+def test_a_missed_learning_bar_alone_still_vouches_for_the_gpu_builds(tmp_path, monkeypatch, capsys):
     from asynctm.campaign.choice import failed_gpu_tests, gpu_tests_verdict, tests_sound
 
     step = _choice_step(tmp_path)
     step.env = {"PYCUDA_CACHE_DIR": str(tmp_path / "cache")}
     monkeypatch.setattr(steps_mod, "collect_gpu_tests", lambda step, select=None: (["t.py::a", "t.py::b"], []))
     monkeypatch.setattr(os, "cpu_count", lambda: 16)
-    suites = {0: _junit_case("test_noisy_xor_learns[cuda]", "assertion", learning=True) + _junit_case("test_a"),
+    suites = {0: _junit_case("test_noisy_xor_learns[cuda]", "assertion", learning=True,
+                             scores={"ours": [0.9605, 0.824, 0.869]}) + _junit_case("test_a"),
               1: _junit_case("test_exact[cuda]")}
 
     def children(jobs):
@@ -657,6 +661,8 @@ def test_a_missed_learning_bar_alone_still_vouches_for_the_gpu_builds(tmp_path, 
     assert result["returncode"] == 1 and tests_sound(result)
     assert result["failed"] == [{"test": "tests.test_estimators::test_noisy_xor_learns[cuda]", "kind": "assertion",
                                  "learning": True, "message": "AssertionError: [0.9605, 0.824, 0.869]"}]
+    assert result["scores"] == {"tests.test_estimators::test_noisy_xor_learns[cuda]": {"ours": [0.9605, 0.824, 0.869]}}
+    assert "test_noisy_xor_learns[cuda]: ours 0.884 (0.961, 0.824, 0.869)" in capsys.readouterr().out
     step.close()
     man = tmp_path / "work/gpu_tests/benchmarks/results/campaign/gpu_tests_nvidia_h200_20270101T000000Z.json"
     man.parent.mkdir(parents=True)
@@ -684,6 +690,7 @@ def test_learning_bars_say_so_in_the_junit_xml(tmp_path, repo_root):
     xml = tmp_path / "t.xml"
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={xml}",
                         "tests/test_estimators.py::test_noisy_xor_learns_without_negated_literals_and_boost",
+                        "tests/test_estimators.py::test_noisy_xor_learns[cpu]",
                         "tests/test_estimators.py::test_regressor_accepts_odd_clause_counts"],
                        cwd=repo_root, capture_output=True, text=True)
     assert r.returncode == 0, r.stdout[-2000:]
@@ -692,7 +699,12 @@ def test_learning_bars_say_so_in_the_junit_xml(tmp_path, repo_root):
     learning = {c.get("name"): any(p.get("name") == "learning" for p in c.iter("property"))
                 for c in ET.parse(xml).getroot().iter("testcase")}
     assert learning == {"test_noisy_xor_learns_without_negated_literals_and_boost": True,
-                        "test_regressor_accepts_odd_clause_counts": False}
+                        "test_noisy_xor_learns[cpu]": True, "test_regressor_accepts_odd_clause_counts": False}
+    # The scores a learning test records come back whether it passed or not.
+    scores = steps_mod.junit_scores(xml)
+    assert list(scores) == ["tests.test_estimators::test_noisy_xor_learns[cpu]"]
+    ours = scores["tests.test_estimators::test_noisy_xor_learns[cpu]"]["ours"]
+    assert len(ours) == 3 and all(0.5 < x <= 1.0 for x in ours)
     xml.write_text(xml.read_text().replace("</testcase>", '<failure message="AssertionError: 0.5"/></testcase>', 1))
     assert [(f["learning"], f["kind"]) for f in steps_mod.junit_failures(xml)] == [(True, "assertion")]
 

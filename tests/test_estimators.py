@@ -28,17 +28,26 @@ def xor_data():
     return X_train, y_train, X_test, y_test
 
 
+# Noisy XOR at T = 15, s = 3.9, 40 epochs, one run per seed. Seeds 0-29 on the CPU build, one thread: with 20
+# clauses the test accuracy is 0.941 +- 0.035 (10% of the seeds below 0.9; the synchronous tally 0.934 +- 0.038,
+# 17%; pyTsetlinMachine 0.951 +- 0.032, 7%), with 40 clauses 0.951 +- 0.019 (none below 0.9; synchronous 3%,
+# pyTsetlinMachine none). A GPU's schedule makes each run a random draw, so a bar must hold for nearly every
+# draw: the median of 3 seeds at 40 clauses misses 0.9 with a chance of about 3 in 1,000 at the worst of those
+# rates. 20 clauses, the harder setting, is where the GPU builds are compared with PyTsetlinMachineCUDA.
+XOR_BAR_CLAUSES = 40
+XOR_HARD_CLAUSES = 20
+
+
 @pytest.mark.learning
-def test_noisy_xor_learns(xor_data, backend_name):
-    # Like pyTsetlinMachine's NoisyXOR demo, single runs vary (10 clauses: 0.80-0.96 for both libraries
-    # over 5 seeds); the median over 3 seeds with 20 clauses is a stable bar.
+def test_noisy_xor_learns(xor_data, backend_name, record_scores):
     X_train, y_train, X_test, y_test = xor_data
     scores = []
     for seed in (1, 2, 3):
-        tm = TMClassifier(20, 15, 3.9, backend=backend_name, seed=seed)
+        tm = TMClassifier(XOR_BAR_CLAUSES, 15, 3.9, backend=backend_name, seed=seed)
         tm.fit(X_train, y_train, epochs=40)
         assert tm.backend_ == backend_name
         scores.append(tm.score(X_test, y_test))
+    record_scores(ours=scores)
     assert np.median(scores) >= 0.9, scores
 
 
@@ -284,33 +293,41 @@ def test_cpu_build_ignores_gpu_threads_per_clause(xor_data):
 
 @pytest.mark.gpu
 @pytest.mark.learning
-def test_noisy_xor_learns_with_a_warp_per_clause(xor_data):
+def test_noisy_xor_learns_with_a_warp_per_clause(xor_data, record_scores):
     """The same bar as test_noisy_xor_learns, with the GPU's training kernels at 32 threads per clause."""
     X_train, y_train, X_test, y_test = xor_data
-    scores = [TMClassifier(20, 15, 3.9, backend="cuda", seed=seed, gpu_threads_per_clause=32)
+    scores = [TMClassifier(XOR_BAR_CLAUSES, 15, 3.9, backend="cuda", seed=seed, gpu_threads_per_clause=32)
               .fit(X_train, y_train, epochs=40).score(X_test, y_test) for seed in (1, 2, 3)]
+    record_scores(ours=scores)
     assert np.median(scores) >= 0.9, scores
 
 
 @pytest.mark.gpu
 @pytest.mark.learning
-def test_noisy_xor_on_the_gpu_learns_as_pytsetlinmachinecuda_does(xor_data):
-    """Our CUDA build against the paper's GPU code on the same GPU, data and hyperparameters, 5 seeds each (its
-    random numbers cannot be seeded): the medians within 3 points. Where test_noisy_xor_learns misses its bar on
-    a GPU, this says whether the paper's GPU design misses it too."""
+def test_noisy_xor_on_the_gpu_learns_as_pytsetlinmachinecuda_does(xor_data, record_scores):
+    """Both our GPU builds (one thread and a warp per clause) against the paper's GPU code on the same GPU, data
+    and hyperparameters, at 20 clauses (where single runs vary most, see XOR_BAR_CLAUSES), 10 seeds each (its
+    random numbers cannot be seeded): each of our means at most 0.045 below its. With the spread measured on the
+    CPU (sd 0.035 a run), a difference of means of 10 has an sd of about 0.016, so equal designs miss this with a
+    chance of about 1 in 400 each, and a gap of 0.06 is caught 5 times in 6. All scores come back in the JUnit
+    XML (the GPU campaign's gpu_tests manifest), passed or not."""
     pytest.importorskip("PyTsetlinMachineCUDA")
     from asynctm.peers import make_peer
 
     X_train, y_train, X_test, y_test = xor_data
-    ours, theirs = [], []
-    for seed in range(1, 6):
-        ours.append(TMClassifier(20, 15, 3.9, backend="cuda", seed=seed)
-                    .fit(X_train, y_train, epochs=40).score(X_test, y_test))
-        peer = make_peer("pytm_cuda", "classification", 20, 15, 3.9)
+    seeds = range(1, 11)
+    ours = {k: [TMClassifier(XOR_HARD_CLAUSES, 15, 3.9, backend="cuda", seed=seed, gpu_threads_per_clause=k)
+                .fit(X_train, y_train, epochs=40).score(X_test, y_test) for seed in seeds] for k in (1, 32)}
+    theirs = []
+    for _ in seeds:
+        peer = make_peer("pytm_cuda", "classification", XOR_HARD_CLAUSES, 15, 3.9)
         for _ in range(40):
             peer.fit_epoch(X_train, y_train)
         theirs.append(float(np.mean(peer.predict(X_test) == y_test)))
-    assert np.median(ours) >= np.median(theirs) - 0.03, {"ours": ours, "PyTsetlinMachineCUDA": theirs}
+    scores = {"ours, 1 thread per clause": ours[1], "ours, a warp per clause": ours[32],
+              "PyTsetlinMachineCUDA": theirs}
+    record_scores(**scores)
+    assert min(np.mean(ours[1]), np.mean(ours[32])) >= np.mean(theirs) - 0.045, scores
 
 
 def test_regressor_accepts_odd_clause_counts():

@@ -423,6 +423,26 @@ def junit_failures(path: Path) -> list[dict]:
     return out
 
 
+def junit_scores(path: Path) -> dict[str, dict]:
+    """The scores that learning tests recorded in a JUnit XML file (the property ``scores``, JSON, that
+    tests/conftest.py's ``record_scores`` writes), passed or failed: ``{test id: {name: [score per seed]}}``."""
+    import xml.etree.ElementTree as ET
+
+    try:
+        root = ET.parse(path).getroot()
+    except (OSError, ET.ParseError):
+        return {}
+    out = {}
+    for case in root.iter("testcase"):
+        for prop in case.iter("property"):
+            if prop.get("name") == "scores":
+                try:
+                    out[f"{case.get('classname', '')}::{case.get('name', '')}"] = json.loads(prop.get("value") or "")
+                except ValueError:
+                    pass
+    return out
+
+
 def _pytest_counts(text: str) -> dict[str, int]:
     """The counts of pytest's last summary line(s) of each process in ``text``, added up."""
     counts: dict[str, int] = {}
@@ -486,12 +506,17 @@ def step_gpu_tests(step: Step, select: str | None = None) -> None:
                    f"process{'es' if n > 1 else ''} side by side" + (", then 1 alone)" if alone else ")")
                    + "".join(f"; {o}" for o in odd))
     failed = junit_failures(base.with_suffix(".xml"))
-    step.manifest["pytest"] = {"returncode": rc, "summary": summary, "failed": failed}
+    scores = junit_scores(base.with_suffix(".xml"))
+    step.manifest["pytest"] = {"returncode": rc, "summary": summary, "failed": failed, "scores": scores}
     for line in text.splitlines()[-40:]:
         step.log_fh.write(line + "\n")
     for line in text.splitlines():
         if line.startswith(("FAILED", "ERROR")):
             print(line[:300], flush=True)  # the device tool's reply shows the end of stdout
+    for test, by_name in scores.items():
+        step.say(f"{test.rsplit('::', 1)[-1]}: " + "; ".join(
+            f"{name} {statistics.mean(v):.3f} ({', '.join(f'{x:.3f}' for x in v)})" for name, v in by_name.items()
+            if isinstance(v, list) and v and all(isinstance(x, (int, float)) for x in v)))
     if rc is None:
         step.stop("pytest ran past the budget")
     else:
