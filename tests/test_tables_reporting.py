@@ -166,18 +166,18 @@ def test_repeats_of_one_run_show_one_distinct_run(tmp_path):
 
 def test_reduced_protocol_named_in_note(tmp_path):
     rng = np.random.default_rng(5)
-    for seed in range(2):
+    for seed in range(2):  # pytm_indexed: an older record's wording, with the seed count
         write(tmp_path, "wsd_apple", "pytm_indexed", APPLE, seed, accuracy_epochs(rng, 5), 2.0,
               protocol_scope={"scope": "reduced", "description": "2 seeds x the first 5 epochs"})
         write(tmp_path, "wsd_apple", "pytm_nonindexed", APPLE, seed, accuracy_epochs(rng, 5), 2.0, reduced=True)
         write(tmp_path, "wsd_apple", "tm_cpu", APPLE, seed, accuracy_epochs(rng), 0.05, protocol_scope="full")
     table = build(tmp_path, "table3_performance")
     notes = row(table, "pytm_indexed")["note"]
-    assert "reduced protocol: 2 seeds x the first 5 epochs" in notes.loc["wsd_apple"]
+    assert "reduced protocol: the first 5 epochs of each seed" in notes.loc["wsd_apple"]
     assert "reduced protocol" in row(table, "pytm_nonindexed").loc["wsd_apple"]["note"]
     assert "reduced protocol:" not in row(table, "tm_cpu").loc["wsd_apple"]["note"].replace(
         "pytm_indexed's reduced protocol:", "")  # its own records ran the full protocol
-    assert "reduced protocol: 2 seeds x the first 5 epochs" in table.markdown
+    assert "reduced protocol: the first 5 epochs of each seed" in table.markdown
 
 
 def test_reduced_protocol_records_from_the_config(tmp_path):
@@ -198,7 +198,7 @@ def test_reduced_protocol_records_from_the_config(tmp_path):
     table = tables.table3_performance(load_records(tmp_path), config, REFERENCE, False)
     pytm = row(table, "pytm_indexed").loc["wsd_apple"]
     assert pytm["params"] == params and pytm["n_runs"] == 2 and pytm["status"] == "ok"
-    assert "reduced protocol: 2 seeds x the first 5 epochs" in pytm["note"] and "of 5 seeds" not in pytm["note"]
+    assert "reduced protocol: the first 5 epochs of each seed" in pytm["note"] and "of 5 seeds" not in pytm["note"]
     # its cost at the full protocol, from its own per-epoch time: 5 seeds x 100 epochs x 2.0 s = 0.28 h
     assert "the full protocol (5 seeds x 100 epochs) would take about 0.28 h of training" in pytm["note"]
     ours = row(table, "tm_cpu").loc["wsd_apple"]
@@ -247,7 +247,7 @@ def test_figure_over_epochs_uses_and_names_the_reduced_records(tmp_path):
 
     plt.close(figure.figure)
     assert "Records used: 1" in figure.caption  # the e5 record, found at the implementation's own params
-    assert "pytm_nonindexed ran a reduced protocol: 1 seeds x the first 5 epochs" in figure.caption
+    assert "pytm_nonindexed ran a reduced protocol: the first 5 epochs of each seed" in figure.caption
 
 
 def test_time_figure_caption_names_records_timed_on_a_busy_machine(tmp_path):

@@ -125,7 +125,12 @@ def reduced_protocol(record: dict) -> str | None:
             label = label or "reduced protocol"
         elif isinstance(value, str) and value.strip() and value.strip().lower() not in ("full", "paper", "none"):
             label = value.strip()
-    return label
+    # Records written before the description left out the seed count ("2 seeds x the first 5 epochs (...)") read
+    # as the current ones do, so that records of one reduced protocol with more seeds share one label.
+    return _OLD_REDUCED.sub(r"the first \1 epochs of each seed", label) if label else label
+
+
+_OLD_REDUCED = re.compile(r"^\d+ seeds? x the first (\d+) epochs")
 
 
 def _full_protocol(record: dict) -> dict:

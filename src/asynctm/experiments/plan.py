@@ -145,7 +145,9 @@ def protocol_scope(config: dict, name: str, impl: str, params: str) -> dict | No
         return None
     full = {"seeds": seeds(config), "epochs": experiment(config, name)["epochs"]}
     return {"name": "reduced", **reduced, "full": full,
-            "description": f"{len(reduced['seeds'])} seeds x the first {reduced['epochs']} epochs (full protocol: "
+            # The seed count is not in it: a table's n says how many seeds a cell has, and records of a reduced
+            # protocol that later ran more seeds describe it alike.
+            "description": f"the first {reduced['epochs']} epochs of each seed (full protocol: "
                            f"{len(full['seeds'])} seeds x {full['epochs']} epochs; config reduced.{name})"}
 
 
