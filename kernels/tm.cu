@@ -441,9 +441,9 @@ TM_DEVICE void tm_sync_feedback_clause(long long g, tm_u32 *ta_state, const tm_u
 }
 
 // The two phases as separate kernels, one launch each per step i of a batch (the i-th example of every clause,
-// tm_visit): the GPU's barrier between them is the
-// launch boundary (CUDA has no grid-wide barrier in an ordinary launch). The CPU build runs both phases of a
-// whole batch in one parallel region instead (tm_train_batch).
+// tm_visit): the GPU's barrier between them is the launch boundary (CUDA has no grid-wide barrier in an
+// ordinary launch). The CPU build runs both phases of a whole batch in one parallel region instead
+// (tm_train_batch).
 TM_KERNEL void tm_sync_refresh(const tm_u32 *ta_state, const tm_u32 *X, int *class_sum, tm_u32 *clause_output,
                                int n_examples, int start, int end, int i)
 {

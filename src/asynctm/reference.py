@@ -463,15 +463,15 @@ class ReferenceTM:
         return Visit(o, v, d, True, True, "")
 
     def train_batch(self, start: int, end: int, epoch: int, seed: int) -> None:
-        """One batch. Asynchronous tallies: every clause visits examples start..end-1 (in its visit_order), clause by
-        clause (one kernel launch). Synchronous: example by example, every clause refreshed, then every clause
-        given feedback from the exact tally."""
+        """One batch. Asynchronous tallies: every clause visits examples start..end-1 (in its visit_order),
+        clause by clause (one kernel launch). Synchronous: step by step (each clause on its i-th example), every
+        clause refreshed, then every clause given feedback from the exact tally."""
         if self.tally == "sync":
+            orders = [self.visit_order(g, start, end) for g in range(self.G)]
             for i in range(end - start):
-                visits = [self.visit_order(g, start, end)[i] for g in range(self.G)]
-                outputs = [self.refresh(g, visits[g]) for g in range(self.G)]
+                outputs = [self.refresh(g, orders[g][i]) for g in range(self.G)]
                 for g in range(self.G):
-                    self.feedback(g, visits[g], outputs[g], epoch, seed)
+                    self.feedback(g, orders[g][i], outputs[g], epoch, seed)
             return
         for g in range(self.G):
             for e in self.visit_order(g, start, end):

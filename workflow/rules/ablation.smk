@@ -1,8 +1,7 @@
 # The tally ablation (config `ablation`; kernels/README.md, "Tallies" and "Example order"): our TM with
 # asynchronous and synchronous voting tallies (regression also with both update rules), in each example order,
 # one record per run under {RESULTS}/ablation/<experiment>/<impl>/<params>/<tally>_<rule>[_staggered]/seed<k>.json
-# (results/README.md), then one
-# table and three figures built from those records alone. Not in the default target:
+# (results/README.md), then one table and three figures built from those records alone. Not in the default target:
 #   snakemake --cores all ablation
 # Include after common.smk (RESULTS, TABLES_DIR, FIGURES_DIR, run_tm_job, JOBS).
 from asynctm.artifacts import ablation as ABLATION

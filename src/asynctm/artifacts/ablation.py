@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..experiments.plan import ablation_variant, record_threads_per_clause
+from ..experiments.plan import ablation_variant, parse_ablation_variant, record_threads_per_clause
 from ..io import atomic_open
 from ..jobs import JobLog
 from .render import DATASET_LABELS
@@ -219,14 +219,13 @@ def table(rows) -> tuple[str, str]:
           "s/epoch |",
           "|---|---|---:|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
     csv = ["experiment,impl,params,clauses,tally,regression_rule,order,seeds,metric,final_mean,final_sd,last10_mean,"
-           "last10_sd,"
-           f"literals_per_clause_epoch{EARLY}_mean,literals_per_clause_mean,literals_per_clause_sd,"
+           f"last10_sd,literals_per_clause_epoch{EARLY}_mean,literals_per_clause_mean,literals_per_clause_sd,"
            "negated_literals_per_clause_mean,type_ia_per_epoch,"
            "type_ib_per_epoch,type_ii_per_epoch,s_per_epoch_mean,s_per_epoch_sd"]
     for (experiment, impl, params, variant), group in _groups(rows):
         s = summarise(group)
-        tally, rule = variant.split("_")[:2]
-        order = group[0]["order"]
+        switches = parse_ablation_variant(variant)
+        tally, rule, order = switches["tally"], switches["regression_rule"], group[0]["order"]
         metric, metric_label = _metric(group[0]["task"])
         spread = f" ± {_sig(s['s_epoch'][1], 2)}" if math.isfinite(s["s_epoch"][1]) else ""
         events = " / ".join(f"{s[k][0]:.0f}" for k in ("type_ia_feedback", "type_ib_feedback", "type_ii_feedback"))
@@ -240,8 +239,7 @@ def table(rows) -> tuple[str, str]:
                   s["negated"][0], s["type_ia_feedback"][0], s["type_ib_feedback"][0], s["type_ii_feedback"][0],
                   s["s_epoch"][0], s["s_epoch"][1]]
         csv.append(",".join([experiment, impl, params, str(group[0]["clauses"]), tally, rule, order, str(s["seeds"]),
-                             metric,
-                             *(f"{v:.6g}" if math.isfinite(v) else "" for v in values)]))
+                             metric, *(f"{v:.6g}" if math.isfinite(v) else "" for v in values)]))
     md += ["", f"Mean ± sample standard deviation (ddof=1) over the seeds. final: after the last epoch; last-10 "
            f"mean: each seed's mean over its last {LAST} epochs. literals/clause: included literals per clause "
            f"(all clauses of all classes) after epoch {EARLY} and after the last epoch, and of them the negated "

@@ -400,24 +400,29 @@ def merge_junit(parts: list[Path], target: Path) -> None:
     ET.ElementTree(root).write(target, encoding="utf-8", xml_declaration=True)
 
 
-def junit_failures(path: Path) -> list[dict]:
-    """The tests of a JUnit XML file that failed or broke: ``{"test": id, "kind": "assertion" (an assert did not
-    hold) | "failure" (another exception in the test) | "error" (in its set-up or tear-down), "learning": whether
-    the test is a learning bar (the property tests/conftest.py records), "message": its first line}``."""
+def _junit_cases(path: Path) -> list[tuple[str, object]]:
+    """``(test id, <testcase> element)`` of every test in a JUnit XML file (none where it is missing or broken)."""
     import xml.etree.ElementTree as ET
 
     try:
         root = ET.parse(path).getroot()
     except (OSError, ET.ParseError):
         return []
+    return [(f"{case.get('classname', '')}::{case.get('name', '')}", case) for case in root.iter("testcase")]
+
+
+def junit_failures(path: Path) -> list[dict]:
+    """The tests of a JUnit XML file that failed or broke: ``{"test": id, "kind": "assertion" (an assert did not
+    hold) | "failure" (another exception in the test) | "error" (in its set-up or tear-down), "learning": whether
+    the test is a learning bar (the property tests/conftest.py records), "message": its first line}``."""
     out = []
-    for case in root.iter("testcase"):
+    for test, case in _junit_cases(path):
         found = next((case.find(k) for k in ("failure", "error") if case.find(k) is not None), None)
         if found is None:
             continue
         message = found.get("message") or ""
         kind = "error" if found.tag == "error" else "assertion" if message.startswith("AssertionError") else "failure"
-        out.append({"test": f"{case.get('classname', '')}::{case.get('name', '')}", "kind": kind,
+        out.append({"test": test, "kind": kind,
                     "learning": any(p.get("name") == "learning" for p in case.iter("property")),
                     "message": message.splitlines()[0][:200] if message else ""})
     return out
@@ -426,18 +431,12 @@ def junit_failures(path: Path) -> list[dict]:
 def junit_scores(path: Path) -> dict[str, dict]:
     """The scores that learning tests recorded in a JUnit XML file (the property ``scores``, JSON, that
     tests/conftest.py's ``record_scores`` writes), passed or failed: ``{test id: {name: [score per seed]}}``."""
-    import xml.etree.ElementTree as ET
-
-    try:
-        root = ET.parse(path).getroot()
-    except (OSError, ET.ParseError):
-        return {}
     out = {}
-    for case in root.iter("testcase"):
+    for test, case in _junit_cases(path):
         for prop in case.iter("property"):
             if prop.get("name") == "scores":
                 try:
-                    out[f"{case.get('classname', '')}::{case.get('name', '')}"] = json.loads(prop.get("value") or "")
+                    out[test] = json.loads(prop.get("value") or "")
                 except ValueError:
                     pass
     return out
@@ -866,7 +865,8 @@ def ablation_runs(config: dict) -> list[tuple[str, str, int, str]]:
     runs = []
     for name, variants in GPU_ABLATION:
         seeds = sorted({seed for n, _, seed in wanted if n == name}) if name in active else []
-        runs += [(name, wanted[name, v, seed], seed, v) for seed in seeds for v in variants if (name, v, seed) in wanted]
+        runs += [(name, wanted[name, v, seed], seed, v) for seed in seeds for v in variants
+                 if (name, v, seed) in wanted]
     return runs
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..backends import ORDERS, TALLIES, UPDATE_RULES
+
 # The Tsetlin Machine implementations, in the order the tables and figures show them: the paper's three
 # columns (pyTsetlinMachine indexed and non-indexed, the CUDA TM), then our CPU build.
 TM_IMPLS = ("pytm_indexed", "pytm_nonindexed", "tm_gpu", "tm_cpu")
@@ -372,11 +374,6 @@ def gap_reason(config: dict, name: str, impl: str, host_gpu: bool, requested=Non
 ABLATION_DIR = "ablation"
 
 
-ABLATION_TALLIES = ("async", "sync")
-ABLATION_RULES = ("linear", "quadratic")
-ABLATION_ORDERS = ("dataset", "staggered")  # kernels/README.md, "Example order"
-
-
 def ablation_variant(tally: str, rule: str, order: str = "dataset") -> str:
     """The folder of one variant: ``<tally>_<regression_rule>``, with ``_staggered`` for that example order."""
     return f"{tally}_{rule}" + ("" if order == "dataset" else f"_{order}")
@@ -396,7 +393,7 @@ def parse_ablation_variant(variant: str) -> dict:
     dataset order (so that the settings of the dataset-order runs read as they did before the order existed)."""
     parts = variant.split("_")
     tally, rule, order = (parts + ["dataset"])[:3] if len(parts) in (2, 3) else ("", "", "")
-    if (tally not in ABLATION_TALLIES or rule not in ABLATION_RULES or order not in ABLATION_ORDERS
+    if (tally not in TALLIES or rule not in UPDATE_RULES or order not in ORDERS
             or ablation_variant(tally, rule, order) != variant):
         raise PlanError(f"ablation variant {variant!r} does not read <async|sync>_<linear|quadratic>[_staggered]")
     return {"tally": tally, "regression_rule": rule, **({"order": order} if order != "dataset" else {})}
