@@ -157,8 +157,8 @@ def test_a_bad_record_is_named_and_nothing_is_written(records, tmp_path, capsys)
 
 def test_the_ablation_dag_end_to_end_on_the_mirror(repo_root, tmp_path, mirror):
     """`snakemake ablation` at smoke scale, cut to Bike Sharing (both tallies x both update rules x both example
-    orders; its sweep point equals the main setting) to keep it short: every record, with the switches in its hyperparameters and
-    the diagnostics in every epoch entry, then the table and figures. (Classification records go through the
+    orders; its sweep point equals the main setting) to keep it short: every record, with the switches in its
+    hyperparameters and the diagnostics in every epoch entry, then the table and figures. (Classification records go through the
     same runner in the main smoke DAG, tests/test_workflow.py.)"""
     copy_workflow(tmp_path)
     cfg_path = tmp_path / "config" / "config.yaml"
