@@ -256,12 +256,12 @@ def test_threads_per_clause_auto_follows_the_tests_and_the_benchmark(tmp_path):
     step = _choice_step(tmp_path, words=words)
     names = list(words)
     # No evidence of this commit: the config's threads per clause.
-    assert {c["threads"] for c in choose_threads(step, names, keep_recorded=False).values()} == {1}
+    assert {c["threads"] for c in choose_threads(step, names, keep=None).values()} == {1}
     settings = [_bench_setting("wsd_apple", "classification", (0.18, 93.0), (0.02, 93.5), (0.47, 94.0)),
                 _bench_setting("semeval", "classification", (15.7, 87.7), (0.6, 87.0), (55.0, 88.8)),
                 _bench_setting("bike_sharing", "regression", (0.1, 40.0), (0.3, 90.0), metric="mae")]
     _lease_evidence(tmp_path, settings)
-    chosen = choose_threads(step, names, keep_recorded=False)
+    chosen = choose_threads(step, names, keep=None)
     got = {n: c["threads"] for n, c in chosen.items()}
     # measured: faster with a warp (apple, semeval) or not (bike; its MAE counts for nothing); not measured: a
     # warp where a setting with as few words or fewer was faster and none with as many or more was slower
@@ -271,21 +271,21 @@ def test_threads_per_clause_auto_follows_the_tests_and_the_benchmark(tmp_path):
     # A warp accuracy more than a point below both references: one thread everywhere.
     settings[1] = _bench_setting("semeval", "classification", (15.7, 87.7), (0.6, 80.0), (55.0, 88.8))
     _lease_evidence(tmp_path, settings)
-    chosen = choose_threads(step, names, keep_recorded=False)
+    chosen = choose_threads(step, names, keep=None)
     assert {c["threads"] for c in chosen.values()} == {1} and "suspect" in chosen["wsd_apple"]["reason"]
     # GPU tests that failed: one thread everywhere.
     settings[1] = _bench_setting("semeval", "classification", (15.7, 87.7), (0.6, 87.0), (55.0, 88.8))
     _lease_evidence(tmp_path, settings, tests_rc=1)
-    assert {c["threads"] for c in choose_threads(step, names, keep_recorded=False).values()} == {1}
+    assert {c["threads"] for c in choose_threads(step, names, keep=None).values()} == {1}
     # Another commit's evidence says nothing of this one.
     _lease_evidence(tmp_path, settings, commit="d" * 40)
-    assert "no GPU tests or benchmark" in choose_threads(step, ["semeval"], keep_recorded=False)["semeval"]["reason"]
+    assert "no GPU tests or benchmark" in choose_threads(step, ["semeval"], keep=None)["semeval"]["reason"]
     # A warp build that failed where the one-thread build ran counts as slower: here, on the most words of all.
     settings[1] = _bench_setting("semeval", "classification", (15.7, 87.7), (0.6, 87.0), (55.0, 88.8))
     settings[1]["results"].pop("tm_gpu_warp")
     settings[1]["skipped"] = {"tm_gpu_warp": "failed in its first epoch: LogicError: cuLaunchKernel failed"}
     _lease_evidence(tmp_path, settings)
-    chosen = choose_threads(step, names, keep_recorded=False)
+    chosen = choose_threads(step, names, keep=None)
     assert chosen["semeval"]["threads"] == 1 and "the warp build failed (failed in its first" in chosen["semeval"][
         "reason"]
     assert chosen["wsd_apple"]["threads"] == 32 and chosen["bbc_sport"]["threads"] == 1
@@ -295,8 +295,29 @@ def test_threads_per_clause_auto_follows_the_tests_and_the_benchmark(tmp_path):
     rec = tmp_path / "tree/results/semeval/tm_gpu/n40_T15_s3.9_e100/seed0.json"
     rec.parent.mkdir(parents=True)
     rec.write_text(json.dumps({"hyperparameters": {"n_clauses": 40}}))
-    assert choose_threads(step, ["semeval"], keep_recorded=True)["semeval"]["threads"] == 1
-    assert choose_threads(step, ["semeval"], keep_recorded=False)["semeval"]["threads"] == 32
+    assert choose_threads(step, ["semeval"], keep="main")["semeval"]["threads"] == 1
+    assert choose_threads(step, ["semeval"], keep=None)["semeval"]["threads"] == 32
+
+    # The sweeps step keeps a sweep on the threads of most of its recorded points (one thread on a tie), so that
+    # its missing points join the longer line; the main setting's seeds are not the sweep's points.
+    def point(params, k, base="tree"):
+        path = tmp_path / base / "results/semeval/tm_gpu" / params / "seed0.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"hyperparameters": {"threads_per_clause": k} if k != 1 else {}}))
+
+    assert choose_threads(step, ["semeval"], keep="sweep")["semeval"]["threads"] == 32  # none: the benchmark's
+    point("n20_T15_s3.9_e5", 1)
+    assert choose_threads(step, ["semeval"], keep="sweep")["semeval"] == {
+        "threads": 1, "reason": "as the recorded points of its sweep"}
+    point("n80_T15_s3.9_e5", 32)
+    assert choose_threads(step, ["semeval"], keep="sweep")["semeval"]["threads"] == 1
+    point("n80_T15_s3.9_e5", 32, base="work/paper")  # the same point, unpacked and in the work folder: once
+    assert choose_threads(step, ["semeval"], keep="sweep")["semeval"]["threads"] == 1
+    point("n160_T15_s3.9_e5", 32, base="work/paper")
+    assert choose_threads(step, ["semeval"], keep="sweep")["semeval"]["threads"] == 32
+    assert choose_threads(step, ["semeval"], keep="main")["semeval"]["threads"] == 1
+    # An experiment without a sweep: rules 1-4.
+    assert choose_threads(step, ["wsd_apple"], keep="sweep")["wsd_apple"]["threads"] == 32
     step.close()
 
 
@@ -363,7 +384,7 @@ def test_a_seed_stopped_after_its_warm_up_does_not_void_the_others():
 
 
 def test_benchmark_comparison_and_goal():
-    from asynctm.campaign.bench import compare
+    from asynctm.campaign.bench import compare, goal_miss
 
     def res(median, finals):
         return {"median_epoch_s": median, "timed_epochs": 5, "seeds": [0, 1, 2], "final_metric": float(np.mean(finals)),
@@ -375,6 +396,7 @@ def test_benchmark_comparison_and_goal():
     c = compare("semeval", "classification", "accuracy", {"tm_gpu": res(1.0, [88, 88, 88]),
                                                           "pytm_cuda": res(2.5, [90, 90, 90])})
     assert c["goal"]["speed_met"] and not c["goal"]["accuracy_within"] and not c["goal"]["met"]
+    assert goal_miss(c, "accuracy") == " (accuracy 2.00 points below PyTsetlinMachineCUDA's, outside 1 point either way)"
     c = compare("wsd_apple", "classification", "accuracy", {"tm_gpu": res(1.0, [93, 94, 95]),
                                                             "tm_cpu": res(3.0, [92, 95, 98])})
     assert c["tm_gpu_within_spread"]["tm_cpu"]["within"] and c["goal"] is None
@@ -382,7 +404,12 @@ def test_benchmark_comparison_and_goal():
                                                           "tm_gpu_warp": res(0.5, [90, 91, 92]),
                                                           "pytm_cuda": res(2.5, [90.5, 91, 91.5])})
     assert not c["goal"]["met"] and c["tm_gpu_warp"]["goal"]["met"]  # each build against the peer on its own
+    assert goal_miss(c, "accuracy") == " (0.62x, below 2x)" and goal_miss(c["tm_gpu_warp"], "accuracy") == ""
     assert c["tm_gpu_warp"]["speedup_vs_pytm_cuda"] == 5.0 and c["warp_speedup_vs_one_thread"] == 8.0
+    c = compare("semeval", "classification", "accuracy", {"tm_gpu": res(1.0, [92, 93, 94]),
+                                                          "pytm_cuda": res(0.8, [90, 91, 92])})
+    assert goal_miss(c, "accuracy") == (" (0.80x, below 2x; accuracy 2.00 points above PyTsetlinMachineCUDA's, "
+                                        "outside 1 point either way)")
 
 
 def _tar(path: Path, members: list[tuple[str, bytes | None, str]]) -> Path:

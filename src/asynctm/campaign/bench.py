@@ -253,6 +253,21 @@ def _versus(name: str, task: str, results: dict, impl: str) -> dict:
     return out
 
 
+def goal_miss(c: dict, key: str) -> str:
+    """Why a comparison missed its goal, in words (empty where it met it): too slow, or the metric outside the
+    bound on which side."""
+    goal = c["goal"]
+    if goal["met"]:
+        return ""
+    why = [] if goal["speed_met"] else [f"{c['speedup_vs_pytm_cuda']:.2f}x, below {GOAL_SPEEDUP:g}x"]
+    d = c["metric_minus_pytm_cuda"]
+    if not goal["accuracy_within"]:
+        why.append(f"no {key} to compare" if d is None else
+                   f"{key} {abs(d):.2f} points {'above' if d > 0 else 'below'} PyTsetlinMachineCUDA's, outside "
+                   f"{GOAL_POINTS:g} point either way")
+    return f" ({'; '.join(why)})"
+
+
 def markdown(record: dict) -> str:
     gpu = record.get("gpu") or {}
     lines = [f"# GPU speed per epoch: `{record['name']}`", "",
@@ -298,6 +313,7 @@ def markdown(record: dict) -> str:
                 if c["goal"]:
                     n = c["goal"]["seeds"]
                     lines.append(f"Goal ({c['goal']['rule']}): **{'met' if c['goal']['met'] else 'not met'}**"
+                                 + goal_miss(c, key)
                                  + (f" with {n} seed{'s' if n > 1 else ''} of the {len(SEEDS)} it asks for "
                                     "(`python -m asynctm.campaign goals` pools later leases' seeds)."
                                     if n < len(SEEDS) else "."))

@@ -20,7 +20,9 @@ warm), or an earlier lease did and they were unpacked into the checkout:
    faster with it and none with as many or more was slower (a warp splits a clause's words: it pays off as
    they grow). A setting where the warp build failed and the one-thread build ran counts as slower.
 5. The ``paper`` step keeps an experiment's main setting on the threads of its recorded seeds, so that a table
-   cell never mixes two schedules (the figures draw each thread count as its own line).
+   cell never mixes two schedules; the ``sweeps`` step keeps a sweep on the threads of its recorded points (the
+   most common where they differ), so that the points still missing join the line that has the most (the
+   figures draw each thread count as its own line, and a point holds one record per seed).
 
 :func:`bench_estimate_s` estimates a run's seconds from the benchmark (of the same GPU where there is one), for
 runs no record of the same threads per clause can estimate.
@@ -206,23 +208,39 @@ def warp_evidence(step) -> dict[str, dict]:
     return out
 
 
-def recorded_threads(step, name: str, params: str) -> int | None:
-    """Threads per clause of the recorded tm_gpu seeds of one setting (None: no record; the most common if
-    they differ)."""
-    rel_dir = Path(plan.results_root(step.config)) / name / "tm_gpu" / params
+def recorded_threads(step, name: str, params: list[str]) -> int | None:
+    """Threads per clause of the recorded tm_gpu seeds of an experiment's settings ``params`` (None: no record;
+    the most common if they differ, one thread on a tie)."""
+    root = Path(plan.results_root(step.config)) / name / "tm_gpu"
+    found: dict[str, int] = {}  # a record unpacked into the checkout and left in the work folder counts once
+    for base in (step.tree, step.work):
+        for p in params:
+            for path in sorted((base / root / p).glob("seed*.json")):
+                try:
+                    found[f"{p}/{path.name}"] = plan.record_threads_per_clause(json.loads(path.read_text()))
+                except (OSError, ValueError, TypeError):
+                    continue
     counts: dict[int, int] = {}
-    for base in (step.work, step.tree):
-        for path in sorted((base / rel_dir).glob("seed*.json")):
-            try:
-                k = plan.record_threads_per_clause(json.loads(path.read_text()))
-            except (OSError, ValueError, TypeError):
-                continue
-            counts[k] = counts.get(k, 0) + 1
+    for k in found.values():
+        counts[k] = counts.get(k, 0) + 1
     return max(counts, key=lambda k: (counts[k], -k)) if counts else None
 
 
-def choose_threads(step, experiments, keep_recorded: bool) -> dict[str, dict]:
-    """``{experiment: {"threads": k, "reason": text}}`` by the rules of this module's docstring."""
+def kept_settings(config: dict, name: str, keep: str) -> tuple[list[str], str]:
+    """The settings whose recorded threads an experiment keeps (``keep``: ``main``, its main setting; ``sweep``,
+    its sweep's tm_gpu points), and their words for the log."""
+    if keep == "main":
+        return [plan.main_params(config, name, "tm_gpu")], "as its recorded seeds of the main setting"
+    if keep == "sweep":
+        if name not in config.get("sweeps", {}):
+            return [], ""
+        return plan.sweep_params(plan.sweep_points(config, name), "tm_gpu"), "as the recorded points of its sweep"
+    raise ValueError(f"keep must be 'main' or 'sweep', got {keep!r}")
+
+
+def choose_threads(step, experiments, keep: str | None = None) -> dict[str, dict]:
+    """``{experiment: {"threads": k, "reason": text}}`` by the rules of this module's docstring (``keep``: rule 5's
+    ``main`` or ``sweep``; None: rules 1-4 alone)."""
     default = plan.gpu_threads_per_clause(step.config)
     tests, evidence = gpu_tests_verdict(step), warp_evidence(step)
     words = {name: literal_words(step, name) for name in set(experiments) | set(evidence)}
@@ -230,10 +248,11 @@ def choose_threads(step, experiments, keep_recorded: bool) -> dict[str, dict]:
            for n, e in sorted(evidence.items()) if not e["accurate"]]
     out = {}
     for name in experiments:
-        if keep_recorded:
-            k = recorded_threads(step, name, plan.main_params(step.config, name, "tm_gpu"))
+        if keep:
+            params, why = kept_settings(step.config, name, keep)
+            k = recorded_threads(step, name, params)
             if k is not None:
-                out[name] = {"threads": k, "reason": "as its recorded seeds of the main setting"}
+                out[name] = {"threads": k, "reason": why}
                 continue
         if tests is None and not evidence:
             out[name] = {"threads": default, "reason": "no GPU tests or benchmark of this code: the config's"}

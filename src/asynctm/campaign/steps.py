@@ -872,9 +872,10 @@ def ablation_runs(config: dict) -> list[tuple[str, str, int, str]]:
 
 def choose(step: Step, runs: list[tuple[str, str, int]]) -> None:
     """``--threads-per-clause auto``: each experiment's threads per clause (:func:`~.choice.choose_threads`; the
-    ``paper`` step keeps a main setting's recorded threads), in the log and the manifest."""
+    ``paper`` step keeps a main setting's recorded threads, the ``sweeps`` step a sweep's), in the log and the
+    manifest."""
     names = list(dict.fromkeys(n for n, _, _ in runs))
-    chosen = choose_threads(step, names, keep_recorded=step.name == "paper")
+    chosen = choose_threads(step, names, keep={"paper": "main", "sweeps": "sweep"}.get(step.name))
     step.threads = {n: c["threads"] for n, c in chosen.items()}
     step.manifest["threads_per_clause"] = {n: c for n, c in chosen.items()}
     for n, c in chosen.items():
