@@ -428,3 +428,23 @@ def test_incomplete_records_are_ignored(tmp_path):
     path.write_text(json.dumps({"status": "failed", "why": "killed"}))  # nothing else is checked
     frame = load_records(tmp_path)
     assert frame["seed"].tolist() == [0]
+
+
+def test_a_figure_with_many_lines_puts_its_legend_below_the_axes():
+    from asynctm.artifacts import figures
+
+    def lines(n):
+        return [figures.Series("tm_gpu", threads=1 + 31 * (i % 2), gpu=f"NVIDIA GPU {i}", x=[20, 40], mean=[1.0, 2.0],
+                               std=[math.nan, math.nan]) for i in range(n)]
+
+    with figures._style():
+        fig, ax = figures._new_figure()
+        figures._draw(ax, lines(figures.LEGEND_INSIDE_MAX), "clauses", "s", True, True, True)
+        assert ax.get_legend() is not None and not fig.legends  # few lines: inside, where it fits best
+        height = fig.get_size_inches()[1]
+        fig, ax = figures._new_figure()
+        figures._draw(ax, lines(figures.LEGEND_INSIDE_MAX + 1), "clauses", "s", True, True, True)
+        assert ax.get_legend() is None and len(fig.legends) == 1  # many: below the axes, hiding no point
+        labels = [t.get_text() for t in fig.legends[0].get_texts()]
+        assert len(labels) == figures.LEGEND_INSIDE_MAX + 1 and "(GPU 4)" in labels[-1]
+        assert fig.get_size_inches()[1] > height  # the figure grew by the legend's rows

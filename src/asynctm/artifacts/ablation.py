@@ -26,6 +26,7 @@ import numpy as np
 from ..experiments.plan import ablation_variant, parse_ablation_variant, record_threads_per_clause
 from ..io import atomic_open
 from ..jobs import JobLog
+from .figures import legend_below
 from .render import DATASET_LABELS
 
 LAST = 10  # "mean of the last epochs": the last 10
@@ -299,11 +300,7 @@ def _legend(fig, axes):
     for ax in axes:
         for handle, label in zip(*ax.get_legend_handles_labels()):
             seen.setdefault(label, handle)
-    if seen:
-        width, height = fig.get_size_inches()
-        ncol = max(1, min(4, len(seen), int(width // 1.7)))  # a label of "sync, quadratic, staggered" is ~1.7 in
-        fig.legend(list(seen.values()), list(seen), loc="outside lower center", ncol=ncol)
-        fig.set_size_inches(width, height + 0.25 * -(-len(seen) // ncol))
+    legend_below(fig, seen)
 
 
 def _empty(ax, what: str):

@@ -63,6 +63,7 @@ IMPL_STYLE = {  # label, colour, marker
     "pytm_indexed": ("pyTM indexed", "#d62728", "^"),
     "pytm_nonindexed": ("pyTM non-indexed", "#ff7f0e", "v"),
 }
+LEGEND_INSIDE_MAX = 4  # lines a legend inside the axes may name; with more it goes below them
 GPU_GROUP_STYLE = ("#17becf", "D")  # tm_gpu with a group of threads per clause
 # tm_gpu on a second, third ... GPU model of one figure (the first keeps the styles above)
 OTHER_GPU_STYLES = (("#9467bd", "P"), ("#8c564b", "X"), ("#e377c2", "*"))
@@ -122,6 +123,18 @@ def _style():
         yield
 
 
+def legend_below(fig, labelled: dict) -> None:
+    """One legend below the figure's axes (``labelled``: label -> handle, in order), as many columns as the
+    longest label lets fit (at most 4), the figure made taller by its rows."""
+    if not labelled:
+        return
+    width, height = fig.get_size_inches()
+    col_in = max(1.7, 0.05 * max(map(len, labelled)) + 0.3)  # inches per column at the legend's 6.5 pt
+    ncol = max(1, min(4, len(labelled), int(width // col_in)))
+    fig.legend(list(labelled.values()), list(labelled), loc="outside lower center", ncol=ncol)
+    fig.set_size_inches(width, height + 0.25 * -(-len(labelled) // ncol))
+
+
 def _new_figure():
     """A figure on an Agg canvas of its own (no pyplot: no global figure state, no GUI backend)."""
     fig = matplotlib.figure.Figure(layout="constrained")
@@ -175,7 +188,10 @@ def _draw(ax, series: list[Series], xlabel: str, ylabel: str, log_x2: bool, mark
         ax.set_xticklabels([_clause_label(t) for t in ticks], rotation=45 if len(ticks) > 6 else 0)
     else:
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    if series:
+    if len(series) > LEGEND_INSIDE_MAX:  # many lines: below the axes, where the legend hides no point
+        handles, labels = ax.get_legend_handles_labels()
+        legend_below(ax.figure, dict(zip(labels, handles)))
+    elif series:
         ax.legend(loc="best")
     else:
         ax.text(0.5, 0.5, "no records", ha="center", va="center", transform=ax.transAxes)
