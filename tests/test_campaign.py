@@ -563,7 +563,7 @@ def test_dress_rehearsal_on_the_simulated_gpu(tmp_path):
 def test_remaining_counts_the_missing_gpu_runs_and_estimates_what_it_can(tmp_path, capsys):
     from asynctm.campaign.__main__ import main
     from asynctm.campaign.choice import ESTIMATE_MARGIN, RUN_OVERHEAD_S
-    from asynctm.campaign.remaining import remaining
+    from asynctm.campaign.remaining import remaining, render
 
     config = load_config([])
     tree = tmp_path / "tree"
@@ -594,7 +594,24 @@ def test_remaining_counts_the_missing_gpu_runs_and_estimates_what_it_can(tmp_pat
     assert ablation["bike_sharing"]["first"].endswith("/tm_gpu/n1280_T1280_s1.5_e100/async_linear_staggered/seed0.json")
     assert remaining(config, tree=tree, threads=8)["steps"]["paper"][0]["estimated"] == 0
     assert main(["remaining", "--gpu", "NVIDIA H100 80GB HBM3"]) == 0  # this checkout, another GPU: no benchmark
-    assert "| semeval |" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "| semeval |" in out and "as the steps would choose them" in out  # auto, the command's default
+    # auto: each step's experiments at the threads their step would choose: here the sweep's recorded points'
+    # (one thread), then most of them (a warp); no evidence of this code for the rest: the config's
+    report = remaining(config, tree=tree, threads="auto")
+    assert report["threads"] == "auto" and report["chosen"]["sweeps"]["semeval"] == 1
+    assert set(report["chosen"]) == {"sweeps", "paper"} and report["chosen"]["paper"]["semeval"] == 1
+    for clauses in (80, 160):
+        warp = tree / f"results/semeval/tm_gpu/n{clauses}_T15_s3.9_e5/seed0.json"
+        warp.parent.mkdir(parents=True)
+        warp.write_text(json.dumps({"hyperparameters": {"threads_per_clause": 32}, "epochs": [{}] * 5,
+                                    "timing": {"train_s_total": 1.0, "eval_s_total": 0.5, "setup": {}}}))
+    report = remaining(config, tree=tree, threads="auto")
+    assert report["chosen"]["sweeps"]["semeval"] == 32 and report["chosen"]["paper"]["semeval"] == 1
+    sweeps = {r["experiment"]: r for r in report["steps"]["sweeps"]}
+    assert sweeps["semeval"]["missing"] == len(config["sweeps"]["semeval"]["clauses"]) - 3
+    assert render(report).startswith("Missing tm_gpu runs of the campaign's training steps, threads per clause as "
+                                     "the steps would choose them (sweeps: semeval 32,")
 
 
 def test_remaining_estimates_with_the_gpu_benchmarked_last(tmp_path):

@@ -104,8 +104,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--configfile", default=None)
     p.add_argument("--gpu", default=None, help="the GPU whose benchmark estimates runs without a record (default: "
                    "that of the newest GPU benchmark here)")
-    p.add_argument("--threads-per-clause", type=int, default=None,
-                   help="estimate the runs at this many threads per clause (default: the config's)")
+    p.add_argument("--threads-per-clause", type=_threads, default="auto",
+                   help="estimate the sweeps and paper runs at this many threads per clause, or auto: as their "
+                        "steps would choose them from the GPU tests, benchmarks and records here (the default)")
     sub.add_parser("goals", help="benchmarks/results/goals_<gpu>_<code>.{json,md}: the GPU benchmark's comparisons "
                    "with every seed of one GPU and one code (the kernels and backends), pooled")
     return ap

@@ -94,8 +94,11 @@ def checkout_view(tree: Path, name: str = "", config: dict | None = None, gpu: s
                   code: dict | None = None):
     """A stand-in for a step that reads only the checkout ``tree`` (here, not on the GPU machine): what this module
     and the steps' estimates read. Its work folder, and the sibling folders where a GPU machine's steps leave their
-    results, lie in a folder that does not exist."""
+    results, lie in a folder that does not exist; its staged folder is the checkout's (the datasets' sizes)."""
+    from . import STAGE_DIR
+
     return types.SimpleNamespace(name=name, work=Path(tree) / ".campaign-checkout-none" / (name or "step"),
+                                 campaign_dir=Path(tree) / STAGE_DIR,
                                  tree=Path(tree), config=config or {}, gpu={"name": gpu} if gpu else None,
                                  threads={}, campaign={"source": {}}, code=code)
 
@@ -236,6 +239,10 @@ def kept_settings(config: dict, name: str, keep: str) -> tuple[list[str], str]:
             return [], ""
         return plan.sweep_params(plan.sweep_points(config, name), "tm_gpu"), "as the recorded points of its sweep"
     raise ValueError(f"keep must be 'main' or 'sweep', got {keep!r}")
+
+
+# Which recorded settings each training step keeps its experiments' threads per clause from (rule 5).
+KEEP_RECORDED = {"paper": "main", "sweeps": "sweep"}
 
 
 def choose_threads(step, experiments, keep: str | None = None) -> dict[str, dict]:

@@ -3,9 +3,11 @@ ablation's) that have no record yet, and the device time they should take, so th
 allocation) can be planned before it comes. An ablation run is estimated as a run of its setting: a synchronous
 tally's two launches per example are not in that estimate.
 
-    python -m asynctm.campaign remaining [--gpu NAME] [--threads-per-clause K] [--config KEY=VALUE ...]
+    python -m asynctm.campaign remaining [--gpu NAME] [--threads-per-clause K|auto] [--config KEY=VALUE ...]
 
-Each missing run is estimated as the steps estimate it (:func:`~.steps.estimate_s`): from a record of the same
+With ``auto`` (the command's default) the sweeps and paper runs are estimated at the threads per clause their steps
+would choose from the GPU tests, benchmarks and records here (:func:`~.choice.choose_threads`); with a number, at
+that many; the ablation's runs always at the config's. Each missing run is estimated as the steps estimate it (:func:`~.steps.estimate_s`): from a record of the same
 experiment, clauses and threads per clause, else from the GPU benchmark on the named GPU (default: the GPU of
 the newest benchmark record here). Runs neither can estimate are counted apart, never guessed; so are runs longer
 than a lease can give one run.
@@ -19,7 +21,7 @@ from pathlib import Path
 from ..experiments import plan
 from ..provenance import REPO
 from . import DEVICE_CALLS, TRAINING_CALLS
-from .choice import bench_files, bench_manifest_starts, bench_started, checkout_view
+from .choice import KEEP_RECORDED, bench_files, bench_manifest_starts, bench_started, checkout_view, choose_threads
 
 
 def _training_s(calls) -> int:
@@ -44,23 +46,30 @@ def newest_bench_gpu(tree: Path) -> str | None:
     return max(found)[2] if found else None
 
 
-def remaining(config: dict, tree: Path = REPO, gpu: str | None = None, threads: int | None = None) -> dict:
-    """``{"gpu", "threads", "steps": {step: [row per experiment]}, "total_s", "unknown", "next_lease"}``; a row is
-    ``{"experiment", "missing", "estimated", "seconds", "unknown", "first"}`` (``first``: the first missing run)."""
+def remaining(config: dict, tree: Path = REPO, gpu: str | None = None, threads: int | str | None = None) -> dict:
+    """``{"gpu", "threads", "chosen", "steps": {step: [row per experiment]}, "total_s", "unknown", "next_lease"}``;
+    a row is ``{"experiment", "missing", "estimated", "seconds", "unknown", "first"}`` (``first``: the first missing
+    run); ``threads``: None (the config's), a number, or ``auto`` (``chosen``: ``{step: {experiment: threads}}``)."""
+    from ..provenance import code_digests
     from .steps import ablation_runs, estimate_s, paper_runs, record_path, sweep_runs
 
     tree = Path(tree)
     gpu = gpu or newest_bench_gpu(tree)
-    if threads is not None:
+    auto = threads == "auto"
+    if threads is not None and not auto:
         config = {**config, "gpu_threads_per_clause": threads}
     # what the steps' estimates read: the checkout's records and benchmarks alone (checkout_view)
     from .lease import lease_calls
 
-    out = {"gpu": gpu, "threads": plan.gpu_threads_per_clause(config), "steps": {}, "total_s": 0.0, "unknown": 0,
-           "next_lease": lease_calls(tree)[1]}
+    out = {"gpu": gpu, "threads": "auto" if auto else plan.gpu_threads_per_clause(config), "chosen": {},
+           "steps": {}, "total_s": 0.0, "unknown": 0, "next_lease": lease_calls(tree)[1]}
     for step, runs in (("sweeps", sweep_runs(config)), ("paper", paper_runs(config)),
                        ("ablation", ablation_runs(config))):
-        ctx = checkout_view(tree, step, config, gpu)
+        ctx = checkout_view(tree, step, config, gpu, code=code_digests() if auto else None)
+        if auto and step in KEEP_RECORDED:  # as the step would choose (the ablation runs the config's threads)
+            names = list(dict.fromkeys(run[0] for run in runs))
+            ctx.threads = {n: c["threads"] for n, c in choose_threads(ctx, names, KEEP_RECORDED[step]).items()}
+            out["chosen"][step] = ctx.threads
         rows: dict[str, dict] = {}
         for run in runs:
             name, params = run[:2]
@@ -85,7 +94,13 @@ def remaining(config: dict, tree: Path = REPO, gpu: str | None = None, threads: 
 
 def render(report: dict) -> str:
     k = report["threads"]
-    lines = [f"Missing tm_gpu runs of the campaign's training steps, {k} thread{'s' if k > 1 else ''} per clause; "
+    if k == "auto":
+        per_step = "; ".join(f"{step}: " + ", ".join(f"{n} {t}" for n, t in chosen.items())
+                             for step, chosen in report["chosen"].items() if chosen)
+        threads = f"threads per clause as the steps would choose them ({per_step}; the ablation: the config's)"
+    else:
+        threads = f"{k} thread{'s' if k > 1 else ''} per clause"
+    lines = [f"Missing tm_gpu runs of the campaign's training steps, {threads}; "
              f"estimates from records of equal clauses and threads, else the GPU benchmark on "
              f"{report['gpu'] or '(no GPU benchmark here)'}.", ""]
     for step, rows in report["steps"].items():

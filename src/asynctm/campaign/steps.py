@@ -42,7 +42,7 @@ from ..experiments import plan
 from ..experiments.run import EXIT_PAUSED, checkpoint_path, read_checkpoint
 from ..provenance import REPO, code_digests
 from . import STAGE_DIR
-from .choice import (ESTIMATE_MARGIN, RUN_OVERHEAD_S, bench_estimate_s, choose_threads, gpu_tests_verdict, json_files,
+from .choice import (ESTIMATE_MARGIN, KEEP_RECORDED, RUN_OVERHEAD_S, bench_estimate_s, choose_threads, gpu_tests_verdict, json_files,
                      sibling_work, source_commit, tests_sound)
 from .stage import StageError, load_campaign
 
@@ -875,7 +875,7 @@ def choose(step: Step, runs: list[tuple[str, str, int]]) -> None:
     ``paper`` step keeps a main setting's recorded threads, the ``sweeps`` step a sweep's), in the log and the
     manifest."""
     names = list(dict.fromkeys(n for n, _, _ in runs))
-    chosen = choose_threads(step, names, keep={"paper": "main", "sweeps": "sweep"}.get(step.name))
+    chosen = choose_threads(step, names, keep=KEEP_RECORDED.get(step.name))
     step.threads = {n: c["threads"] for n, c in chosen.items()}
     step.manifest["threads_per_clause"] = {n: c for n, c in chosen.items()}
     for n, c in chosen.items():
