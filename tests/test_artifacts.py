@@ -448,3 +448,21 @@ def test_a_figure_with_many_lines_puts_its_legend_below_the_axes():
         labels = [t.get_text() for t in fig.legends[0].get_texts()]
         assert len(labels) == figures.LEGEND_INSIDE_MAX + 1 and "(GPU 4)" in labels[-1]
         assert fig.get_size_inches()[1] > height  # the figure grew by the legend's rows
+
+
+def test_a_time_sweep_caption_gives_each_lines_growth_where_one_machine_ran_it():
+    from asynctm.artifacts import figures
+
+    flat = figures.Series("tm_gpu", gpu="NVIDIA H200", x=[20, 40, 15000], mean=[14.0, 14.5, 17.5],
+                          std=[math.nan] * 3)
+    mixed = figures.Series("tm_cpu", x=[20, 15000], mean=[0.4, 90.0], std=[math.nan] * 2)
+    single = figures.Series("pytm_indexed", x=[20], mean=[27.0], std=[math.nan])
+    hosts = {id(flat): {("Intel", "16", "NVIDIA H200")}, id(mixed): {("AMD EPYC", "2", ""), ("Intel", "2", "")},
+             id(single): {("AMD EPYC", "2", "")}}
+    text = figures._time_growth([flat, mixed, single], hosts)
+    assert text == (" Time at the most clauses over the time at the fewest, per line: tm_gpu (NVIDIA H200) 1.25x "
+                    "(20 to 15000 clauses); tm_cpu not computed (records from 2 machines).")
+    assert figures._time_growth([single], hosts) == ""
+    recs = pd.DataFrame({"cpu_model": ["AMD EPYC", "AMD EPYC", "Intel"], "logical_cores": [2, 2, 16],
+                         "gpu_name": [None, None, "NVIDIA H200"]})
+    assert len(figures._machines(recs)) == 2

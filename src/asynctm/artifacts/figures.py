@@ -230,6 +230,27 @@ def _caption(title: str, paper_caption: str, what: str, series: list[Series], no
     return "\n".join(lines) + "\n"
 
 
+def _machines(recs: pd.DataFrame) -> set:
+    """The machines (CPU model, logical cores, GPU) the records ran on."""
+    cols = [c for c in ("cpu_model", "logical_cores", "gpu_name") if c in recs]
+    return {tuple(str(v) for v in row) for row in recs[cols].itertuples(index=False)}
+
+
+def _time_growth(series: list[Series], hosts: dict[int, set]) -> str:
+    """A caption's sentence: each line's time at its most clauses over its time at its fewest (the paper's
+    "almost constant time" claim is about this ratio), where the line's records come from one machine."""
+    parts = []
+    for s in series:
+        if len(s.x) < 2:
+            continue
+        lo, hi = int(np.argmin(s.x)), int(np.argmax(s.x))
+        n = len(hosts.get(id(s), ()))
+        parts.append(f"{s.name} {s.mean[hi] / s.mean[lo]:.2f}x ({s.x[lo]} to {s.x[hi]} clauses)" if n == 1 else
+                     f"{s.name} not computed (records from {n} machines)")
+    return (" Time at the most clauses over the time at the fewest, per line: " + "; ".join(parts) + "."
+            if parts else "")
+
+
 def _versus_clauses(records, config, host_gpu, name, experiment, column, ylabel, title, paper_caption, what,
                     from_zero=True):
     """A clause-sweep figure: ``column`` (one value per record) against clauses, one line per sweep impl."""
@@ -237,6 +258,7 @@ def _versus_clauses(records, config, host_gpu, name, experiment, column, ylabel,
     if sweep is None:
         sweep = plan.Sweep(experiment, (), (), (), 0, ())
     series, used, missing = [], [], []
+    hosts: dict[int, set] = {}  # per line (id of its Series): the machines of its records
     for impl in sweep.impls:
         lines: dict[tuple[int, str | None], Series] = {}
         absent = []
@@ -253,6 +275,7 @@ def _versus_clauses(records, config, host_gpu, name, experiment, column, ylabel,
                 s.mean.append(mean)
                 s.std.append(std)
                 s.records += len(recs)
+                hosts.setdefault(id(s), set()).update(_machines(recs))
                 used.append(recs)
                 found = True
             if not found:
@@ -273,6 +296,8 @@ def _versus_clauses(records, config, host_gpu, name, experiment, column, ylabel,
                    "where a point has several.")
     else:
         setting = f"The config has no clause sweep for {experiment}."
+    if column.startswith("train_s"):
+        setting += _time_growth(series, hosts)
     return Figure(name, fig, _caption(title, paper_caption, f"{what} {setting}", series, not_run, missing,
                                       _concat(used, records), config, timed=column.startswith("train_s")))
 
