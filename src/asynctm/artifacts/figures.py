@@ -29,6 +29,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLoca
 from ..experiments import plan
 from . import render
 from .records import busy_load_text, disturbed, epochs_frame, select
+from .tables import machine
 
 COLUMN_WIDTH_IN = 3.3
 STYLE = {
@@ -230,15 +231,10 @@ def _caption(title: str, paper_caption: str, what: str, series: list[Series], no
     return "\n".join(lines) + "\n"
 
 
-def _machines(recs: pd.DataFrame) -> set:
-    """The machines (CPU model, logical cores, GPU) the records ran on."""
-    cols = [c for c in ("cpu_model", "logical_cores", "gpu_name") if c in recs]
-    return {tuple(str(v) for v in row) for row in recs[cols].itertuples(index=False)}
-
-
 def _time_growth(series: list[Series], hosts: dict[int, set]) -> str:
     """A caption's sentence: each line's time at its most clauses over its time at its fewest (the paper's
-    "almost constant time" claim is about this ratio), where the line's records come from one machine."""
+    "almost constant time" claim is about this ratio), where the line's records come from one machine
+    (``hosts``: per line, the :func:`~.tables.machine` of its records, as the tables' time ratios count them)."""
     parts = []
     for s in series:
         if len(s.x) < 2:
@@ -275,7 +271,7 @@ def _versus_clauses(records, config, host_gpu, name, experiment, column, ylabel,
                 s.mean.append(mean)
                 s.std.append(std)
                 s.records += len(recs)
-                hosts.setdefault(id(s), set()).update(_machines(recs))
+                hosts.setdefault(id(s), set()).update(machine(r) for r in recs.itertuples())
                 used.append(recs)
                 found = True
             if not found:

@@ -34,6 +34,7 @@ import json
 import math
 import statistics
 import types
+from collections import Counter
 from datetime import datetime
 from pathlib import Path
 
@@ -223,9 +224,7 @@ def recorded_threads(step, name: str, params: list[str]) -> int | None:
                     found[f"{p}/{path.name}"] = plan.record_threads_per_clause(json.loads(path.read_text()))
                 except (OSError, ValueError, TypeError):
                     continue
-    counts: dict[int, int] = {}
-    for k in found.values():
-        counts[k] = counts.get(k, 0) + 1
+    counts = Counter(found.values())
     return max(counts, key=lambda k: (counts[k], -k)) if counts else None
 
 

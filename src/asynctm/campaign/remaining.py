@@ -5,12 +5,12 @@ tally's two launches per example are not in that estimate.
 
     python -m asynctm.campaign remaining [--gpu NAME] [--threads-per-clause K|auto] [--config KEY=VALUE ...]
 
-With ``auto`` (the command's default) the sweeps and paper runs are estimated at the threads per clause their steps
-would choose from the GPU tests, benchmarks and records here (:func:`~.choice.choose_threads`); with a number, at
-that many; the ablation's runs always at the config's. Each missing run is estimated as the steps estimate it (:func:`~.steps.estimate_s`): from a record of the same
-experiment, clauses and threads per clause, else from the GPU benchmark on the named GPU (default: the GPU of
-the newest benchmark record here). Runs neither can estimate are counted apart, never guessed; so are runs longer
-than a lease can give one run.
+With ``auto`` (the command's default) the sweeps and paper runs are estimated at the threads per clause their
+steps would choose from the GPU tests, benchmarks and records here (:func:`~.choice.choose_threads`); with a
+number, at that many; the ablation's runs always at the config's. Each missing run is estimated as the steps
+estimate it (:func:`~.steps.estimate_s`): from a record of the same experiment, clauses and threads per
+clause, else from the GPU benchmark on the named GPU (default: the GPU of the newest benchmark record here). Runs
+neither can estimate are counted apart, never guessed; so are runs longer than a lease can give one run.
 """
 
 from __future__ import annotations
@@ -61,11 +61,12 @@ def remaining(config: dict, tree: Path = REPO, gpu: str | None = None, threads: 
     # what the steps' estimates read: the checkout's records and benchmarks alone (checkout_view)
     from .lease import lease_calls
 
+    code = code_digests() if auto else None  # the code the GPU tests and benchmarks here must be of
     out = {"gpu": gpu, "threads": "auto" if auto else plan.gpu_threads_per_clause(config), "chosen": {},
            "steps": {}, "total_s": 0.0, "unknown": 0, "next_lease": lease_calls(tree)[1]}
     for step, runs in (("sweeps", sweep_runs(config)), ("paper", paper_runs(config)),
                        ("ablation", ablation_runs(config))):
-        ctx = checkout_view(tree, step, config, gpu, code=code_digests() if auto else None)
+        ctx = checkout_view(tree, step, config, gpu, code=code)
         if auto and step in KEEP_RECORDED:  # as the step would choose (the ablation runs the config's threads)
             names = list(dict.fromkeys(run[0] for run in runs))
             ctx.threads = {n: c["threads"] for n, c in choose_threads(ctx, names, KEEP_RECORDED[step]).items()}

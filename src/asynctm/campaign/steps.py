@@ -42,8 +42,8 @@ from ..experiments import plan
 from ..experiments.run import EXIT_PAUSED, checkpoint_path, read_checkpoint
 from ..provenance import REPO, code_digests
 from . import STAGE_DIR
-from .choice import (ESTIMATE_MARGIN, KEEP_RECORDED, RUN_OVERHEAD_S, bench_estimate_s, choose_threads, gpu_tests_verdict, json_files,
-                     sibling_work, source_commit, tests_sound)
+from .choice import (ESTIMATE_MARGIN, KEEP_RECORDED, RUN_OVERHEAD_S, bench_estimate_s, choose_threads,
+                     gpu_tests_verdict, json_files, sibling_work, source_commit, tests_sound)
 from .stage import StageError, load_campaign
 
 DEFAULT_BUDGET_S = 480  # a device command may run 600 s; the rest is install, start-up and packing
