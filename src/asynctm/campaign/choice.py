@@ -173,14 +173,21 @@ def bench_records(step, this_code: bool = True) -> list[dict]:
 
 def literal_words(step, name: str) -> int | None:
     """32-bit words of literals per example in an experiment (its features, and their negations where
-    appended), from the staged dataset's meta.json; None where it is not staged."""
+    appended), from the dataset's meta.json: the staged one, else the one the config's ``data_dir`` holds (so that
+    ``remaining`` run before ``stage`` chooses as the steps will); None where neither is there."""
     try:
         exp = plan.experiment(step.config, name)
-        meta = step.campaign_dir / "data" / "processed" / exp["dataset"] / exp["protocol"] / "meta.json"
-        features = int(json.loads(meta.read_text())["n_features"])
-    except (plan.PlanError, OSError, ValueError, KeyError, TypeError):
+    except (plan.PlanError, KeyError, TypeError):
         return None
-    return math.ceil(features * (2 if exp.get("append_negated", True) else 1) / 32)
+    rel = Path("processed") / exp["dataset"] / exp["protocol"] / "meta.json"
+    data_dir = Path(step.config.get("data_dir") or "data")
+    for meta in (step.campaign_dir / "data" / rel, Path(getattr(step, "tree", ".")) / data_dir / rel):
+        try:
+            features = int(json.loads(meta.read_text())["n_features"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        return math.ceil(features * (2 if exp.get("append_negated", True) else 1) / 32)
+    return None
 
 
 def warp_evidence(step) -> dict[str, dict]:
