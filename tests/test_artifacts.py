@@ -450,6 +450,23 @@ def test_a_figure_with_many_lines_puts_its_legend_below_the_axes():
         assert fig.get_size_inches()[1] > height  # the figure grew by the legend's rows
 
 
+def test_a_log_time_axis_labels_its_ticks_as_plain_numbers():
+    """Times from 1.4 to 57 s: a log axis whose labelled minor ticks read 2, 3, 40, not 2x10^0 (matplotlib's
+    default where an axis spans few decades)."""
+    from asynctm.artifacts import figures
+
+    line = figures.Series("tm_cpu", x=[1000, 2000, 15000], mean=[1.4, 6.6, 57.0], std=[math.nan] * 3)
+    with figures._style():
+        fig, ax = figures._new_figure()
+        figures._draw(ax, [line], "clauses", "s", True, True, True)
+        fig.canvas.draw()
+        assert ax.get_yscale() == "log"
+        labels = [t.get_text() for t in ax.yaxis.get_majorticklabels() + ax.yaxis.get_minorticklabels()
+                  if t.get_visible() and t.get_text()]
+        assert {"10", "2", "40"} <= set(labels), labels
+        assert not [t for t in labels if "times" in t or "^" in t], labels
+
+
 def test_a_time_sweep_caption_gives_each_lines_growth_where_one_machine_ran_it():
     from asynctm.artifacts import figures
 

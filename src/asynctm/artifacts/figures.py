@@ -24,7 +24,7 @@ import matplotlib.style
 import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLocator
+from matplotlib.ticker import FixedLocator, FuncFormatter, LogFormatter, MaxNLocator, NullLocator
 
 from ..experiments import plan
 from . import render
@@ -179,6 +179,8 @@ def _draw(ax, series: list[Series], xlabel: str, ylabel: str, log_x2: bool, mark
     if _spans_decades([v for s in series for v in s.mean]):
         ax.set_yscale("log")
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        # the minor ticks matplotlib labels (where an axis spans few decades) as plain numbers too, not 6x10^1
+        ax.yaxis.set_minor_formatter(LogFormatter(labelOnlyBase=False))
     elif from_zero and series:
         ax.set_ylim(bottom=0)
     if log_x2:
