@@ -38,7 +38,8 @@ def test_plan_covers_every_variant_seed_and_sweep_point(config):
     assert "order" not in s["hyperparameters"]  # dataset order: the settings read as before the order existed
     s = plan.ablation_run_settings(config, "wsd_apple", "tm_cpu", "n300_T50_s5_e100", "async_linear_staggered", 1)
     assert s["hyperparameters"]["order"] == "staggered" and s["hyperparameters"]["tally"] == "async"
-    for bad_variant in ("async_linear_dataset", "async_linear_shuffled", "async", "async_linear_staggered_x"):
+    for bad_variant in ("async_linear_dataset", "async_linear_shuffled", "async", "async_linear_staggered_x",
+                        "async_linear_warp_staggered", "async_warp", "async_linear_8threads"):
         with pytest.raises(plan.PlanError, match="does not read"):
             plan.ablation_run_settings(config, "wsd_apple", "tm_cpu", "n300_T50_s5_e100", bad_variant, 0)
     only_dataset = copy.deepcopy(config)
@@ -46,6 +47,23 @@ def test_plan_covers_every_variant_seed_and_sweep_point(config):
     assert not any(r["variant"].endswith("_staggered") for r in plan.ablation_runs(only_dataset))
     with pytest.raises(plan.PlanError, match="regression experiments only"):
         plan.ablation_run_settings(config, "wsd_apple", "tm_cpu", "n300_T50_s5_e100", "sync_quadratic", 0)
+    # The GPU build (the campaign's ablation step) runs every variant also with a warp per clause; the variant
+    # alone sets a run's threads per clause, whatever gpu_threads_per_clause says; the CPU build has none.
+    gpu = copy.deepcopy(config)
+    gpu["ablation"]["impl"] = "tm_gpu"
+    assert {r["variant"] for r in plan.ablation_runs(gpu) if r["experiment"] == "wsd_apple"} == {
+        v + w for v in ("async_linear", "sync_linear", "async_linear_staggered", "sync_linear_staggered")
+        for w in ("", "_warp")}
+    gpu["gpu_threads_per_clause"] = 8
+    s = plan.ablation_run_settings(gpu, "bike_sharing", "tm_gpu", "n1280_T1280_s1.5_e100", "sync_linear_warp", 0)
+    assert (s["hyperparameters"]["threads_per_clause"], s["hyperparameters"]["tally"]) == (32, "sync")
+    s = plan.ablation_run_settings(gpu, "bike_sharing", "tm_gpu", "n1280_T1280_s1.5_e100", "sync_linear", 0)
+    assert "threads_per_clause" not in s["hyperparameters"]
+    assert plan.parse_ablation_variant("sync_quadratic_staggered_warp") == {
+        "tally": "sync", "regression_rule": "quadratic", "order": "staggered", "threads_per_clause": 32}
+    with pytest.raises(plan.PlanError, match="the GPU build's schedule"):
+        plan.ablation_run_settings(config, "wsd_apple", "tm_cpu", "n300_T50_s5_e100", "async_linear_warp", 0)
+    assert not any(r["variant"].endswith("_warp") for r in plan.ablation_runs(config))  # impl tm_cpu
     bad = copy.deepcopy(config)
     bad["ablation"]["experiments"] = ["wsd_banana"]
     with pytest.raises(plan.PlanError, match="unknown experiments: wsd_banana"):
@@ -99,7 +117,7 @@ def test_table_and_figures_from_records_alone(records, tmp_path):
     assert "| WSD Apple | CPU (Test CPU) | 300 | sync | linear | dataset | 2 | accuracy (%) | 91.50 ± 0.71 |" in md
     assert "75 / 20 / 30" in md  # Type Ia per epoch: mean of 30..120 over the last 10 epochs
     assert "load average at the end of the runs 2.50-3.50" in md
-    assert csv[1].startswith("wsd_apple,tm_cpu,n300_T50_s5_e100,300,async,linear,dataset,2,accuracy,101.5,0.707107,")
+    assert csv[1].startswith("wsd_apple,tm_cpu,n300_T50_s5_e100,300,async,linear,dataset,,2,accuracy,101.5,0.707107,")
     assert [l.split(",")[3] for l in csv[1:]] == ["300"] * 2 + ["40", "40", "1280", "1280"]
     assert sorted(p.name for p in (tmp_path / "f").iterdir()) == sorted(
         f"{n}.{e}" for n in ablation.FIGURES for e in ("png", "pdf", "caption.txt"))
@@ -123,23 +141,39 @@ def test_the_staggered_order_and_the_gpu_build_get_rows_and_lines_of_their_own(r
     path = records / "ablation/wsd_apple/tm_gpu/n300_T50_s5_e100/async_linear/seed0.json"
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps(gpu))
+    warp = copy.deepcopy(gpu)
+    warp["hyperparameters"]["threads_per_clause"] = 32
+    warp_path = records / "ablation/wsd_apple/tm_gpu/n300_T50_s5_e100/async_linear_warp/seed0.json"
+    warp_path.parent.mkdir(parents=True)
+    warp_path.write_text(json.dumps(warp))
     ablation.build(records, tmp_path / "t", tmp_path / "f")
     md = (tmp_path / "t" / "ablation.md").read_text()
     apple = [line for line in md.splitlines() if line.startswith("| WSD Apple |")]
     assert [line.split(" | ")[1:6] for line in apple] == [
         ["CPU (Test CPU)", "300", "async", "linear", "dataset"], ["CPU (Test CPU)", "300", "sync", "linear", "dataset"],
-        ["CPU (Test CPU)", "300", "async", "linear", "staggered"], ["GPU (Test GPU)", "300", "async", "linear", "dataset"]]
+        ["CPU (Test CPU)", "300", "async", "linear", "staggered"], ["GPU (Test GPU)", "300", "async", "linear", "dataset"],
+        ["GPU, a warp per clause (Test GPU)", "300", "async", "linear", "dataset"]]
     assert "| GPU (Test GPU) | 300 | async | linear | dataset | 1 | accuracy (%) | 60.00 |" in md
     assert "GPU Test GPU, threads per clause 1" in md
+    csv = (tmp_path / "t" / "ablation.csv").read_text().splitlines()
+    assert [line.split(",")[7] for line in csv if ",tm_gpu," in line] == ["1", "32"]  # threads_per_clause
     figs = ablation.figures(ablation.load(records))
     labels = [line.get_label() for line in figs["fig_ablation_metric_over_epochs"][0].axes[0].get_lines()]
-    assert labels == ["async", "sync", "async, staggered", "async (GPU)"]
+    assert labels == ["async", "sync", "async, staggered", "async (GPU)", "async (GPU, a warp per clause)"]
     legend = figs["fig_ablation_metric_over_epochs"][0].legends[0]  # one for the figure: Bike's quadratic too
     assert [t.get_text() for t in legend.get_texts()] == labels + ["sync, quadratic"]
     # A staggered folder whose record does not say so is refused.
     del staggered["hyperparameters"]["order"]
     _write(records, staggered, "async_linear_staggered")
-    with pytest.raises(ablation.AblationRecordError, match="order='dataset', its folder 'async_linear_staggered'"):
+    with pytest.raises(ablation.AblationRecordError, match="order='dataset', threads per clause 1, its folder "
+                                                             "'async_linear_staggered'"):
+        ablation.load(records)
+    _write(records, {**staggered, "hyperparameters": {**staggered["hyperparameters"], "order": "staggered"}},
+           "async_linear_staggered")
+    # A warp's folder whose record ran one thread per clause is refused too.
+    del warp["hyperparameters"]["threads_per_clause"]
+    warp_path.write_text(json.dumps(warp))
+    with pytest.raises(ablation.AblationRecordError, match="threads per clause 1, its folder 'async_linear_warp'"):
         ablation.load(records)
 
 

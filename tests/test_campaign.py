@@ -608,8 +608,8 @@ def test_remaining_counts_the_missing_gpu_runs_and_estimates_what_it_can(tmp_pat
     assert paper["semeval"]["too_long"] == 5 and one > 690  # longer than a lease can give one run
     assert "the first call runs them" in report["next_lease"]  # no GPU tests of this code in that tree
     ablation = {r["experiment"]: r for r in report["steps"]["ablation"]}  # no record, no benchmark of these
-    assert ablation["bike_sharing"]["missing"] == 20 and ablation["bike_sharing"]["unknown"] == 20
-    assert ablation["bike_sharing"]["first"].endswith("/tm_gpu/n1280_T1280_s1.5_e100/async_linear_staggered/seed0.json")
+    assert ablation["bike_sharing"]["missing"] == 30 and ablation["bike_sharing"]["unknown"] == 30  # 5 seeds x 6
+    assert ablation["bike_sharing"]["first"].endswith("/tm_gpu/n1280_T1280_s1.5_e100/async_linear_warp/seed0.json")
     assert remaining(config, tree=tree, threads=8)["steps"]["paper"][0]["estimated"] == 0
     assert main(["remaining", "--gpu", "NVIDIA H100 80GB HBM3"]) == 0  # this checkout, another GPU: no benchmark
     out = capsys.readouterr().out
@@ -888,6 +888,37 @@ def test_a_run_longer_than_the_call_pauses_and_the_next_call_on_the_machine_resu
 
     assert steps_mod.estimate_s(step, "semeval", "n40_T15_s3.9_e100") == pytest.approx(
         ESTIMATE_MARGIN * (RUN_OVERHEAD_S + 150))
+    step.close()
+
+
+def test_an_ablation_variant_sets_its_runs_threads_per_clause(tmp_path, monkeypatch):
+    """A ``_warp`` variant trains with a warp per clause and the others with one thread, whatever the
+    experiment's threads in the step; its estimate, pause entry and kill record are of those threads."""
+    step = _paper_step(tmp_path, budget=300)
+    step.threads = {"bike_sharing": 8}  # the experiment's threads in this step: not the variants'
+    seen = []
+
+    def child(cmd, log_path=None):
+        seen.append(json.loads(cmd[cmd.index("--settings") + 1])["hyperparameters"])
+        return _fake_run(Path(cmd[cmd.index("--out") + 1]), 2, 100, record=False)
+
+    monkeypatch.setattr(step, "child", child)
+    params = "n1280_T1280_s1.5_e100"
+    steps_mod._tm_runs(step, [("bike_sharing", params, 0, "sync_linear_warp"),
+                              ("bike_sharing", params, 0, "async_linear")])
+    assert [h.get("threads_per_clause") for h in seen] == [32, None]
+    assert seen[0]["tally"] == "sync"
+    assert [e["threads_per_clause"] for e in step.manifest["paused"]] == [32, 1]
+    warp_rel = "results/ablation/bike_sharing/tm_gpu/n1280_T1280_s1.5_e100/sync_linear_warp/seed0.json"
+    assert steps_mod._rel_threads(step, warp_rel) == 32
+    assert steps_mod._rel_threads(step, "results/bike_sharing/tm_gpu/n1280_T1280_s1.5_e100/seed0.json") == 8
+    # a record of the setting with a warp estimates the warp variant's runs, and only theirs
+    rec = tmp_path / "tree/results/bike_sharing/tm_gpu/n1280_T1280_s1.5_e5/seed0.json"
+    rec.parent.mkdir(parents=True)
+    rec.write_text(json.dumps({"hyperparameters": {"threads_per_clause": 32}, "epochs": [{}] * 5,
+                               "timing": {"train_s_total": 0.1, "eval_s_total": 0.05, "setup": {"compile_s": 1.0}}}))
+    assert steps_mod.estimate_s(step, "bike_sharing", params, 32) == pytest.approx(0.03 * 100 + 1.0)
+    assert steps_mod.estimate_s(step, "bike_sharing", params, 1) is None
     step.close()
 
 

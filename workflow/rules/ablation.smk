@@ -1,6 +1,6 @@
 # The tally ablation (config `ablation`; kernels/README.md, "Tallies" and "Example order"): our TM with
 # asynchronous and synchronous voting tallies (regression also with both update rules), in each example order,
-# one record per run under {RESULTS}/ablation/<experiment>/<impl>/<params>/<tally>_<rule>[_staggered]/seed<k>.json
+# one record per run under {RESULTS}/ablation/<experiment>/<impl>/<params>/<tally>_<rule>[_staggered][_warp]/seed<k>.json
 # (results/README.md), then one table and three figures built from those records alone. Not in the default target:
 #   snakemake --cores all ablation
 # Include after common.smk (RESULTS, TABLES_DIR, FIGURES_DIR, run_tm_job, JOBS).
@@ -28,7 +28,7 @@ rule run_ablation:
         experiment="|".join(EXPERIMENTS),
         impl="|".join(PLAN.OUR_IMPLS),
         params=r"n\d+_T\d+_s[^/]+_e\d+",
-        variant=r"(async|sync)_(linear|quadratic)(_staggered)?",
+        variant=r"(async|sync)_(linear|quadratic)(_staggered)?(_warp)?",
         seed=r"\d+",
     params:
         settings=lambda wc: json.dumps(

@@ -41,7 +41,7 @@ from pathlib import Path
 from ..experiments import plan
 
 ACCURACY_POINTS = 1.0
-WARP = 32
+WARP = plan.WARP
 # The benchmark's name for our build at k threads per clause (asynctm.campaign.bench.OURS_GPU, inverted).
 BENCH_IMPL = {1: "tm_gpu", WARP: "tm_gpu_warp"}
 # A run's seconds beyond its epochs: a Python process, PyCUDA's context, the dataset's load.

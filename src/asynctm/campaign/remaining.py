@@ -7,10 +7,11 @@ tally's two launches per example are not in that estimate.
 
 With ``auto`` (the command's default) the sweeps and paper runs are estimated at the threads per clause their
 steps would choose from the GPU tests, benchmarks and records here (:func:`~.choice.choose_threads`); with a
-number, at that many; the ablation's runs always at the config's. Each missing run is estimated as the steps
-estimate it (:func:`~.steps.estimate_s`): from a record of the same experiment, clauses and threads per
-clause, else from the GPU benchmark on the named GPU (default: the GPU of the newest benchmark record here). Runs
-neither can estimate are counted apart, never guessed; so are runs longer than a lease can give one run.
+number, at that many; the ablation's runs always at their variant's (one thread, or a warp for a ``_warp``
+variant). Each missing run is estimated as the steps estimate it (:func:`~.steps.estimate_s`): from a record of
+the same experiment, clauses and threads per clause, else from the GPU benchmark on the named GPU (default: the
+GPU of the newest benchmark record here). Runs neither can estimate are counted apart, never guessed; so are runs
+longer than a lease can give one run.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ def remaining(config: dict, tree: Path = REPO, gpu: str | None = None, threads: 
     a row is ``{"experiment", "missing", "estimated", "seconds", "unknown", "first"}`` (``first``: the first missing
     run); ``threads``: None (the config's), a number, or ``auto`` (``chosen``: ``{step: {experiment: threads}}``)."""
     from ..provenance import code_digests
-    from .steps import ablation_runs, estimate_s, paper_runs, record_path, sweep_runs
+    from .steps import ablation_runs, estimate_s, paper_runs, record_path, run_threads, sweep_runs
 
     tree = Path(tree)
     gpu = gpu or newest_bench_gpu(tree)
@@ -67,7 +68,7 @@ def remaining(config: dict, tree: Path = REPO, gpu: str | None = None, threads: 
     for step, runs in (("sweeps", sweep_runs(config)), ("paper", paper_runs(config)),
                        ("ablation", ablation_runs(config))):
         ctx = checkout_view(tree, step, config, gpu, code=code)
-        if auto and step in KEEP_RECORDED:  # as the step would choose (the ablation runs the config's threads)
+        if auto and step in KEEP_RECORDED:  # as the step would choose (an ablation run: its variant's threads)
             names = list(dict.fromkeys(run[0] for run in runs))
             ctx.threads = {n: c["threads"] for n, c in choose_threads(ctx, names, KEEP_RECORDED[step]).items()}
             out["chosen"][step] = ctx.threads
@@ -80,7 +81,7 @@ def remaining(config: dict, tree: Path = REPO, gpu: str | None = None, threads: 
             row = rows.setdefault(name, {"experiment": name, "missing": 0, "estimated": 0, "seconds": 0.0,
                                          "unknown": 0, "too_long": 0, "first": rel})
             row["missing"] += 1
-            need = estimate_s(ctx, name, params)
+            need = estimate_s(ctx, name, params, run_threads(ctx, name, run[3]) if len(run) > 3 else None)
             if need is None:
                 row["unknown"] += 1
             else:
@@ -98,7 +99,7 @@ def render(report: dict) -> str:
     if k == "auto":
         per_step = "; ".join(f"{step}: " + ", ".join(f"{n} {t}" for n, t in chosen.items())
                              for step, chosen in report["chosen"].items() if chosen)
-        threads = f"threads per clause as the steps would choose them ({per_step}; the ablation: the config's)"
+        threads = f"threads per clause as the steps would choose them ({per_step}; the ablation: each variant's)"
     else:
         threads = f"{k} thread{'s' if k > 1 else ''} per clause"
     lines = [f"Missing tm_gpu runs of the campaign's training steps, {threads}; "

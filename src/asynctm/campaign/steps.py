@@ -58,10 +58,15 @@ PAPER_ORDER = ("wsd_apple", "semeval", "imdb", "bike_sharing", "bbc_sport", "wsd
 SWEEP_ORDER = ("semeval", "imdb", "bbc_sport", "bike_sharing")
 # The tally ablation's tm_gpu runs (config ablation, at each experiment's main setting; kernels/README.md,
 # "Example order"), most telling first, each group's variants seed by seed so that a step cut short leaves them
-# with equal seeds: does the staggered order bring the GPU build's Bike Sharing MAE from the synchronous tally's
-# towards the asynchronous CPU build's, as it does for the synchronous tally on the CPU; then whether the GPU's
-# tallies are the synchronous ones; then WSD Apple's accuracy in either order.
-GPU_ABLATION = (("bike_sharing", ("async_linear_staggered", "async_linear")),
+# with equal seeds: first, with a warp per clause (seconds a run), whether that build's Bike Sharing MAE (about
+# 20 after the benchmark's epochs, as the asynchronous CPU build's; one thread per clause: about 50) stays where it
+# is in the staggered order, as the CPU's stale asynchronous tallies do (23.41 and 24.13), or moves as the fresh
+# synchronous ones do (43.23 and 32.57): the README's reading says its clauses drift apart and read stale tallies;
+# then, with one thread per clause, does the staggered order bring the MAE from the synchronous tally's towards
+# the asynchronous CPU build's; then whether the GPU's tallies are the synchronous ones; then WSD Apple's
+# accuracy in either order.
+GPU_ABLATION = (("bike_sharing", ("async_linear_warp", "async_linear_staggered_warp")),
+                ("bike_sharing", ("async_linear_staggered", "async_linear")),
                 ("bike_sharing", ("sync_linear", "sync_linear_staggered")),
                 ("wsd_apple", ("async_linear_staggered", "async_linear")))
 MAX_FAILURES_IN_A_ROW = 3
@@ -609,9 +614,23 @@ def threads_for(step: Step, name: str) -> int:
     return step.threads.get(name, plan.gpu_threads_per_clause(step.config))
 
 
-def run_config(step: Step, name: str) -> dict:
-    """The configuration an experiment's runs see: the staged one with this step's threads per clause."""
-    return {**step.config, "gpu_threads_per_clause": threads_for(step, name)}
+def run_threads(step: Step, name: str, variant: str | None = None) -> int:
+    """Threads per clause of one tm_gpu run: a tally ablation variant's own (one, or a warp where it ends in
+    ``_warp``), else its experiment's in this step (:func:`threads_for`)."""
+    return plan.parse_ablation_variant(variant).get("threads_per_clause", 1) if variant else threads_for(step, name)
+
+
+def _rel_threads(step: Step, rel: str) -> int:
+    """:func:`run_threads` of the run whose record is ``rel`` (``.../<experiment>/tm_gpu/<params>/seed<k>.json``,
+    or ``.../ablation/<experiment>/tm_gpu/<params>/<variant>/seed<k>.json``)."""
+    parts = Path(rel).parts
+    return run_threads(step, parts[-5], parts[-2]) if parts[-4] == "tm_gpu" else threads_for(step, parts[-4])
+
+
+def run_config(step: Step, name: str, threads: int | None = None) -> dict:
+    """The configuration an experiment's runs see: the staged one with this step's threads per clause (or
+    ``threads``)."""
+    return {**step.config, "gpu_threads_per_clause": threads_for(step, name) if threads is None else threads}
 
 
 def _campaign_manifests(step: Step) -> list[dict]:
@@ -626,10 +645,11 @@ def epoch_seconds(epochs: list[dict]) -> float:
     return statistics.median(e["train_s"] + e["eval_s"] for e in epochs)
 
 
-def paused_estimate_s(step: Step, name: str, params: str) -> float | None:
+def paused_estimate_s(step: Step, name: str, params: str, threads: int | None = None) -> float | None:
     """Seconds a whole run of this setting should take, from a run of it that paused at an earlier call's end
-    (its seconds per epoch, with as many threads per clause as now), plus a process's start, times a margin."""
-    threads = threads_for(step, name)
+    (its seconds per epoch, with as many threads per clause as now, or ``threads``), plus a process's start, times
+    a margin."""
+    threads = threads_for(step, name) if threads is None else threads
     rate = [e["s_per_epoch"] for man in _campaign_manifests(step) for e in man.get("paused", [])
             if isinstance(e, dict) and Path(e.get("run", "")).parent.name == params
             and Path(e.get("run", "")).parts[-4:-3] == (name,) and e.get("threads_per_clause", 1) == threads
@@ -639,15 +659,15 @@ def paused_estimate_s(step: Step, name: str, params: str) -> float | None:
     return ESTIMATE_MARGIN * (RUN_OVERHEAD_S + plan.parse_tm_params(params)["epochs"] * max(rate))
 
 
-def estimate_s(step: Step, name: str, params: str) -> float | None:
+def estimate_s(step: Step, name: str, params: str, threads: int | None = None) -> float | None:
     """Seconds a tm_gpu run should take, from a recorded tm_gpu run of the same experiment, clauses and threads
     per clause (any epochs; e.g. a sweep point): its time per epoch, training and evaluation, times the epochs,
     plus its set-up; else from a run of the setting that paused at an earlier call's end
     (:func:`paused_estimate_s`); else from the GPU benchmark (:func:`~.choice.bench_estimate_s`, with the
     evaluation time of the recorded run with the nearest number of clauses where the benchmark has none). None
-    when none has one."""
+    when none has one. ``threads``: the run's threads per clause, where not its experiment's in this step."""
     want = plan.parse_tm_params(params)
-    threads = threads_for(step, name)
+    threads = threads_for(step, name) if threads is None else threads
     root = plan.results_root(step.config)
     evals = []  # (distance in log2 clauses, evaluation seconds per epoch) of the records with other clauses
     for base in (step.work, step.tree):
@@ -667,7 +687,7 @@ def estimate_s(step: Step, name: str, params: str) -> float | None:
                                                         if isinstance(v, (int, float)))
             except (plan.PlanError, KeyError, ValueError, TypeError):
                 continue
-    paused = paused_estimate_s(step, name, params)
+    paused = paused_estimate_s(step, name, params, threads)
     if paused is not None:
         return paused
     return bench_estimate_s(step, name, params, threads, eval_s=min(evals)[1] if evals else None)
@@ -681,7 +701,7 @@ def past_budget(step: Step) -> dict[str, float]:
     for man in _campaign_manifests(step):
         try:
             for entry in man.get("past_budget", []):
-                if entry.get("threads_per_clause", 1) == threads_for(step, Path(entry["run"]).parts[-4]):
+                if entry.get("threads_per_clause", 1) == _rel_threads(step, entry["run"]):
                     out[entry["run"]] = max(out.get(entry["run"], 0.0), float(entry["budget_s"]))
         except (ValueError, KeyError, TypeError, AttributeError, IndexError):
             continue
@@ -726,13 +746,14 @@ def _tm_runs(step: Step, runs: list[tuple]) -> None:
     checkpoint stays in the work folder, and the step's next call on this machine resumes it (:func:`resumable`)."""
     if step.auto_threads:
         choose(step, runs)
-    took: dict[str, float] = {}
+    took: dict[tuple[str, int], float] = {}  # seconds of this step's last run, per experiment and threads
     killed_before = past_budget(step)
     step.manifest.setdefault("past_budget", [])
     for name, params, seed, variant in map(_run_fields, runs):
         if step.manifest["stopped"]:
             return
-        config = run_config(step, name)
+        threads = run_threads(step, name, variant)
+        config = run_config(step, name, threads)
         rel = record_path(config, (name, params, seed, variant))
         if step.exists(rel):
             step.say(f"{rel}: recorded already")
@@ -751,7 +772,7 @@ def _tm_runs(step: Step, runs: list[tuple]) -> None:
                 done = len(resume["epochs"])
                 need = ESTIMATE_MARGIN * (RUN_OVERHEAD_S + (epochs - done) * epoch_seconds(resume["epochs"]))
             else:
-                need = estimate_s(step, name, params) or took.get(name, 0)
+                need = estimate_s(step, name, params, threads) or took.get((name, threads), 0)
             # A run too long for the time left starts anyway where the call that follows on this machine (--later)
             # gives it the rest: it pauses with a checkpoint before this step's end, and that call resumes it.
             if need > left + step.later_s:
@@ -769,12 +790,12 @@ def _tm_runs(step: Step, runs: list[tuple]) -> None:
             rc = step.child([step.python, "-m", "asynctm.experiments", "tm", "--settings",
                              json.dumps(settings, sort_keys=True), "--data-dir", str(step.data_dir), "--out",
                              str(out), "--log", str(log), "--stop-at", f"{step.deadline - STOP_MARGIN_S:.0f}"])
-            took[name] = time.time() - t0
+            took[name, threads] = time.time() - t0
             state = resumable(step, rel) if rc == EXIT_PAUSED else None
             if state:
                 entry = {"run": rel, "epochs_done": len(state["epochs"]), "epochs": epochs,
                          "s_per_epoch": round(epoch_seconds(state["epochs"]), 4),
-                         "threads_per_clause": threads_for(step, name), "gpu": (step.gpu or {}).get("name")}
+                         "threads_per_clause": threads, "gpu": (step.gpu or {}).get("name")}
                 step.manifest.setdefault("paused", []).append(entry)
                 step.say(f"{rel}: paused after epoch {entry['epochs_done']}/{epochs} ({entry['s_per_epoch']:.3f} s "
                          "per epoch): no time for another; its checkpoint stays on this machine for the next call")
@@ -786,9 +807,9 @@ def _tm_runs(step: Step, runs: list[tuple]) -> None:
                     partial.unlink(missing_ok=True)
                 if rc is None:
                     step.manifest["past_budget"].append({
-                        "run": rel, "budget_s": step.manifest["budget_s"], "elapsed_s": round(took[name], 1),
-                        "threads_per_clause": threads_for(step, name)})
-                    step.stop(f"{rel} ran past the budget ({took[name]:.0f} s); not recorded")
+                        "run": rel, "budget_s": step.manifest["budget_s"],
+                        "elapsed_s": round(took[name, threads], 1), "threads_per_clause": threads})
+                    step.stop(f"{rel} ran past the budget ({took[name, threads]:.0f} s); not recorded")
                     return
                 step.failed(rel, f"exit status {rc} (see the log)")
                 continue
@@ -898,8 +919,8 @@ def step_paper(step: Step, select: str | None = None) -> None:
 
 
 def step_ablation(step: Step, select: str | None = None) -> None:
-    """The tally ablation's tm_gpu runs (:func:`ablation_runs`), with the config's threads per clause (one, the
-    paper's): records under results/ablation/, beside the CPU build's."""
+    """The tally ablation's tm_gpu runs (:func:`ablation_runs`), each with its variant's threads per clause (one,
+    the paper's, or a warp for a ``_warp`` variant): records under results/ablation/, beside the CPU build's."""
     runs = [r for r in ablation_runs(step.config) if not select or r[0] in select.split(",")]
     step.say(f"{len(runs)} ablation runs: " + ", ".join(f"{n}/{p}/{v}/seed{s}" for n, p, s, v in runs))
     _tm_runs(step, runs)

@@ -187,6 +187,9 @@ def seeds(config: dict) -> list[int]:
     return list(config["smoke"]["seeds"] if is_smoke(config) else config["seeds"])
 
 
+WARP = 32  # threads per clause of the GPU build's other schedule, a warp per clause (kernels/README.md)
+
+
 def gpu_threads_per_clause(config: dict) -> int:
     """Threads per clause that the configuration gives tm_gpu runs (1: the paper's one thread per clause)."""
     return int(config.get("gpu_threads_per_clause", 1))
@@ -374,29 +377,39 @@ def gap_reason(config: dict, name: str, impl: str, host_gpu: bool, requested=Non
 ABLATION_DIR = "ablation"
 
 
-def ablation_variant(tally: str, rule: str, order: str = "dataset") -> str:
-    """The folder of one variant: ``<tally>_<regression_rule>``, with ``_staggered`` for that example order."""
-    return f"{tally}_{rule}" + ("" if order == "dataset" else f"_{order}")
+def ablation_variant(tally: str, rule: str, order: str = "dataset", threads: int = 1) -> str:
+    """The folder of one variant: ``<tally>_<regression_rule>``, with ``_staggered`` for that example order and
+    ``_warp`` for the GPU build with a warp per clause (any other count but one: ``_<k>threads``, which no
+    configuration asks for)."""
+    return (f"{tally}_{rule}" + ("" if order == "dataset" else f"_{order}")
+            + ("" if threads == 1 else "_warp" if threads == WARP else f"_{threads}threads"))
 
 
 def ablation_variants(config: dict, name: str) -> list[str]:
     """The variants an ablation experiment runs (:func:`ablation_variant`): in each configured example order,
-    each tally with the linear rule, and for regression experiments each tally with each configured rule."""
+    each tally with the linear rule, and for regression experiments each tally with each configured rule; with
+    impl tm_gpu, each of these at each of the ablation's ``gpu_threads_per_clause`` (default one)."""
     abl = config["ablation"]
     rules = abl["regression_rules"] if experiment(config, name)["task"] == "regression" else ["linear"]
-    return [ablation_variant(tally, rule, order) for order in abl.get("orders", ["dataset"])
+    threads = abl.get("gpu_threads_per_clause", [1]) if abl["impl"] == "tm_gpu" else [1]
+    return [ablation_variant(tally, rule, order, int(k)) for k in threads for order in abl.get("orders", ["dataset"])
             for tally in abl["tallies"] for rule in rules]
 
 
 def parse_ablation_variant(variant: str) -> dict:
-    """The estimator switches of a variant: ``tally`` and ``regression_rule``, and ``order`` where it is not the
-    dataset order (so that the settings of the dataset-order runs read as they did before the order existed)."""
+    """The estimator switches of a variant: ``tally`` and ``regression_rule``, ``order`` where it is not the
+    dataset order (so that the settings of the dataset-order runs read as they did before the order existed), and
+    ``threads_per_clause`` where it is a warp's."""
     parts = variant.split("_")
+    warp = len(parts) > 2 and parts[-1] == "warp"
+    parts = parts[:-1] if warp else parts
     tally, rule, order = (parts + ["dataset"])[:3] if len(parts) in (2, 3) else ("", "", "")
     if (tally not in TALLIES or rule not in UPDATE_RULES or order not in ORDERS
-            or ablation_variant(tally, rule, order) != variant):
-        raise PlanError(f"ablation variant {variant!r} does not read <async|sync>_<linear|quadratic>[_staggered]")
-    return {"tally": tally, "regression_rule": rule, **({"order": order} if order != "dataset" else {})}
+            or ablation_variant(tally, rule, order, WARP if warp else 1) != variant):
+        raise PlanError(f"ablation variant {variant!r} does not read "
+                        "<async|sync>_<linear|quadratic>[_staggered][_warp]")
+    return {"tally": tally, "regression_rule": rule, **({"order": order} if order != "dataset" else {}),
+            **({"threads_per_clause": WARP} if warp else {})}
 
 
 def ablation_runs(config: dict) -> list[dict]:
@@ -440,12 +453,16 @@ def ablation_record_path(config: dict, run: dict) -> str:
 
 def ablation_run_settings(config: dict, name: str, impl: str, params: str, variant: str, seed: int) -> dict:
     """The runner's settings of one ablation run: a TM run whose hyperparameters add ``tally`` and
-    ``regression_rule``, and ``order`` where it is staggered (the record repeats them)."""
+    ``regression_rule``, ``order`` where it is staggered and ``threads_per_clause`` where it is a warp's (the
+    variant alone sets a GPU run's threads per clause; the record repeats them)."""
     if impl not in OUR_IMPLS:
         raise PlanError(f"the ablation runs our TM only (tm_cpu or tm_gpu), not {impl!r}")
     switches = parse_ablation_variant(variant)
     if experiment(config, name)["task"] != "regression" and switches["regression_rule"] != "linear":
         raise PlanError(f"{name}: the regression rule applies to regression experiments only ({variant!r})")
+    if "threads_per_clause" in switches and impl != "tm_gpu":
+        raise PlanError(f"{name}: a warp per clause is the GPU build's schedule; {impl} has none ({variant!r})")
     settings = tm_run_settings(config, name, impl, params, seed)
+    settings["hyperparameters"].pop("threads_per_clause", None)  # the variant says, not gpu_threads_per_clause
     settings["hyperparameters"].update(switches)
     return settings
