@@ -964,6 +964,7 @@ def test_a_lease_of_tested_and_benchmarked_code_trains_in_both_calls(tmp_path):
     # the paper step opens the second call too: in the first it may start a run that continues there
     assert "step paper --until $END --later 270 --threads-per-clause auto" in training[0]
     assert "--later" not in training[1] and "step sweeps --budget 150" in training[0]
+    assert "step ablation --budget 45" in training[0]  # the ablation's turn even where no extra call comes
     assert sum(seconds for seconds, _ in TRAINING_CALLS) <= 900 - 120
     from asynctm.campaign import DEVICE_CALLS
 
@@ -1105,8 +1106,8 @@ def test_every_step_command_of_both_leases_parses(tmp_path):
             words = shlex.split(part.replace("$END", "1900000000"))
             if words[:3] == ["python3", "-m", "asynctm.campaign"]:
                 parsed.append(parser().parse_args(words[3:]))
-    assert [a.name for a in parsed] == ["gpu_tests", "bench", "sweeps", "paper", "goal_seeds", "sweeps", "paper",
-                                        "paper", "sweeps", "ablation", "paper", "sweeps"]
+    assert [a.name for a in parsed] == ["gpu_tests", "bench", "sweeps", "paper", "goal_seeds", "ablation", "sweeps",
+                                        "paper", "paper", "sweeps", "ablation", "paper", "sweeps"]
     assert all(a.until == 1900000000 for a in parsed)
     assert [a.later for a in parsed if a.name == "paper"] == [0.0, 270.0, 0.0, 0.0]
     assert {a.threads_per_clause for a in parsed if a.name in ("sweeps", "paper")} == {"auto"}
