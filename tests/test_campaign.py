@@ -983,6 +983,20 @@ def test_a_lease_of_tested_and_benchmarked_code_trains_in_both_calls(tmp_path):
     assert not any("gpu_tests" in c for c in training)
 
 
+def test_the_goal_seeds_budget_holds_one_seed_of_every_goal_setting_on_the_h100():
+    """A goal seed starts only where its estimate fits the step's time less its end margin: the budget must hold
+    the costliest setting's seed (SemEval), as the H100 benchmarks here estimate it, or that goal never completes."""
+    from asynctm.campaign import TRAINING_CALLS
+    from asynctm.campaign.bench import GOAL_SETTINGS
+    from asynctm.campaign.goals import seed_cost_s
+
+    budget = dict(TRAINING_CALLS[0][1])["goal_seeds"]
+    start = 5.0  # the step's install and GPU probe before its first seed
+    costs = {s: seed_cost_s([REPO / "benchmarks/results"], s, "NVIDIA H100 80GB HBM3") for s in GOAL_SETTINGS}
+    assert all(c is not None for c in costs.values()), costs
+    assert max(costs.values()) + steps_mod.BENCH_END_MARGIN_S + start <= budget, costs
+
+
 def test_the_readme_shows_the_calls_that_commands_prints():
     from asynctm.campaign import DEVICE_CALLS, TRAINING_CALLS
     from asynctm.campaign.lease import call_commands
