@@ -527,12 +527,17 @@ def test_dress_rehearsal_on_the_simulated_gpu(tmp_path):
     assert gpu["name"] == "Simulated GPU" and gpu["driver"] and gpu["cuda"]
     assert len(rec["provenance"]["git_commit"] or "") == 40
     assert (tree / "results/smoke/bbc_sport/mlp_novelty/tm_gpu.n20_T100_s15_e2/seed0.json").is_file()
-    # the tally ablation's GPU runs: WSD apple in both example orders (Bike Sharing is not staged)
+    # the tally ablation's GPU runs: WSD apple in both example orders, with one thread and with a warp per clause
+    # (Bike Sharing is not staged)
     ablation = tree / "results/smoke/ablation/wsd_apple/tm_gpu/n20_T50_s5_e2"
-    assert sorted(p.name for p in ablation.iterdir()) == ["async_linear", "async_linear_staggered"]
+    assert sorted(p.name for p in ablation.iterdir()) == ["async_linear", "async_linear_staggered",
+                                                          "async_linear_staggered_warp", "async_linear_warp"]
     staggered = json.loads((ablation / "async_linear_staggered/seed0.json").read_text())
     assert staggered["hyperparameters"]["order"] == "staggered" and staggered["impl"] == "tm_gpu"
     assert "order" not in json.loads((ablation / "async_linear/seed0.json").read_text())["hyperparameters"]
+    assert "threads_per_clause" not in staggered["hyperparameters"]
+    warp = json.loads((ablation / "async_linear_staggered_warp/seed0.json").read_text())
+    assert warp["hyperparameters"]["threads_per_clause"] == 32 and warp["hyperparameters"]["order"] == "staggered"
     for clauses in (10, 20):
         assert (tree / f"results/smoke/bbc_sport/tm_gpu/n{clauses}_T100_s15_e2/seed0.json").is_file()
 

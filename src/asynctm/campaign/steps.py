@@ -64,11 +64,13 @@ SWEEP_ORDER = ("semeval", "imdb", "bbc_sport", "bike_sharing")
 # synchronous ones do (43.23 and 32.57): the README's reading says its clauses drift apart and read stale tallies;
 # then, with one thread per clause, does the staggered order bring the MAE from the synchronous tally's towards
 # the asynchronous CPU build's; then whether the GPU's tallies are the synchronous ones; then WSD Apple's
-# accuracy in either order.
+# accuracy in either order, with one thread and then with a warp (where the warp build did not reach the CPU
+# build's accuracy: 92.25 against 95.35 after the benchmark's 11 epochs).
 GPU_ABLATION = (("bike_sharing", ("async_linear_warp", "async_linear_staggered_warp")),
                 ("bike_sharing", ("async_linear_staggered", "async_linear")),
                 ("bike_sharing", ("sync_linear", "sync_linear_staggered")),
-                ("wsd_apple", ("async_linear_staggered", "async_linear")))
+                ("wsd_apple", ("async_linear_staggered", "async_linear")),
+                ("wsd_apple", ("async_linear_warp", "async_linear_staggered_warp")))
 MAX_FAILURES_IN_A_ROW = 3
 # pytest processes that share the GPU tests (the GPU machine has 16 cores): most of a test's time on a bare
 # machine is nvcc compiling its kernels (about a second each), which then runs side by side. Each process has a
