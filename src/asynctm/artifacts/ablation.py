@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..experiments.plan import ablation_variant, parse_ablation_variant, record_threads_per_clause
+from ..experiments.plan import WARP_SUFFIX, ablation_variant, parse_ablation_variant, record_threads_per_clause
 from ..io import atomic_open
 from ..jobs import JobLog
 from .figures import legend_below
@@ -43,7 +43,6 @@ VARIANT_STYLE = {  # label, colour, line style
     "sync_quadratic_staggered": ("sync, quadratic, staggered", "#ff7f0e", "--"),
 }
 BUILDS = {"tm_cpu": "CPU", "tm_gpu": "GPU"}  # the table's build column; GPU lines are dotted in the figures
-WARP_SUFFIX = "_warp"  # a GPU variant with a warp per clause (plan.ablation_variant)
 COMPARED = ("asynchronous vs synchronous tallies (and update rules), dataset vs staggered example order "
             "(dotted: the GPU build; dash-dotted: the GPU build with a warp per clause)")
 FIGURES = ("fig_ablation_literals_over_epochs", "fig_ablation_metric_over_epochs", "fig_ablation_vs_clauses")

@@ -181,7 +181,7 @@ def literal_words(step, name: str) -> int | None:
         return None
     rel = Path("processed") / exp["dataset"] / exp["protocol"] / "meta.json"
     data_dir = Path(step.config.get("data_dir") or "data")
-    for meta in (step.campaign_dir / "data" / rel, Path(getattr(step, "tree", ".")) / data_dir / rel):
+    for meta in (step.campaign_dir / "data" / rel, Path(step.tree) / data_dir / rel):
         try:
             features = int(json.loads(meta.read_text())["n_features"])
         except (OSError, ValueError, KeyError, TypeError):

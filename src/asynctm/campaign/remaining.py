@@ -52,7 +52,7 @@ def remaining(config: dict, tree: Path = REPO, gpu: str | None = None, threads: 
     a row is ``{"experiment", "missing", "estimated", "seconds", "unknown", "first"}`` (``first``: the first missing
     run); ``threads``: None (the config's), a number, or ``auto`` (``chosen``: ``{step: {experiment: threads}}``)."""
     from ..provenance import code_digests
-    from .steps import ablation_runs, estimate_s, paper_runs, record_path, run_threads, sweep_runs
+    from .steps import ablation_runs, estimate_s, paper_runs, record_path, run_fields, run_threads, sweep_runs
 
     tree = Path(tree)
     gpu = gpu or newest_bench_gpu(tree)
@@ -74,14 +74,14 @@ def remaining(config: dict, tree: Path = REPO, gpu: str | None = None, threads: 
             out["chosen"][step] = ctx.threads
         rows: dict[str, dict] = {}
         for run in runs:
-            name, params = run[:2]
+            name, params, _, variant = run_fields(run)
             rel = record_path(config, run)
             if (tree / rel).is_file():
                 continue
             row = rows.setdefault(name, {"experiment": name, "missing": 0, "estimated": 0, "seconds": 0.0,
                                          "unknown": 0, "too_long": 0, "first": rel})
             row["missing"] += 1
-            need = estimate_s(ctx, name, params, run_threads(ctx, name, run[3]) if len(run) > 3 else None)
+            need = estimate_s(ctx, name, params, run_threads(ctx, name, variant))
             if need is None:
                 row["unknown"] += 1
             else:

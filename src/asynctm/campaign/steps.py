@@ -723,7 +723,7 @@ def resumable(step: Step, rel: str) -> dict | None:
         return None
 
 
-def _run_fields(run: tuple) -> tuple:
+def run_fields(run: tuple) -> tuple:
     """``(experiment, params, seed, variant)`` of a run ``(experiment, params, seed)`` (variant None) or of a run of
     the tally ablation, ``(experiment, params, seed, variant)``."""
     return tuple(run) + (None,) * (4 - len(run))
@@ -732,7 +732,7 @@ def _run_fields(run: tuple) -> tuple:
 def record_path(config: dict, run: tuple) -> str:
     """The record of a tm_gpu run ``(experiment, params, seed)``, or ``(experiment, params, seed, variant)`` of the
     tally ablation (variant None: not one)."""
-    name, params, seed, variant = _run_fields(run)
+    name, params, seed, variant = run_fields(run)
     rec = {"experiment": name, "impl": "tm_gpu", "params": params, "seed": seed}
     return plan.ablation_record_path(config, {**rec, "variant": variant}) if variant else plan.record_path(config, rec)
 
@@ -751,7 +751,7 @@ def _tm_runs(step: Step, runs: list[tuple]) -> None:
     took: dict[tuple[str, int], float] = {}  # seconds of this step's last run, per experiment and threads
     killed_before = past_budget(step)
     step.manifest.setdefault("past_budget", [])
-    for name, params, seed, variant in map(_run_fields, runs):
+    for name, params, seed, variant in map(run_fields, runs):
         if step.manifest["stopped"]:
             return
         threads = run_threads(step, name, variant)

@@ -188,6 +188,7 @@ def seeds(config: dict) -> list[int]:
 
 
 WARP = 32  # threads per clause of the GPU build's other schedule, a warp per clause (kernels/README.md)
+WARP_SUFFIX = "_warp"  # an ablation variant's folder with a warp per clause (ablation_variant)
 
 
 def gpu_threads_per_clause(config: dict) -> int:
@@ -382,7 +383,7 @@ def ablation_variant(tally: str, rule: str, order: str = "dataset", threads: int
     ``_warp`` for the GPU build with a warp per clause (any other count but one: ``_<k>threads``, which no
     configuration asks for)."""
     return (f"{tally}_{rule}" + ("" if order == "dataset" else f"_{order}")
-            + ("" if threads == 1 else "_warp" if threads == WARP else f"_{threads}threads"))
+            + ("" if threads == 1 else WARP_SUFFIX if threads == WARP else f"_{threads}threads"))
 
 
 def ablation_variants(config: dict, name: str) -> list[str]:
@@ -400,9 +401,8 @@ def parse_ablation_variant(variant: str) -> dict:
     """The estimator switches of a variant: ``tally`` and ``regression_rule``, ``order`` where it is not the
     dataset order (so that the settings of the dataset-order runs read as they did before the order existed), and
     ``threads_per_clause`` where it is a warp's."""
-    parts = variant.split("_")
-    warp = len(parts) > 2 and parts[-1] == "warp"
-    parts = parts[:-1] if warp else parts
+    warp = variant.count("_") > 1 and variant.endswith(WARP_SUFFIX)
+    parts = variant.removesuffix(WARP_SUFFIX).split("_") if warp else variant.split("_")
     tally, rule, order = (parts + ["dataset"])[:3] if len(parts) in (2, 3) else ("", "", "")
     if (tally not in TALLIES or rule not in UPDATE_RULES or order not in ORDERS
             or ablation_variant(tally, rule, order, WARP if warp else 1) != variant):
