@@ -145,7 +145,7 @@ def test_run_order_and_device_commands(tmp_path):
     calls = [ln for ln in lines if "asynctm.campaign step" in ln and not ln.startswith("#")]
     steps = [w for c in calls for w in re.findall(r"asynctm\.campaign step (\w+)", c)]
     # goal_seeds: once the code is benchmarked; the last line: the extra call where device time is left
-    assert steps == ["gpu_tests", "bench", "sweeps", "paper", "ablation", "paper", "sweeps"]
+    assert steps == ["gpu_tests", "bench", "sweeps", "paper", "ablation", "paper", "sweeps", "ablation"]
     assert set(steps) | {"goal_seeds"} == set(steps_mod.STEPS)
     assert "END=$(( $(date +%s) + N ))" in calls[-1] and "B - 60" in lines[lines.index(calls[-1]) - 1]
     assert all(len(c) < 2000 for c in calls)  # the device tool's limit on a command
@@ -494,9 +494,9 @@ def test_dress_rehearsal_on_the_simulated_gpu(tmp_path):
            "PYTHONHASHSEED": "0", "OUT": str(tmp_path / "unused")}
     out, tree = tmp_path / "out", tmp_path / "tree"
 
-    def step(name, *extra, budget="120"):
+    def step(name, *extra, budget="120", call_out=None):  # call_out: a later device call's own (empty) $OUT
         cmd = [sys.executable, "-m", "asynctm.campaign", "step", name, "--no-install", "--campaign-dir", str(staged),
-               "--out", str(out), "--work-dir", str(tmp_path / "work" / name), "--tree", str(tree), "--budget", budget,
+               "--out", str(call_out or out), "--work-dir", str(tmp_path / "work" / name), "--tree", str(tree), "--budget", budget,
                *extra]
         r = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
         assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
@@ -567,7 +567,7 @@ def test_dress_rehearsal_on_the_simulated_gpu(tmp_path):
 
     # Called again after unpack: every run is recorded already, nothing is trained; the earlier call's work
     # folder is kept (the same staged campaign), and the tarball holds only this call's manifest.
-    r = step("paper")
+    r = step("paper", call_out=(out := tmp_path / "out_call2"))
     assert "kept the work folder of an earlier call" in r.stdout
     manifests = sorted((tmp_path / "work" / "paper" / "benchmarks/results/campaign").glob("paper_*.json"))
     again = json.loads(manifests[-1].read_text())
@@ -577,7 +577,7 @@ def test_dress_rehearsal_on_the_simulated_gpu(tmp_path):
     # No budget left: the step stops before training and still packs its manifest.
     (tree / "results/smoke/wsd_apple/tm_gpu/n20_T50_s5_e2/seed0.json").unlink()
     shutil.rmtree(tmp_path / "work" / "paper")  # a bare machine
-    step("paper", budget="0.5")
+    step("paper", budget="0.5", call_out=(out := tmp_path / "out_call3"))
     with tarfile.open(out / "paper.tar.gz") as tar:
         manifest = json.loads(tar.extractfile(next(m for m in tar.getmembers() if "/campaign/" in m.name)).read())
     assert manifest["done"] == [] and "budget" in manifest["stopped"]
@@ -797,12 +797,12 @@ def test_a_crashed_gpu_test_process_fails_the_step(tmp_path, monkeypatch):
     step.close()
 
 
-def _paper_step(tmp_path, budget=100.0, later=0.0, campaign=None):
+def _paper_step(tmp_path, budget=100.0, later=0.0, campaign=None, out=None):
     camp = tmp_path / "c"
     camp.mkdir(exist_ok=True)
     if campaign is not None or not (camp / "campaign.json").exists():
         (camp / "campaign.json").write_text(json.dumps(campaign or {"config": load_config([]), "source": {}}))
-    step = steps_mod.Step("paper", camp, tmp_path / "out", budget, tmp_path / "work", tree=tmp_path / "tree",
+    step = steps_mod.Step("paper", camp, out or tmp_path / "out", budget, tmp_path / "work", tree=tmp_path / "tree",
                           later_s=later)
     step.gpu = {"name": "NVIDIA H200"}
     return step
@@ -825,6 +825,33 @@ def test_a_later_call_keeps_the_work_folder_of_the_same_campaign_and_packs_only_
     other = _paper_step(tmp_path, campaign={"config": load_config([]), "source": {"commit": "f" * 40}})
     assert not done.exists() and not other.exists("results/e/tm_gpu/p/seed0.json")
     other.close()
+
+
+def test_a_second_turn_of_a_step_in_one_call_brings_back_both_turns_files(tmp_path):
+    """A call may run a step twice (the ablation ends each training call); the second turn's tarball replaces the
+    first's in the call's folder, so it carries the first turn's files too, and each turn's own manifest."""
+    first = _paper_step(tmp_path)
+    run0 = tmp_path / "work/results/e/tm_gpu/p/seed0.json"
+    run0.parent.mkdir(parents=True)
+    run0.write_text("{}")
+    first.pack()
+    first.close()
+    second = _paper_step(tmp_path)  # the same call: its folder (out) holds the first turn's tarball
+    (run0.parent / "seed1.json").write_text("{}")
+    second.stamp = first.stamp  # both turns started in the same second
+    with tarfile.open(second.pack()) as tar:
+        names = tar.getnames()
+    second.close()
+    assert {"results/e/tm_gpu/p/seed0.json", "results/e/tm_gpu/p/seed1.json"} <= set(names)
+    manifests = [n for n in names if n.startswith("benchmarks/results/campaign/paper_")]
+    assert len(manifests) == 2, names
+    # a later call starts with an empty folder: only its own files travel
+    third = _paper_step(tmp_path, out=tmp_path / "out2")
+    (run0.parent / "seed2.json").write_text("{}")
+    with tarfile.open(third.pack()) as tar:
+        names = tar.getnames()
+    third.close()
+    assert [n for n in names if n.startswith("results/")] == ["results/e/tm_gpu/p/seed2.json"]
 
 
 def _fake_run(rel_out: Path, epochs_done: int, n_epochs: int, record: bool):
@@ -974,7 +1001,9 @@ def test_a_lease_of_tested_and_benchmarked_code_trains_in_both_calls(tmp_path):
     from asynctm.campaign import DEVICE_CALLS
 
     # each step returns its tarball and its log: at most 8 files come back from one call
-    assert all(2 * len(steps) <= 8 for _, steps in DEVICE_CALLS + TRAINING_CALLS)
+    assert all(2 * len({name for name, _ in steps}) <= 8 for _, steps in DEVICE_CALLS + TRAINING_CALLS)
+    # what the steps before it leave goes to the ablation, in each training call
+    assert all(steps[-1] == ("ablation", None) for _, steps in TRAINING_CALLS)
     man.write_text(json.dumps({"code": code_digests(), "pytest": {"returncode": 1}}))  # the tests failed
     again, lines = calls(tmp_path)
     assert "step gpu_tests" in again[0] and "see benchmarks/results/campaign/gpu_tests_*.txt" in "\n".join(lines)
@@ -1126,7 +1155,8 @@ def test_every_step_command_of_both_leases_parses(tmp_path):
             if words[:3] == ["python3", "-m", "asynctm.campaign"]:
                 parsed.append(parser().parse_args(words[3:]))
     assert [a.name for a in parsed] == ["gpu_tests", "bench", "sweeps", "paper", "goal_seeds", "ablation", "sweeps",
-                                        "paper", "paper", "sweeps", "ablation", "paper", "sweeps"]
+                                        "paper", "ablation", "paper", "sweeps", "ablation", "ablation", "paper",
+                                        "sweeps", "ablation"]
     assert all(a.until == 1900000000 for a in parsed)
     assert [a.later for a in parsed if a.name == "paper"] == [0.0, 270.0, 0.0, 0.0]
     assert {a.threads_per_clause for a in parsed if a.name in ("sweeps", "paper")} == {"auto"}

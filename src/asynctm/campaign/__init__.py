@@ -47,14 +47,17 @@ DEVICE_CALLS = ((480, (("gpu_tests", 180), ("bench", None))), (270, (("sweeps", 
 # pair, seconds a run), as the extra call below comes only where a lease has time left (the fourth had not).
 # goal_seeds' 270 s hold one SemEval seed on an H100 (about 226 s with its margin, PyTsetlinMachineCUDA's two
 # epochs most of it) and the step's end margin (steps.BENCH_END_MARGIN_S); at 240 it could never start one.
-TRAINING_CALLS = ((480, (("goal_seeds", 270), ("ablation", 45), ("sweeps", 150), ("paper", None))),
-                  (270, (("paper", None), ("sweeps", None))))
+# Each call ends with a second turn of the ablation, which takes what the steps before it left: once the paper runs
+# and sweeps are recorded (the fifth lease), the rest of both calls. A step's second turn in a call packs its first
+# turn's files again (steps.Step), so a call still brings back one tarball and one log per step.
+TRAINING_CALLS = ((480, (("goal_seeds", 270), ("ablation", 45), ("sweeps", 150), ("paper", None), ("ablation", None))),
+                  (270, (("paper", None), ("sweeps", None), ("ablation", None))))
 # Where the reply to a lease's last call shows at least EXTRA_CALL_MIN_LEFT_S of device time left, one more call
 # at once on the warm machine trains in it: up to 90 s of the tally ablation's GPU runs (steps.GPU_ABLATION; a few
 # seconds once they are recorded), the paper runs (a run paused at the last call's end resumes from its
-# checkpoint), then the sweeps, until EXTRA_CALL_MARGIN_S before that time runs out (the machine's release and the
+# checkpoint), then the sweeps, then the ablation again, until EXTRA_CALL_MARGIN_S before that time runs out (the machine's release and the
 # transfers). `commands` prints it with N in place of its seconds.
-EXTRA_CALL = (("ablation", 90), ("paper", None), ("sweeps", None))
+EXTRA_CALL = (("ablation", 90), ("paper", None), ("sweeps", None), ("ablation", None))
 EXTRA_CALL_MIN_LEFT_S = 150
 EXTRA_CALL_MARGIN_S = 60
 # The training steps choose one thread or a warp per clause from the first call's tests and benchmark

@@ -16,6 +16,9 @@ from . import DEVICE_CALLS, STEP_OPTIONS, TRAINING_CALLS
 from .choice import checkout_view, failed_gpu_tests, gpu_tests_verdict, warp_evidence
 
 
+DEVICE_COMMAND_LIMIT_S = 600  # the device tool runs one command for at most this long
+
+
 def device_command(seconds: int, calls, commit: str | None, dirty: int | None, later: dict | None = None) -> str:
     """One device call: its steps, sharing its end; ``later``: per step, seconds it gets in the next call."""
     env = f" ASYNCTM_SOURCE_COMMIT={commit} ASYNCTM_SOURCE_DIRTY={dirty}" if commit else ""
@@ -33,8 +36,10 @@ def call_commands(calls_of_lease, commit: str | None = None, dirty: int | None =
     for i, (seconds, calls) in enumerate(calls_of_lease):
         nxt = calls_of_lease[i + 1] if i + 1 < len(calls_of_lease) else None
         later = {nxt[1][0][0]: nxt[0]} if nxt else {}
-        # the last step's children are killed at the call's end; then packing, and a margin
-        out.append((seconds + 30 * len(calls), device_command(seconds, calls, commit, dirty, later)))
+        # the last step's children are killed at the call's end; then packing, and a margin (steps that start
+        # after the end stop at once: a few seconds each)
+        out.append((min(seconds + 30 * len(calls), DEVICE_COMMAND_LIMIT_S),
+                    device_command(seconds, calls, commit, dirty, later)))
     return out
 
 

@@ -193,6 +193,7 @@ class Step:
         self.log_fh = open(self.out_dir / f"{name}.log", "a", buffering=1)
         self.campaign = load_campaign(self.campaign_dir)
         self.earlier = self._open_work()  # files an earlier call of this step left here: not packed again
+        self._carry_this_calls_tarball()
         self.config = self.campaign["config"]
         self.env: dict = {}
         self.gpu: dict | None = None
@@ -207,6 +208,7 @@ class Step:
                          "gpu": None, "source": self.campaign.get("source"), "code": self.code, "done": [],
                          "skipped": [], "stopped": None}
         self.stamp = stamp
+        self._manifest_rel: str | None = None
         self.failures_in_a_row = 0
 
     def _open_work(self) -> dict[str, tuple[float, int]]:
@@ -227,6 +229,19 @@ class Step:
                    for p in self.work.rglob("*") if p.is_file()}
         self.say(f"kept the work folder of an earlier call of this step on this machine ({len(earlier)} files)")
         return earlier
+
+    def _carry_this_calls_tarball(self) -> None:
+        """A step may run twice in one device call (a second turn takes the time the steps after its first left
+        unused). The call's folder then holds the first turn's tarball, which this turn's would replace: the files
+        it carries are packed again, so that the call brings back both turns' results."""
+        try:
+            with tarfile.open(self.out_dir / f"{self.name}.tar.gz") as tar:
+                names = tar.getnames()
+        except (OSError, tarfile.TarError):
+            return
+        for name in names:
+            self.earlier.pop(name, None)
+        self.say(f"packs again the {len(names)} file(s) of this step's earlier turn in this call")
 
     def packable(self, path: Path) -> bool:
         """A file of the work folder that this call's tarball carries: new or changed in this call, not a run's
@@ -306,12 +321,16 @@ class Step:
         return (self.tree / rel).is_file() or (self.work / rel).is_file()
 
     def manifest_rel(self) -> str:
-        device = slug((self.gpu or {}).get("name", "no_gpu"))
-        rel, n = f"benchmarks/results/campaign/{self.name}_{device}_{self.stamp}.json", 1
-        while rel in self.earlier:  # an earlier call on this machine in the same second
-            n += 1
-            rel = f"benchmarks/results/campaign/{self.name}_{device}_{self.stamp}_{n}.json"
-        return rel
+        """Where this turn's manifest goes in the work folder: chosen at its first pack, beside no other turn's
+        (an earlier call or turn of this step on this machine may have started in the same second)."""
+        if self._manifest_rel is None:
+            device = slug((self.gpu or {}).get("name", "no_gpu"))
+            rel, n = f"benchmarks/results/campaign/{self.name}_{device}_{self.stamp}.json", 1
+            while (self.work / rel).exists():
+                n += 1
+                rel = f"benchmarks/results/campaign/{self.name}_{device}_{self.stamp}_{n}.json"
+            self._manifest_rel = rel
+        return self._manifest_rel
 
     def pack(self) -> Path:
         """Rewrite ``<out>/<name>.tar.gz`` from the work folder and the manifest, atomically."""
