@@ -496,8 +496,8 @@ def test_dress_rehearsal_on_the_simulated_gpu(tmp_path):
 
     def step(name, *extra, budget="120", call_out=None):  # call_out: a later device call's own (empty) $OUT
         cmd = [sys.executable, "-m", "asynctm.campaign", "step", name, "--no-install", "--campaign-dir", str(staged),
-               "--out", str(call_out or out), "--work-dir", str(tmp_path / "work" / name), "--tree", str(tree), "--budget", budget,
-               *extra]
+               "--out", str(call_out or out), "--work-dir", str(tmp_path / "work" / name), "--tree", str(tree),
+               "--budget", budget, *extra]
         r = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
         assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
         return r

@@ -55,8 +55,8 @@ TRAINING_CALLS = ((480, (("goal_seeds", 270), ("ablation", 45), ("sweeps", 150),
 # Where the reply to a lease's last call shows at least EXTRA_CALL_MIN_LEFT_S of device time left, one more call
 # at once on the warm machine trains in it: up to 90 s of the tally ablation's GPU runs (steps.GPU_ABLATION; a few
 # seconds once they are recorded), the paper runs (a run paused at the last call's end resumes from its
-# checkpoint), then the sweeps, then the ablation again, until EXTRA_CALL_MARGIN_S before that time runs out (the machine's release and the
-# transfers). `commands` prints it with N in place of its seconds.
+# checkpoint), then the sweeps, then the ablation again, until EXTRA_CALL_MARGIN_S before that time runs out (the
+# machine's release and the transfers). `commands` prints it with N in place of its seconds.
 EXTRA_CALL = (("ablation", 90), ("paper", None), ("sweeps", None), ("ablation", None))
 EXTRA_CALL_MIN_LEFT_S = 150
 EXTRA_CALL_MARGIN_S = 60
