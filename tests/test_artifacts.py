@@ -31,7 +31,7 @@ CONFIG = {
     "results_dir": "results",
     "gpu": "auto",
     "seeds": [0, 1, 2, 3, 4],
-    "impls": ["tm_gpu", "tm_cpu", "pytm_indexed", "pytm_nonindexed"],
+    "impls": ["tm_gpu", "tm_gpu_warp", "tm_cpu", "pytm_indexed", "pytm_nonindexed"],
     "tm": {"epochs": 100, "state_bits": 8, "boost_true_positive": True, "batch_size": 100, "append_negated": True},
     "experiments": {
         "bike_sharing": {"dataset": "bike_sharing", "protocol": "paper", "task": "regression", "clauses": 1280,
@@ -52,12 +52,13 @@ CONFIG = {
                      "s": 5.0, "f1": "macro", "svm": True},
     },
     "sweeps": {
-        "bbc_sport": {"clauses": [100, 1000], "impls": ["tm_gpu", "tm_cpu", "pytm_indexed"], "seeds": [0],
-                      "epochs": 5},
-        "semeval": {"clauses": [20, 40], "impls": ["tm_gpu", "tm_cpu", "pytm_indexed"], "seeds": [0], "epochs": 5},
-        "bike_sharing": {"clauses": [40, 80], "impls": ["tm_gpu", "tm_cpu", "pytm_nonindexed"], "seeds": [0],
-                         "epochs": 100},
-        "imdb": {"clauses": [1000, 2000], "impls": ["tm_gpu", "tm_cpu"], "seeds": [0], "epochs": 5},
+        "bbc_sport": {"clauses": [100, 1000], "impls": ["tm_gpu", "tm_gpu_warp", "tm_cpu", "pytm_indexed"],
+                      "seeds": [0], "epochs": 5},
+        "semeval": {"clauses": [20, 40], "impls": ["tm_gpu", "tm_gpu_warp", "tm_cpu", "pytm_indexed"], "seeds": [0],
+                    "epochs": 5},
+        "bike_sharing": {"clauses": [40, 80], "impls": ["tm_gpu", "tm_gpu_warp", "tm_cpu", "pytm_nonindexed"],
+                         "seeds": [0], "epochs": 100},
+        "imdb": {"clauses": [1000, 2000], "impls": ["tm_gpu", "tm_gpu_warp", "tm_cpu"], "seeds": [0], "epochs": 5},
     },
     "svm": {"classification": {"kernel": "linear", "C": 1.0}, "regression": {"kernel": "rbf", "C": 1.0}},
     "smoke": {"seeds": SEEDS, "epochs": 2, "max_clauses": 20, "sweep_clauses": [10, 20], "max_train": 300,
@@ -68,7 +69,7 @@ ONE_SEED_CELL = ("wsd_java", "pytm_nonindexed")  # only seed 0 written: std must
 
 
 def provenance(impl: str) -> dict:
-    return {"git_commit": "0" * 40, "git_dirty": False, "command": "test", "python": "3.11",
+    return {"git_commit": "0" * 40, "git_dirty": 0, "command": "test", "python": "3.11",
             "packages": {}, "platform": "Linux", "cpu_model": "Test CPU 9000", "logical_cores": 4,
             "usable_cores": 4, "threads": 1 if impl.startswith("pytm") else 4, "gpu": None,
             "started_utc": "2000-01-01T00:00:00Z", "wall_s": 1.0}
@@ -83,11 +84,12 @@ class Records:
         self.values: dict[tuple, dict[str, list]] = {}
 
     def write(self, experiment, impl, params, seed, kind, final, timing, epochs=None, status="complete",
-              implementation=None):
+              implementation=None, hyperparameters=None):
         record = {
             "schema": 1, "status": status, "kind": kind, "experiment": experiment, "impl": impl, "params": params,
             "seed": seed, "scale": "smoke", "task": CONFIG["experiments"][experiment]["task"],
-            "dataset": {"name": experiment}, "hyperparameters": {},
+            "dataset": {"name": CONFIG["experiments"][experiment]["dataset"], "protocol": "paper"},
+            "hyperparameters": hyperparameters or {},
             "implementation": implementation or {"library": "asynctm" if impl.startswith("tm_") else "pyTsetlinMachine",
                                                  "version": "0.1.0", "device": "cpu"},
             "metric_names": {}, "final": final, "timing": timing, "provenance": provenance(impl),
@@ -112,16 +114,21 @@ class Records:
                 entry.update(mae=float(40 / e + self.rng.random()), rmse=float(60 / e + self.rng.random()))
             else:
                 acc = float(80 + 10 * self.rng.random())
-                entry.update(accuracy=acc, f1=acc - 5, f1_macro=acc - 5, f1_binary=None)
+                entry.update(accuracy=acc, f1=acc - 5, f1_macro=acc - 5)
             epochs.append(entry)
         final = {k: v for k, v in epochs[-1].items() if k not in ("epoch", "train_s", "eval_s")}
         times = [x["train_s"] for x in epochs]
         timing = {"setup": {"load_data_s": 0.1}, "train_s_total": float(sum(times)),
                   "train_s_mean": float(np.mean(times)), "train_s_median": float(np.median(times)),
                   "eval_s_total": 0.02}
-        path = self.write(experiment, impl, params, seed, "tm", final, timing, epochs, status=status)
+        named = plan.parse_tm_params(params)
+        hyper = {"n_clauses": named["clauses"], "T": named["T"], "s": named["s"], "epochs": named["epochs"]}
+        path = self.write(experiment, impl, params, seed, "tm", final, timing, epochs, status=status,
+                          hyperparameters=hyper)
         if status == "complete":  # the mean of the last 10 epochs, which Tables 3 and 5 compare with the paper
             cell = self.values[(experiment, impl, params)]
+            # the per-epoch time of the tables and figures: the epochs after the first (the first alone if only one)
+            cell.setdefault("steady", []).append(float(np.mean(times[1:] or times)))
             for key in final:
                 values = [e[key] for e in epochs[-10:] if e[key] is not None]
                 cell.setdefault(f"last10.{key}", []).append(float(np.mean(values)) if values else math.nan)
@@ -133,7 +140,7 @@ def make_records(root: Path) -> Records:
     for experiment, exp in CONFIG["experiments"].items():
         main = plan.main_params(CONFIG, experiment)
         for impl in plan.tm_impls(CONFIG, experiment):
-            if impl == "tm_gpu":
+            if impl in plan.GPU_IMPLS:
                 continue  # this "host" has no GPU
             seeds = [0] if (experiment, impl) == ONE_SEED_CELL else SEEDS
             for seed in seeds:
@@ -144,23 +151,23 @@ def make_records(root: Path) -> Records:
                                {"accuracy": acc, "f1": acc + 1, "f1_macro": acc - 1}, {"fit_s": 0.5})
         for seed in SEEDS:
             recs.write(experiment, "svm", plan.svm_params(CONFIG, experiment), seed, "svm",
-                       {"accuracy": 90.0} if exp["task"] != "regression" else {"mae": 30.0, "rmse": 40.0},
+                       {"accuracy": 90.0, "f1": 89.0} if exp["task"] != "regression" else {"mae": 30.0, "rmse": 40.0},
                        {"fit_s": float(1 + recs.rng.random()), "predict_s": 0.1},
                        implementation={"library": "scikit-learn", "version": "1.5.0", "device": "cpu",
                                        **({"forced_by": "config experiments.imdb.svm_library"}
-                                          if experiment == "imdb" else {})})
+                                          if experiment == "imdb" else {})},
+                       hyperparameters=plan.svm_settings(CONFIG, experiment))
         sweep = plan.sweep(CONFIG, experiment)
         if sweep:
             for impl in sweep.impls:
-                if impl == "tm_gpu":
+                if impl in plan.GPU_IMPLS:
                     continue
                 for clauses, params in zip(sweep.clauses, sweep.params):
                     for seed in sweep.seeds:
                         if (root / experiment / impl / params / f"seed{seed}.json").exists():
                             continue  # a sweep point at the main setting shares its record
                         recs.tm(experiment, impl, params, seed, sweep.epochs, SPEED[impl] * clauses / 10)
-    # Neither of these may show up anywhere: an incomplete run, and a run at another setting.
-    recs.tm("semeval", "tm_gpu", plan.main_params(CONFIG, "semeval"), 0, 2, 0.001, status="running")
+    # This may not show up anywhere: a run at another setting.
     recs.tm("semeval", "tm_cpu", "n999_T15_s3.9_e2", 0, 2, 99.0)
     return recs
 
@@ -228,7 +235,7 @@ def test_main_params_and_smoke_shrinking():
     assert plan.sweep(paper, "imdb").params == ("n1000_T80_s27_e5", "n2000_T80_s27_e5")
     assert plan.sweep(CONFIG, "imdb").params == ("n10_T80_s27_e2", "n20_T80_s27_e2")
     assert plan.svm_params(CONFIG, "bike_sharing") == "rbf_C1"
-    assert plan.tm_impls(CONFIG, "bike_sharing") == ["pytm_nonindexed", "tm_gpu", "tm_cpu"]
+    assert plan.tm_impls(CONFIG, "bike_sharing") == ["pytm_nonindexed", "tm_gpu", "tm_gpu_warp", "tm_cpu"]
     assert catalog.reads("table3_performance", CONFIG, "results/smoke/semeval/tm_cpu/n20_T15_s3.9_e2/seed2.json")
     assert not catalog.reads("table3_performance", CONFIG, "r/semeval/tm_cpu/n20_T15_s3.9_e2/seed4.json")
     assert catalog.reads("fig_imdb_time_vs_clauses", CONFIG, "r/imdb/tm_gpu/n10_T80_s27_e2/seed0.json")
@@ -239,15 +246,15 @@ def test_main_params_and_smoke_shrinking():
 def test_table3_numbers_are_the_records_means(built):
     root, recs = built
     table = read_csv(root / "out" / "table3_performance.csv")
-    assert len(table) == 6 * 4
+    assert len(table) == 6 * 5
     for dataset in catalog.TABLE3_DATASETS:
         main = plan.main_params(CONFIG, dataset)
         novelty = CONFIG["experiments"][dataset]["task"] == "novelty"
-        base = np.mean(recs.values[(dataset, "pytm_indexed", main)]["timing.train_s_mean"])
+        base = np.mean(recs.values[(dataset, "pytm_indexed", main)]["steady"])
         for impl in ("pytm_indexed", "pytm_nonindexed", "tm_cpu"):
             r = row(table, dataset=dataset, implementation=impl)
             metrics = recs.values[(dataset, "mlp_novelty", f"{impl}.{main}") if novelty else (dataset, impl, main)]
-            times = recs.values[(dataset, impl, main)]["timing.train_s_mean"]
+            times = recs.values[(dataset, impl, main)]["steady"]
             for metric in ("accuracy", "f1"):
                 mean, std = mean_std(metrics[metric])
                 assert r[f"{metric}_mean"] == pytest.approx(mean, rel=1e-9)
@@ -266,21 +273,25 @@ def test_table3_numbers_are_the_records_means(built):
                 assert r["speedup_over"] == "pytm_indexed"
             else:
                 assert math.isnan(r["speedup"])
-        gap = row(table, dataset=dataset, implementation="tm_gpu")
-        assert gap["note"] == plan.REASON_NO_GPU and gap["status"] == "not run"
-        assert all(math.isnan(gap[c]) for c in ("accuracy_mean", "accuracy_std", "f1_mean", "train_s_per_epoch_mean",
-                                                "speedup"))
-        assert not math.isnan(gap["accuracy_paper"])  # the paper's number stays beside the gap
+        for impl in plan.GPU_IMPLS:
+            gap = row(table, dataset=dataset, implementation=impl)
+            assert gap["note"] == plan.REASON_NO_GPU and gap["status"] == "not run"
+            assert all(math.isnan(gap[c]) for c in ("accuracy_mean", "accuracy_std", "f1_mean",
+                                                    "train_s_per_epoch_mean", "speedup"))
+        # the paper's number stays beside its design's gap; the warp build has no counterpart in the paper
+        assert not math.isnan(row(table, dataset=dataset, implementation="tm_gpu")["accuracy_paper"])
+        assert math.isnan(row(table, dataset=dataset, implementation="tm_gpu_warp")["accuracy_paper"])
     one = row(table, dataset="wsd_java", implementation="pytm_nonindexed")
     assert one["n_runs"] == 1 and math.isnan(one["accuracy_std"]) and one["status"] == "partial"
     assert "1 of 3 seeds" in one["note"]
     # The Markdown says why, never shows a number for the gap, and blanks a single seed's std.
     md = (root / "out" / "table3_performance.md").read_text()
-    assert md.count(plan.REASON_NO_GPU) == 6
+    assert md.count(plan.REASON_NO_GPU) == 6 * 2
     gpu_line = next(line for line in md.splitlines() if "TM GPU (ours)" in line and "38.9×" in line)
     assert gpu_line.split("|")[4].strip() == "–"
+    assert sum("| TM GPU, a warp per clause (ours) |" in line for line in md.splitlines()) == 6
     tex = (root / "out" / "table3_performance.tex").read_text()
-    assert r"\toprule" in tex and r"\bottomrule" in tex and "not run: no GPU on this host" in tex
+    assert r"\toprule" in tex and r"\bottomrule" in tex and plan.REASON_NO_GPU in tex
 
 
 def test_table5_regression_speedup_is_over_nonindexed(built):
@@ -288,11 +299,11 @@ def test_table5_regression_speedup_is_over_nonindexed(built):
     table = read_csv(root / "out" / "table5_regression.csv")
     for dataset in catalog.TABLE5_DATASETS:
         main = plan.main_params(CONFIG, dataset)
-        base = np.mean(recs.values[(dataset, "pytm_nonindexed", main)]["timing.train_s_mean"])
+        base = np.mean(recs.values[(dataset, "pytm_nonindexed", main)]["steady"])
         ours = recs.values[(dataset, "tm_cpu", main)]
         r = row(table, dataset=dataset, implementation="tm_cpu")
         assert (r["mae_mean"], r["mae_std"]) == pytest.approx(mean_std(ours["mae"]), rel=1e-8)
-        assert r["speedup"] == pytest.approx(base / np.mean(ours["timing.train_s_mean"]), rel=1e-8)
+        assert r["speedup"] == pytest.approx(base / np.mean(ours["steady"]), rel=1e-8)
         assert r["speedup_over"] == "pytm_nonindexed"
         indexed = row(table, dataset=dataset, implementation="pytm_indexed")
         assert indexed["note"] == plan.REASON_NO_INDEX and math.isnan(indexed["mae_mean"])
@@ -305,7 +316,7 @@ def test_table5_regression_speedup_is_over_nonindexed(built):
 def test_table4_svm_and_tm_times(built):
     root, recs = built
     table = read_csv(root / "out" / "table4_svm_time.csv")
-    assert len(table) == 8 * 3
+    assert len(table) == 8 * 4
     for dataset in catalog.TABLE4_DATASETS:
         svm = recs.values[(dataset, "svm", plan.svm_params(CONFIG, dataset))]["timing.fit_s"]
         tm = recs.values[(dataset, "tm_cpu", plan.main_params(CONFIG, dataset))]
@@ -313,10 +324,11 @@ def test_table4_svm_and_tm_times(built):
         assert (r_svm["time_s_mean"], r_svm["time_s_std"]) == pytest.approx(mean_std(svm), rel=1e-8)
         assert r_svm["library"] == "scikit-learn 1.5.0 on cpu"
         r_tm = row(table, dataset=dataset, model="tm_cpu")
-        assert r_tm["time_s_mean"] == pytest.approx(np.mean(tm["timing.train_s_mean"]), rel=1e-9)
+        assert r_tm["time_s_mean"] == pytest.approx(np.mean(tm["steady"]), rel=1e-9)
         assert r_tm["total_s_mean"] == pytest.approx(np.mean(tm["timing.train_s_total"]), rel=1e-9)
-        assert r_tm["svm_over_tm"] == pytest.approx(np.mean(svm) / np.mean(tm["timing.train_s_mean"]), rel=1e-8)
-        assert row(table, dataset=dataset, model="tm_gpu")["note"] == plan.REASON_NO_GPU
+        assert r_tm["svm_over_tm"] == pytest.approx(np.mean(svm) / np.mean(tm["steady"]), rel=1e-8)
+        for impl in plan.GPU_IMPLS:
+            assert row(table, dataset=dataset, model=impl)["note"] == plan.REASON_NO_GPU
         named = "library named by config experiments.imdb.svm_library"
         assert (named in str(r_svm["note"])) is (dataset == "imdb")
     assert row(table, dataset="imdb", model="svm")["paper_s"] == 3.89
@@ -352,10 +364,10 @@ def test_figures_use_the_sweep_records_and_name_the_gaps(built):
     sweep = plan.sweep(CONFIG, "bike_sharing")
     n = len(sweep.clauses) * len(sweep.seeds) * 2  # tm_cpu and pytm_nonindexed
     assert f"Records used: {n} complete run records" in caption
-    assert "tm_gpu (not run: no GPU on this host)" in caption
+    assert f"tm_gpu ({plan.REASON_NO_GPU})" in caption and f"tm_gpu_warp ({plan.REASON_NO_GPU})" in caption
     assert "pytm_indexed (not run: pyTsetlinMachine's regression machine has no index)" in caption
     caption = (root / "out" / "fig_semeval_time_per_epoch.caption.txt").read_text()
-    assert "Records used: 9 complete run records" in caption and "tm_gpu (not run: no GPU" in caption
+    assert "Records used: 9 complete run records" in caption and f"tm_gpu ({plan.REASON_NO_GPU})" in caption
 
 
 def test_figure_data_are_the_records_means(built):
@@ -405,12 +417,12 @@ def test_malformed_record_is_a_clear_error(tmp_path):
     record = json.loads(bad.read_text())
     del record["timing"]["train_s_mean"]
     bad.write_text(json.dumps(record))
-    with pytest.raises(RecordError, match=r"seed1\.json: malformed run record: missing key 'timing.train_s_mean'"):
+    with pytest.raises(RecordError, match=r"seed1\.json: timing\.train_s_mean: missing"):
         load_records(tmp_path / "results")
-    record["timing"]["train_s_mean"] = 1.0
+    record["timing"]["train_s_mean"] = record["timing"]["train_s_total"] / len(record["epochs"])
     record["seed"] = 4
     bad.write_text(json.dumps(record))
-    with pytest.raises(RecordError, match="its 'seed' is 4 but its path says 1"):
+    with pytest.raises(RecordError, match="seed: the record says 4 but its path says 1"):
         load_records(tmp_path / "results")
     bad.write_text("{not json")
     config = tmp_path / "config.yaml"
@@ -421,20 +433,23 @@ def test_malformed_record_is_a_clear_error(tmp_path):
     assert r.returncode == 1 and "error:" in r.stderr and str(bad) in r.stderr
 
 
-def test_incomplete_records_are_ignored(tmp_path):
+def test_a_record_that_is_not_complete_is_refused(tmp_path):
+    """A run writes its record only once complete (results/README.md): anything else under the results folder is
+    refused by the record gate (asynctm.store), naming the file, never read as a run."""
     recs = Records(tmp_path)
     recs.tm("semeval", "tm_cpu", "n20_T15_s3.9_e2", 0, 2, 0.1)
+    assert load_records(tmp_path)["seed"].tolist() == [0]
     path = recs.tm("semeval", "tm_cpu", "n20_T15_s3.9_e2", 1, 2, 0.1, status="failed")
-    path.write_text(json.dumps({"status": "failed", "why": "killed"}))  # nothing else is checked
-    frame = load_records(tmp_path)
-    assert frame["seed"].tolist() == [0]
+    path.write_text(json.dumps({"status": "failed", "why": "killed"}))
+    with pytest.raises(RecordError, match=str(path)):
+        load_records(tmp_path)
 
 
 def test_a_figure_with_many_lines_puts_its_legend_below_the_axes():
     from asynctm.artifacts import figures
 
     def lines(n):
-        return [figures.Series("tm_gpu", threads=1 + 31 * (i % 2), gpu=f"NVIDIA GPU {i}", x=[20, 40], mean=[1.0, 2.0],
+        return [figures.Series(plan.GPU_IMPLS[i % 2], gpu=f"NVIDIA GPU {i}", x=[20, 40], mean=[1.0, 2.0],
                                std=[math.nan, math.nan]) for i in range(n)]
 
     with figures._style():
@@ -477,10 +492,17 @@ def test_a_time_sweep_caption_gives_each_lines_growth_where_one_machine_ran_it()
     hosts = {id(flat): {("Intel", "16", "NVIDIA H200")}, id(mixed): {("AMD EPYC", "2", ""), ("Intel", "2", "")},
              id(single): {("AMD EPYC", "2", "")}}
     text = figures._time_growth([flat, mixed, single], hosts)
-    assert text == (" Time at the most clauses over the time at the fewest, per line: tm_gpu (NVIDIA H200) 1.25x "
-                    "(20 to 15000 clauses); tm_cpu not computed (records from 2 machines).")
+    assert text.startswith(" Time per epoch at the most clauses over the time at the fewest, per line whose records "
+                           "come from one host: the same provenance.host_id")
+    assert text.endswith(": tm_gpu (NVIDIA H200) 1.25x (20 to 15000 clauses); tm_cpu not computed (records from 2 "
+                         "hosts).")
     assert figures._time_growth([single], hosts) == ""
-    # the machines a line's records count as: the tables' (tables.machine: the CPU, and the GPU where there is one)
-    recs = pd.DataFrame({"cpu_model": ["AMD EPYC", "AMD EPYC", "Intel"], "logical_cores": [2, 2, 16],
-                         "gpu_name": [None, None, "NVIDIA H200"]})
-    assert {figures.machine(r) for r in recs.itertuples()} == {"AMD EPYC", "Intel + NVIDIA H200"}
+    # the hosts a line's records count as: the tables' (records.host_identity): one CPU name, two days, two hosts
+    from asynctm.artifacts.records import host_identity
+
+    provs = [{"cpu_model": "AMD EPYC", "logical_cores": 2, "gpu": None, "started_utc": day, "platform": "Linux"}
+             for day in ("2026-01-01T10:00:00+00:00", "2026-01-01T23:00:00+00:00", "2026-01-02T01:00:00+00:00")]
+    recs = pd.DataFrame({"host": [host_identity(p)[0] for p in provs], "cpu_model": "AMD EPYC"})
+    assert len({figures.host(r) for r in recs.itertuples()}) == 2
+    named = {**provs[0], "host_id": "0123456789abcdef"}
+    assert host_identity(named) == ("id 0123456789abcdef", "AMD EPYC (2 cores, host 0123456789ab)", "0123456789abcdef")

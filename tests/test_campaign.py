@@ -28,8 +28,9 @@ from asynctm.campaign import stage as stage_mod
 from asynctm.campaign import steps as steps_mod
 from asynctm.campaign.steps import past_budget
 from asynctm.campaign.stage import StageError, load_config, stage
-from asynctm.campaign.unpack import UnpackError, unpack
+from asynctm.campaign.unpack import unpack
 from asynctm.datasets.base import ProcessedDataset, save_processed
+from asynctm.experiments import plan
 
 REPO = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent
@@ -201,9 +202,12 @@ def test_runs_that_cannot_fit_are_passed_over(tmp_path):
     step = steps_mod.Step("paper", tmp_path / "c", tmp_path / "out", 480, tmp_path / "work", tree=tree)
     assert steps_mod.estimate_s(step, "semeval", "n40_T15_s3.9_e100") == pytest.approx(10.0 * 100 + 3.0)
     assert steps_mod.estimate_s(step, "semeval", "n80_T15_s3.9_e100") is None
-    step.config["gpu_threads_per_clause"] = 32  # a warp per clause: the one-thread run says nothing of it
-    assert steps_mod.estimate_s(step, "semeval", "n40_T15_s3.9_e100") is None and killed not in past_budget(step)
-    step.config["gpu_threads_per_clause"] = 1
+    step.default_threads = 32  # a warp per clause (tm_gpu_warp): the one-thread run (tm_gpu) says nothing of it
+    assert steps_mod.estimate_s(step, "semeval", "n40_T15_s3.9_e100") is None
+    # the killed run is tm_gpu's, whatever the step runs: the warp build's run of the setting is another record
+    assert past_budget(step) == {killed: 480} and steps_mod.record_path(
+        step.config, ("wsd_apple", "n300_T50_s5_e100", 0), "tm_gpu_warp") not in past_budget(step)
+    step.default_threads = 1
     steps_mod._tm_runs(step, [("wsd_apple", "n300_T50_s5_e100", 0), ("semeval", "n40_T15_s3.9_e100", 0)])
     reasons = [s["reason"] for s in step.manifest["skipped"]]
     assert "larger --budget" in reasons[0] and "would not fit: about 1003 s needed" in reasons[1]
@@ -307,7 +311,7 @@ def test_threads_per_clause_auto_follows_the_tests_and_the_benchmark(tmp_path):
     assert chosen["semeval"]["threads"] == 1 and "the warp build failed (failed in its first" in chosen["semeval"][
         "reason"]
     assert chosen["wsd_apple"]["threads"] == 32 and chosen["bbc_sport"]["threads"] == 1
-    # The paper step keeps a main setting on the threads of its recorded seeds.
+    # The paper step keeps a main setting on the build of its recorded seeds (the folder they are in).
     settings[1] = _bench_setting("semeval", "classification", (15.7, 87.7), (0.6, 87.0), (55.0, 88.8))
     _lease_evidence(tmp_path, settings)
     rec = tmp_path / "tree/results/semeval/tm_gpu/n40_T15_s3.9_e100/seed0.json"
@@ -316,10 +320,10 @@ def test_threads_per_clause_auto_follows_the_tests_and_the_benchmark(tmp_path):
     assert choose_threads(step, ["semeval"], keep="main")["semeval"]["threads"] == 1
     assert choose_threads(step, ["semeval"], keep=None)["semeval"]["threads"] == 32
 
-    # The sweeps step keeps a sweep on the threads of most of its recorded points (one thread on a tie), so that
+    # The sweeps step keeps a sweep on the build of most of its recorded points (one thread on a tie), so that
     # its missing points join the longer line; the main setting's seeds are not the sweep's points.
     def point(params, k, base="tree"):
-        path = tmp_path / base / "results/semeval/tm_gpu" / params / "seed0.json"
+        path = tmp_path / base / "results/semeval" / ("tm_gpu_warp" if k == 32 else "tm_gpu") / params / "seed0.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps({"hyperparameters": {"threads_per_clause": k} if k != 1 else {}}))
 
@@ -430,46 +434,6 @@ def test_benchmark_comparison_and_goal():
                                         "outside 1 point either way)")
 
 
-def _tar(path: Path, members: list[tuple[str, bytes | None, str]]) -> Path:
-    with tarfile.open(path, "w:gz") as tar:
-        for name, data, kind in members:
-            info = tarfile.TarInfo(name)
-            if kind == "sym":
-                info.type, info.linkname = tarfile.SYMTYPE, "/etc/passwd"
-                tar.addfile(info)
-            else:
-                info.size = len(data)
-                tar.addfile(info, io.BytesIO(data))
-    return path
-
-
-@pytest.mark.parametrize("name,kind,match", [
-    ("results/../../evil.json", "file", "outside the tree"),
-    ("/tmp/evil.json", "file", "outside the tree"),
-    ("results/x/seed0.json", "sym", "link"),
-    ("src/asynctm/__init__.py", "file", "outside results/"),
-])
-def test_unpack_refuses_unsafe_members(tmp_path, name, kind, match):
-    out = tmp_path / "out"
-    out.mkdir()
-    _tar(out / "a.tar.gz", [("results/ok/seed0.json", b"{}", "file"), (name, b"x", kind)])
-    with pytest.raises(UnpackError, match=match):
-        unpack(out, into=tmp_path / "tree", say=lambda m: None)
-    assert not (tmp_path / "tree").exists()  # nothing written, not even the good member
-
-
-def test_unpack_keeps_identical_refuses_different_files(tmp_path):
-    out, tree = tmp_path / "out", tmp_path / "tree"
-    out.mkdir()
-    _tar(out / "a.tar.gz", [("results/e/tm_gpu/p/seed0.json", b"{\"a\": 1}", "file")])
-    assert unpack(out, into=tree, say=lambda m: None) == ["results/e/tm_gpu/p/seed0.json"]
-    assert unpack(out, into=tree, say=lambda m: None) == []
-    (tree / "results/e/tm_gpu/p/seed0.json").write_text("{}")
-    with pytest.raises(UnpackError, match="differs"):
-        unpack(out, into=tree, say=lambda m: None)
-    assert unpack(out, into=tree, overwrite=True, say=lambda m: None) == ["results/e/tm_gpu/p/seed0.json"]
-
-
 @pytest.mark.slow
 def test_dress_rehearsal_on_the_simulated_gpu(tmp_path):
     """stage -> every step (as on the GPU machine) -> unpack -> records the tables read; then a step called
@@ -515,18 +479,21 @@ def test_dress_rehearsal_on_the_simulated_gpu(tmp_path):
     written = unpack(out, into=tree, say=lambda m: None)
     assert all(w.startswith(("results/", "benchmarks/results/")) for w in written)
 
-    rec = json.loads((tree / "results/smoke/wsd_apple/tm_gpu/n20_T50_s5_e2/seed0.json").read_text())
-    assert rec["status"] == "complete" and rec["impl"] == "tm_gpu" and len(rec["epochs"]) == 2
-    # auto: each experiment's threads per clause chosen from the tests and benchmark above, as the records ran
+    # auto: each experiment's threads per clause chosen from the tests and benchmark above, and so its build (one
+    # thread: tm_gpu, the paper's design; a warp: tm_gpu_warp), as the records ran
     paper_manifest = json.loads(next((tree / "benchmarks/results/campaign").glob("paper_*.json")).read_text())
     chosen = paper_manifest["threads_per_clause"]
     assert set(chosen) == {"wsd_apple", "bbc_sport"} and all(c["reason"] for c in chosen.values())
     assert chosen["wsd_apple"]["reason"].startswith("benchmarked with this code")
+    built = {name: plan.gpu_impl(c["threads"]) for name, c in chosen.items()}
+    apple_rec = tree / f"results/smoke/wsd_apple/{built['wsd_apple']}/n20_T50_s5_e2/seed0.json"
+    rec = json.loads(apple_rec.read_text())
+    assert rec["status"] == "complete" and rec["impl"] == built["wsd_apple"] and len(rec["epochs"]) == 2
     assert rec["hyperparameters"].get("threads_per_clause", 1) == chosen["wsd_apple"]["threads"]
     gpu = rec["provenance"]["gpu"]
     assert gpu["name"] == "Simulated GPU" and gpu["driver"] and gpu["cuda"]
     assert len(rec["provenance"]["git_commit"] or "") == 40
-    assert (tree / "results/smoke/bbc_sport/mlp_novelty/tm_gpu.n20_T100_s15_e2/seed0.json").is_file()
+    assert (tree / f"results/smoke/bbc_sport/mlp_novelty/{built['bbc_sport']}.n20_T100_s15_e2/seed0.json").is_file()
     # the tally ablation's GPU runs: WSD apple in both example orders, with one thread and with a warp per clause
     # (Bike Sharing is not staged)
     ablation = tree / "results/smoke/ablation/wsd_apple/tm_gpu/n20_T50_s5_e2"
@@ -538,13 +505,15 @@ def test_dress_rehearsal_on_the_simulated_gpu(tmp_path):
     assert "threads_per_clause" not in staggered["hyperparameters"]
     warp = json.loads((ablation / "async_linear_staggered_warp/seed0.json").read_text())
     assert warp["hyperparameters"]["threads_per_clause"] == 32 and warp["hyperparameters"]["order"] == "staggered"
+    sweep_manifest = json.loads(next((tree / "benchmarks/results/campaign").glob("sweeps_*.json")).read_text())
+    sweep_build = plan.gpu_impl(sweep_manifest["threads_per_clause"]["bbc_sport"]["threads"])
     for clauses in (10, 20):
-        assert (tree / f"results/smoke/bbc_sport/tm_gpu/n{clauses}_T100_s15_e2/seed0.json").is_file()
+        assert (tree / f"results/smoke/bbc_sport/{sweep_build}/n{clauses}_T100_s15_e2/seed0.json").is_file()
 
     from asynctm.artifacts.records import load_records
 
     records = load_records(tree / "results" / "smoke")
-    assert set(records[records["impl"] == "tm_gpu"]["experiment"]) == {"wsd_apple", "bbc_sport"}
+    assert set(records[records["impl"].isin(plan.GPU_IMPLS)]["experiment"]) == {"wsd_apple", "bbc_sport"}
 
     bench = json.loads(next((tree / "benchmarks/results").glob("gpu_simulated_gpu_*.json")).read_text())
     apple = bench["settings"][0]
@@ -575,7 +544,7 @@ def test_dress_rehearsal_on_the_simulated_gpu(tmp_path):
     with tarfile.open(out / "paper.tar.gz") as tar:
         assert [m.name for m in tar.getmembers()] == [manifests[-1].relative_to(tmp_path / "work" / "paper").as_posix()]
     # No budget left: the step stops before training and still packs its manifest.
-    (tree / "results/smoke/wsd_apple/tm_gpu/n20_T50_s5_e2/seed0.json").unlink()
+    apple_rec.unlink()
     shutil.rmtree(tmp_path / "work" / "paper")  # a bare machine
     step("paper", budget="0.5", call_out=(out := tmp_path / "out_call3"))
     with tarfile.open(out / "paper.tar.gz") as tar:
@@ -615,7 +584,9 @@ def test_remaining_counts_the_missing_gpu_runs_and_estimates_what_it_can(tmp_pat
     ablation = {r["experiment"]: r for r in report["steps"]["ablation"]}  # no record, no benchmark of these
     assert ablation["bike_sharing"]["missing"] == 30 and ablation["bike_sharing"]["unknown"] == 30  # 5 seeds x 6
     assert ablation["bike_sharing"]["first"].endswith("/tm_gpu/n1280_T1280_s1.5_e100/async_linear_warp/seed0.json")
-    assert remaining(config, tree=tree, threads=8)["steps"]["paper"][0]["estimated"] == 0
+    assert remaining(config, tree=tree, threads=32)["steps"]["paper"][0]["estimated"] == 0  # no warp record
+    with pytest.raises(plan.PlanError, match="no GPU build runs 8 threads per clause"):
+        remaining(config, tree=tree, threads=8)
     assert main(["remaining", "--gpu", "NVIDIA H100 80GB HBM3"]) == 0  # this checkout, another GPU: no benchmark
     out = capsys.readouterr().out
     # auto, the command's default; a table row per experiment with runs missing (which ones: the checkout's records)
@@ -626,16 +597,18 @@ def test_remaining_counts_the_missing_gpu_runs_and_estimates_what_it_can(tmp_pat
     assert report["threads"] == "auto" and report["chosen"]["sweeps"]["semeval"] == 1
     assert set(report["chosen"]) == {"sweeps", "paper"} and report["chosen"]["paper"]["semeval"] == 1
     for clauses in (80, 160):
-        warp = tree / f"results/semeval/tm_gpu/n{clauses}_T15_s3.9_e5/seed0.json"
+        warp = tree / f"results/semeval/tm_gpu_warp/n{clauses}_T15_s3.9_e5/seed0.json"
         warp.parent.mkdir(parents=True)
         warp.write_text(json.dumps({"hyperparameters": {"threads_per_clause": 32}, "epochs": [{}] * 5,
                                     "timing": {"train_s_total": 1.0, "eval_s_total": 0.5, "setup": {}}}))
     report = remaining(config, tree=tree, threads="auto")
     assert report["chosen"]["sweeps"]["semeval"] == 32 and report["chosen"]["paper"]["semeval"] == 1
     sweeps = {r["experiment"]: r for r in report["steps"]["sweeps"]}
-    assert sweeps["semeval"]["missing"] == len(config["sweeps"]["semeval"]["clauses"]) - 3
-    assert render(report).startswith("Missing tm_gpu runs of the campaign's training steps, threads per clause as "
+    # the warp build's points: its two recorded ones are done; tm_gpu's point at 20 clauses is another build's
+    assert sweeps["semeval"]["missing"] == len(config["sweeps"]["semeval"]["clauses"]) - 2
+    assert render(report).startswith("Missing GPU runs of the campaign's training steps, threads per clause as "
                                      "the steps would choose them (sweeps: semeval 32,")
+    assert "(tm_gpu_warp)" in render(remaining(config, tree=tree, threads=32))
 
 
 def test_remaining_estimates_with_the_gpu_benchmarked_last(tmp_path):
@@ -927,7 +900,7 @@ def test_an_ablation_variant_sets_its_runs_threads_per_clause(tmp_path, monkeypa
     """A ``_warp`` variant trains with a warp per clause and the others with one thread, whatever the
     experiment's threads in the step; its estimate, pause entry and kill record are of those threads."""
     step = _paper_step(tmp_path, budget=300)
-    step.threads = {"bike_sharing": 8}  # the experiment's threads in this step: not the variants'
+    step.threads = {"bike_sharing": 1}  # the experiment's threads in this step (tm_gpu): not the variants'
     seen = []
 
     def child(cmd, log_path=None):
@@ -943,9 +916,12 @@ def test_an_ablation_variant_sets_its_runs_threads_per_clause(tmp_path, monkeypa
     assert [e["threads_per_clause"] for e in step.manifest["paused"]] == [32, 1]
     warp_rel = "results/ablation/bike_sharing/tm_gpu/n1280_T1280_s1.5_e100/sync_linear_warp/seed0.json"
     assert steps_mod._rel_threads(step, warp_rel) == 32
-    assert steps_mod._rel_threads(step, "results/bike_sharing/tm_gpu/n1280_T1280_s1.5_e100/seed0.json") == 8
-    # a record of the setting with a warp estimates the warp variant's runs, and only theirs
-    rec = tmp_path / "tree/results/bike_sharing/tm_gpu/n1280_T1280_s1.5_e5/seed0.json"
+    # a paper run's record: its implementation's threads, whatever the step's
+    step.threads = {"bike_sharing": 32}
+    assert steps_mod._rel_threads(step, "results/bike_sharing/tm_gpu/n1280_T1280_s1.5_e100/seed0.json") == 1
+    assert steps_mod._rel_threads(step, "results/bike_sharing/tm_gpu_warp/n1280_T1280_s1.5_e100/seed0.json") == 32
+    # a record of the setting with a warp (tm_gpu_warp's) estimates the warp variant's runs, and only theirs
+    rec = tmp_path / "tree/results/bike_sharing/tm_gpu_warp/n1280_T1280_s1.5_e5/seed0.json"
     rec.parent.mkdir(parents=True)
     rec.write_text(json.dumps({"hyperparameters": {"threads_per_clause": 32}, "epochs": [{}] * 5,
                                "timing": {"train_s_total": 0.1, "eval_s_total": 0.05, "setup": {"compile_s": 1.0}}}))
@@ -1038,7 +1014,8 @@ def test_the_readme_shows_the_calls_that_commands_prints():
     from asynctm.campaign import EXTRA_CALL
     from asynctm.campaign.lease import device_command
 
-    shown = [ln for ln in (REPO / "README.md").read_text().splitlines() if ln.startswith("export PYTHONPATH=src;")]
+    page = REPO / "docs" / "gpu-and-clusters.md"
+    shown = [ln for ln in page.read_text().splitlines() if ln.startswith("export PYTHONPATH=src;")]
     assert shown == [command for calls in (DEVICE_CALLS, TRAINING_CALLS) for _, command in call_commands(calls)] + [
         device_command("N", EXTRA_CALL, None, None)]
 

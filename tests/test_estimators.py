@@ -7,6 +7,8 @@ import logging
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
 
 from asynctm import TMClassifier, TMRegressor
 from asynctm.backends import BackendUnavailableError, cuda_available
@@ -276,9 +278,70 @@ def test_gpu_memory_is_released_after_del(xor_data):
     ({"gpu_threads_per_clause": "32"}, ValueError, "gpu_threads_per_clause must be one of"),
 ])
 def test_impossible_hyperparameters(kwargs, error, match):
-    params = {"n_clauses": 10, "T": 15, "s": 3.9, **kwargs}
+    """scikit-learn's convention: the constructor, set_params and clone store any value; fit refuses a bad one
+    before it trains (and so does load, for a model file's parameters)."""
+    params = {"n_clauses": 10, "T": 15, "s": 3.9, "backend": "cpu", **kwargs}
+    tm = TMClassifier(**params)
+    assert tm.get_params()[next(iter(kwargs))] is kwargs[next(iter(kwargs))]
+    clone(tm).set_params(**kwargs)
+    X = np.array([[0, 1], [1, 0]] * 4, dtype=np.uint8)
     with pytest.raises(error, match=match):
-        TMClassifier(**params)
+        tm.fit(X, X[:, 0], epochs=1)
+    assert not tm.__sklearn_is_fitted__()
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({"epochs": 0}, ValueError, "epochs must be an integer >= 1"),
+    ({"epochs": 2.5}, ValueError, "epochs must be an integer >= 1"),
+    ({"booleanize": 0}, ValueError, "booleanize must be >= 1"),
+    ({"booleanize": "yes"}, TypeError, "booleanize must be an integer >= 1"),
+])
+def test_impossible_new_hyperparameters(kwargs, error, match):
+    X = np.array([[0, 1], [1, 0]] * 4, dtype=np.uint8)
+    with pytest.raises(error, match=match):
+        TMClassifier(4, 5, 3.0, backend="cpu", **kwargs).fit(X, X[:, 0])
+
+
+def test_the_epochs_parameter_is_fits_default(xor_data):
+    """fit(X, y) trains `epochs` epochs (100 unless set), fit(X, y, epochs=k) k of them, both the same training."""
+    X_train, y_train, _, _ = xor_data
+    assert TMClassifier().epochs == 100
+    a = TMClassifier(10, 15, 3.9, backend="cpu", n_threads=1, seed=5, epochs=3).fit(X_train[:300], y_train[:300])
+    b = TMClassifier(10, 15, 3.9, backend="cpu", n_threads=1, seed=5).fit(X_train[:300], y_train[:300], epochs=3)
+    assert a.epochs_trained_ == b.epochs_trained_ == 3
+    np.testing.assert_array_equal(a.ta_states(), b.ta_states())
+
+
+def test_partial_fit_is_one_incremental_epoch(xor_data):
+    X_train, y_train, _, _ = xor_data
+    X, y = X_train[:300], y_train[:300]
+    a = TMClassifier(10, 15, 3.9, backend="cpu", n_threads=1, seed=8)
+    b = TMClassifier(10, 15, 3.9, backend="cpu", n_threads=1, seed=8)
+    for _ in range(3):
+        a.partial_fit(X, y, classes=[0, 1])
+        b.fit(X, y, epochs=1, incremental=True)
+    assert a.epochs_trained_ == b.epochs_trained_ == 3
+    np.testing.assert_array_equal(a.ta_states(), b.ta_states())
+    with pytest.raises(ValueError, match="differs from this model's classes_"):
+        a.partial_fit(X, y, classes=[0, 1, 2])
+    # classes announced on the first call: a batch may hold only some of them
+    c = TMClassifier(10, 15, 3.9, backend="cpu", n_threads=1, seed=8)
+    c.partial_fit(X[y == 0], y[y == 0], classes=[0, 1, 2])
+    assert c.classes_.tolist() == [0, 1, 2]
+    c.partial_fit(X[y == 1], y[y == 1])
+    assert c.epochs_trained_ == 2
+    r = TMRegressor(10, 15, 3.9, backend="cpu", n_threads=1, seed=8).partial_fit(X, y * 2.0)
+    assert r.epochs_trained_ == 1 and (r.y_min_, r.y_max_) == (0.0, 2.0)
+
+
+def test_decision_function_of_two_classes_is_one_column(xor_data):
+    X_train, y_train, X_test, _ = xor_data
+    tm = TMClassifier(10, 15, 3.9, backend="cpu", n_threads=1, seed=5).fit(X_train[:500], y_train[:500], epochs=3)
+    sums = tm.class_sums(X_test)
+    assert sums.shape == (len(X_test), 2) and np.abs(sums).max() <= 15
+    np.testing.assert_array_equal(tm.decision_function(X_test), sums[:, 1] - sums[:, 0])
+    np.testing.assert_array_equal(tm.predict(X_test), tm.classes_[(tm.decision_function(X_test) > 0).astype(int)])
+    assert not hasattr(TMRegressor(), "decision_function")  # scikit-learn: regressors have none
 
 
 def test_cpu_build_ignores_gpu_threads_per_clause(xor_data):
@@ -331,7 +394,8 @@ def test_noisy_xor_on_the_gpu_learns_as_pytsetlinmachinecuda_does(xor_data, reco
 
 
 def test_regressor_accepts_odd_clause_counts():
-    TMRegressor(7, 10, 2.0)
+    X = np.array([[0, 1], [1, 0]] * 4, dtype=np.uint8)
+    assert TMRegressor(7, 10, 2.0, backend="cpu").fit(X, X[:, 0] * 1.5, epochs=1).n_clauses == 7
 
 
 @pytest.mark.parametrize("X, y, error, match", [
@@ -340,23 +404,56 @@ def test_regressor_accepts_odd_clause_counts():
     (np.array([0, 1, 1]), [0, 1, 1], ValueError, "must be 2-D"),
     (np.array([["a", "b"], ["c", "d"]]), [0, 1], TypeError, "dtype"),
     ("not an array", [0, 1], TypeError, "must be a 2-D array"),
-    (np.zeros((0, 3)), [], ValueError, "empty"),
+    (np.zeros((0, 3)), [], ValueError, "0 sample\\(s\\)"),
+    (np.zeros((3, 0)), [0, 1, 1], ValueError, "0 feature\\(s\\)"),
     (sp.csr_matrix(np.array([[0, 3], [1, 0]])), [0, 1], ValueError, "must be binary"),
     (np.array([[0, 1], [1, 0]]), [0, 1, 1], ValueError, "one target per row"),
     (np.array([[0, 1], [1, 0]]), [1, 1], ValueError, "at least 2 classes"),
+    (np.array([[0, 1], [1, 0]]), None, ValueError, "requires y to be passed"),
+    (np.array([[0, 1], [1, 0]] * 20), np.linspace(0.1, 9.9, 40), ValueError, "y looks continuous"),
 ])
 def test_bad_training_input(X, y, error, match):
-    with pytest.raises(error, match=match):
+    with pytest.raises(error, match=match) as e:
         TMClassifier(4, 5, 3.0, backend="cpu").fit(X, y, epochs=1)
+    assert "\n" not in str(e.value)
+
+
+def test_real_valued_input_without_booleanize_names_the_option():
+    with pytest.raises(ValueError, match="must be binary .* pass booleanize=8"):
+        TMClassifier(4, 5, 3.0, backend="cpu").fit(np.array([[0.5, 1.0], [1.0, 0.0]]), [0, 1], epochs=1)
+
+
+def test_a_column_vector_y_is_used_with_a_warning():
+    from sklearn.exceptions import DataConversionWarning
+
+    X = np.array([[0, 1], [1, 0]] * 4, dtype=np.uint8)
+    with pytest.warns(DataConversionWarning, match="column-vector y"):
+        tm = TMClassifier(4, 5, 3.0, backend="cpu", n_threads=1).fit(X, X[:, :1], epochs=1)
+    assert tm.classes_.tolist() == [0, 1]
+
+
+def test_feature_names_are_kept_and_checked():
+    pd = pytest.importorskip("pandas")
+    X = pd.DataFrame(np.array([[0, 1], [1, 0]] * 4, dtype=np.uint8), columns=["apple", "tree"])
+    tm = TMClassifier(4, 5, 3.0, backend="cpu", n_threads=1, seed=1).fit(X, X["apple"], epochs=2)
+    assert tm.feature_names_in_.tolist() == ["apple", "tree"] and tm.n_features_in_ == 2
+    with pytest.raises(ValueError, match="feature names should match those that were passed during fit") as e:
+        tm.predict(X.rename(columns={"tree": "bush"}))
+    assert "\n" not in str(e.value)
 
 
 def test_bad_prediction_input(xor_data):
     X_train, y_train, _, _ = xor_data
-    with pytest.raises(RuntimeError, match="not fitted"):
-        TMClassifier(4, 5, 3.0).predict(X_train)
+    for method in ("predict", "decision_function", "class_sums", "explain", "rules", "export_rules", "save"):
+        with pytest.raises(NotFittedError, match="not fitted"):
+            getattr(TMClassifier(4, 5, 3.0), method)(*([X_train[:1]] if method in ("predict", "decision_function",
+                                                                                   "class_sums", "explain") else
+                                                        ["m.npz"] if method == "save" else []))
     tm = TMClassifier(4, 5, 3.0, backend="cpu").fit(X_train[:100], y_train[:100], epochs=1)
-    with pytest.raises(ValueError, match="has 11 features, but this model was trained with 12"):
+    with pytest.raises(ValueError, match="has 11 features, but TMClassifier is expecting 12"):
         tm.predict(X_train[:, :11])
+    with pytest.raises(ValueError, match="has 11 features, but TMClassifier is expecting 12"):
+        tm.fit(X_train[:, :11], y_train, epochs=1, incremental=True)
     with pytest.raises(ValueError, match="epochs must be an integer >= 1"):
         tm.fit(X_train, y_train, epochs=-1)
     with pytest.raises(ValueError, match="class 5"):

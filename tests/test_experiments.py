@@ -135,19 +135,18 @@ def test_an_experiment_can_name_its_svm_library(config):
     assert plan.svm_run_settings(forced, "wsd_apple", "linear_C1", 0)["library"] == "thundersvm-cpu"
 
 
-def test_gpu_threads_per_clause_reaches_the_tm_gpu_runs_only(config):
-    """With the config's default (1) every TM run's settings stay as they were; another value goes into the
-    tm_gpu runs' hyperparameters, and the runner hands it to the estimator."""
+def test_a_warp_per_clause_reaches_the_tm_gpu_warp_runs_only(config):
+    """tm_gpu (the paper's one thread per clause) and every other run keep their settings as they were; tm_gpu_warp
+    runs name a warp per clause in their hyperparameters, and the runner hands it to the estimator."""
     from asynctm.experiments.run import _with_switches
     from asynctm.peers import make_peer
 
     params = plan.main_params(config, "wsd_apple")
-    assert config["gpu_threads_per_clause"] == 1
-    assert "threads_per_clause" not in plan.tm_run_settings(config, "wsd_apple", "tm_gpu", params, 0)["hyperparameters"]
-    warp = {**config, "gpu_threads_per_clause": 32}
-    h = plan.tm_run_settings(warp, "wsd_apple", "tm_gpu", params, 0)["hyperparameters"]
+    assert "gpu_threads_per_clause" not in config
+    for impl in ("tm_gpu", "tm_cpu"):
+        assert "threads_per_clause" not in plan.tm_run_settings(config, "wsd_apple", impl, params, 0)["hyperparameters"]
+    h = plan.tm_run_settings(config, "wsd_apple", "tm_gpu_warp", params, 0)["hyperparameters"]
     assert h["threads_per_clause"] == 32
-    assert "threads_per_clause" not in plan.tm_run_settings(warp, "wsd_apple", "tm_cpu", params, 0)["hyperparameters"]
     peer = _with_switches(make_peer("asynctm", "classification", h["n_clauses"], h["T"], h["s"]), h)
     assert peer.model.gpu_threads_per_clause == 32
 

@@ -79,15 +79,36 @@ def test_the_configured_reduced_protocol(config):
 
 # -- estimates ---------------------------------------------------------------------------------------------------
 
+def _valid_record(experiment, impl, params, seed, kind="tm", provenance=None, epoch_train=1.0, epoch_eval=0.5,
+            n_train=100) -> dict:
+    """A run record of ``kind`` that the record gate (asynctm.store) accepts: TM records with one entry per
+    epoch of their params, each ``epoch_train`` s of training and ``epoch_eval`` s of evaluation."""
+    task = "novelty" if kind == "mlp_novelty" else "classification"
+    rec = {"schema": 1, "status": "complete", "kind": kind, "scale": "paper", "experiment": experiment,
+           "impl": impl, "params": params, "seed": seed, "task": task,
+           "dataset": {"name": experiment, "protocol": "paper", "n_train": n_train, "max_train": None},
+           "final": {"accuracy": 90.0, "f1": 89.0},
+           "provenance": {"git_commit": "0" * 40, "cpu_model": "Test CPU", "gpu": None, **(provenance or {})}}
+    if kind == "tm":
+        named = plan.parse_tm_params(params)
+        epochs = named["epochs"]
+        warp = {"threads_per_clause": plan.WARP} if impl == "tm_gpu_warp" else {}
+        rec.update(hyperparameters={"n_clauses": named["clauses"], "T": named["T"], "s": named["s"],
+                                    "epochs": epochs, **warp},
+                   epochs=[{"epoch": e + 1, "train_s": epoch_train, "eval_s": epoch_eval, "accuracy": 90.0,
+                            "f1": 89.0} for e in range(epochs)],
+                   timing={"train_s_total": epoch_train * epochs, "train_s_mean": epoch_train,
+                           "eval_s_total": epoch_eval * epochs})
+    else:
+        rec.update(hyperparameters={"kernel": "linear", "C": 1.0} if kind == "svm" else {}, timing={"fit_s": 1.0})
+    return rec
+
+
 def _tm_record(folder: Path, experiment, impl, clauses, seed, epoch_train, epoch_eval, epochs=4, overhead=3.0,
                n_train=100):
     params = plan.tm_params_name(clauses, 50, 5.0, epochs)
-    rec = {"status": "complete", "kind": "tm", "scale": "paper", "experiment": experiment, "impl": impl,
-           "params": params, "seed": seed, "hyperparameters": {"n_clauses": clauses},
-           "dataset": {"name": "wsd_apple", "protocol": "paper", "n_train": n_train, "max_train": None},
-           "epochs": [{"epoch": e + 1} for e in range(epochs)],
-           "timing": {"train_s_total": epoch_train * epochs, "eval_s_total": epoch_eval * epochs},
-           "provenance": {"wall_s": overhead + (epoch_train + epoch_eval) * epochs, "cpu_model": "Test CPU"}}
+    rec = _valid_record(experiment, impl, params, seed, epoch_train=epoch_train, epoch_eval=epoch_eval,
+                        n_train=n_train, provenance={"wall_s": overhead + (epoch_train + epoch_eval) * epochs})
     path = folder / experiment / impl / params / f"seed{seed}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(rec))
@@ -143,6 +164,42 @@ def test_benchmarks_fill_in_where_no_record_is(config, tmp_path):
     assert estimate.estimate_run(config, run, t).seconds == pytest.approx(5 * 20.0 * 25)
     cpu = estimate.estimate_run(config, {**run, "impl": "tm_cpu", "params": "n3500_T80_s27_e100"}, t)
     assert cpu.seconds == pytest.approx(100 * 1.0 * 0.5 * 25) and "training only" in cpu.basis
+
+
+def test_the_papers_gpu_design_and_ours_are_two_implementations(config):
+    """tm_gpu runs the paper's design (one thread per clause), tm_gpu_warp a warp per clause: each its own runs,
+    records and estimates, both requested only where a GPU is."""
+    params = plan.main_params(config, "wsd_apple")
+    one = plan.tm_run_settings(config, "wsd_apple", "tm_gpu", params, 0)["hyperparameters"]
+    warp = plan.tm_run_settings(config, "wsd_apple", "tm_gpu_warp", params, 0)["hyperparameters"]
+    assert "threads_per_clause" not in one and warp["threads_per_clause"] == plan.WARP == 32
+    assert {k: v for k, v in warp.items() if k != "threads_per_clause"} == one
+    assert "threads_per_clause" not in plan.tm_run_settings(config, "wsd_apple", "tm_cpu", params, 0)["hyperparameters"]
+    assert (plan.gpu_impl(1), plan.gpu_impl(32)) == ("tm_gpu", "tm_gpu_warp")
+    with pytest.raises(plan.PlanError, match="no GPU build runs 8 threads per clause"):
+        plan.gpu_impl(8)
+    on_gpu = {(r["impl"], r["params"]) for r in plan.requested_runs(config, host_gpu=True)
+              if r["experiment"] == "semeval"}
+    assert {("tm_gpu", "n40_T15_s3.9_e100"), ("tm_gpu_warp", "n40_T15_s3.9_e100"),
+            ("tm_gpu", "n15000_T15_s3.9_e5"), ("tm_gpu_warp", "n15000_T15_s3.9_e5")} <= on_gpu
+    assert not {r["impl"] for r in plan.requested_runs(config, host_gpu=False)} & set(plan.GPU_IMPLS)
+    for impl in plan.GPU_IMPLS:
+        assert plan.gap_reason(config, "semeval", impl, host_gpu=False) == plan.REASON_NO_GPU
+        assert plan.gap_reason({**config, "gpu": False}, "semeval", impl, host_gpu=True) == plan.REASON_GPU_OFF
+        assert estimate.run_threads(config, impl, 16) == 1  # one CPU thread drives the GPU
+    assert plan.gap_reason({**config, "impls": ["tm_gpu", "tm_cpu"]}, "semeval", "tm_gpu_warp",
+                           host_gpu=True) == plan.REASON_NOT_REQUESTED
+    with pytest.raises(plan.PlanError, match="the ablation runs our TM only"):
+        plan.ablation_run_settings(config, "wsd_apple", "tm_gpu_warp", params, "async_linear", 0)
+
+
+def test_estimates_of_the_two_gpu_builds_come_from_their_own_records(config, tmp_path):
+    _tm_record(tmp_path, "wsd_apple", "tm_gpu_warp", 300, 0, 0.1, 0.0)
+    t = estimate.load_timings(tmp_path)
+    assert estimate.estimate_run(config, _run("n300_T50_s5_e4", "tm_gpu_warp"), t).seconds == pytest.approx(
+        3.0 + 4 * 0.1)
+    # the paper's design has no record here: its time is not the warp build's
+    assert estimate.estimate_run(config, _run("n300_T50_s5_e4", "tm_gpu"), t).seconds is None
 
 
 # -- the budget ------------------------------------------------------------------------------------------------------
@@ -236,8 +293,8 @@ def test_plan_busy_lists_the_records_timed_on_a_busy_machine(config, tmp_path, c
     def record(experiment, impl, params, seed, kind, load):
         path = tmp_path / "res" / experiment / impl / params / f"seed{seed}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"status": "complete", "kind": kind, "provenance": {
-            "load_average_1min_at_end": load, "logical_cores": 2, "threads": 1, "cpu_model": "Test CPU"}}))
+        path.write_text(json.dumps(_valid_record(experiment, impl, params, seed, kind, provenance={
+            "load_average_1min_at_end": load, "logical_cores": 2, "threads": 1})))
         return path.relative_to(tmp_path).as_posix()
 
     apple = plan.main_params(config, "wsd_apple")

@@ -1,7 +1,7 @@
-"""The README's commands: each calls the virtual environment (they work right after the two set-up commands),
-the rerun recipes plan exactly the runs they promise plus the tables, figures and report built from them (dry
-runs through a real shell, in a copy of the workflow with the committed records), and the quick start's report
-target builds the page and says where it is."""
+"""The commands of the documentation (README.md and docs/*.md): each calls the virtual environment (they work
+right after the README's two set-up commands), the rerun recipes plan exactly the runs they promise plus the
+tables, figures and report built from them (dry runs through a real shell, in a copy of the workflow with the
+committed records), and the README's quick-start report target builds the page and says where it is."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from conftest import copy_workflow
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
+DOCS = REPO / "docs"
 RECORD = re.compile(r"results/(\w+)/(\w+)/([\w.]+)/seed(\d+)\.json")
 
 
@@ -39,32 +40,58 @@ def bash_blocks(text: str) -> list[tuple[str, list[str]]]:
     return out
 
 
+def doc_files() -> list[Path]:
+    """README.md, then every page of docs/."""
+    return [README, *sorted(DOCS.glob("*.md"))]
+
+
+def doc_blocks() -> list[tuple[str, str, list[str]]]:
+    """``(file, heading above it, lines)`` of every ```bash block of the documentation."""
+    return [(doc.relative_to(REPO).as_posix(), heading, lines) for doc in doc_files()
+            for heading, lines in bash_blocks(doc.read_text())]
+
+
 BARE = re.compile(r"(?:^|[|;&]\s*|\bxargs\s+)(snakemake|python3?|pytest|pip)\b(?!3? -m venv)")
 
 
-def test_every_readme_command_calls_the_virtualenv():
-    text = README.read_text()
+def test_every_documented_command_calls_the_virtualenv():
     problems = []
-    for heading, lines in bash_blocks(text):
+    for doc, heading, lines in doc_blocks():
         for line in lines:
             if line.startswith("export PYTHONPATH=src;"):
-                continue  # a command for the GPU machine (GPU campaign), run there, not here
+                continue  # a command for the GPU machine (the GPU campaign's device calls), run there, not here
             if BARE.search(line.split("  #")[0]):
-                problems.append(f"[{heading}] {line}")
-    # Inline commands in the prose too (not the generated results block, nor the GPU machine's commands).
-    prose = re.sub(r"<!-- results:start -->.*?<!-- results:end -->", "", text, flags=re.S)
-    prose = re.sub(r"\n## GPU campaign\n.*?(?=\n## )", "", prose, flags=re.S)  # its blocks are checked above
-    for span in re.findall(r"(?<!`)`([^`\n]+)`(?!`)", prose):
-        if re.match(r"(snakemake|python3?|pytest|pip) ", span) and not span.startswith("python3 -m venv"):
-            problems.append(f"inline: {span}")
-    assert not problems, "README commands that need an activated virtualenv:\n" + "\n".join(problems)
+                problems.append(f"{doc} [{heading}] {line}")
+    # Inline commands in the prose too (not in generated blocks, which their generator writes).
+    for doc in doc_files():
+        prose = re.sub(r"<!--\s*([\w-]+):start\s*-->.*?<!--\s*\1:end\s*-->", "", doc.read_text(), flags=re.S)
+        for span in re.findall(r"(?<!`)`([^`\n]+)`(?!`)", prose):
+            if re.match(r"(snakemake|python3?|pytest|pip) ", span) and not span.startswith("python3 -m venv"):
+                problems.append(f"{doc.relative_to(REPO)} inline: {span}")
+    assert not problems, "documented commands that need an activated virtualenv:\n" + "\n".join(problems)
+
+
+def test_the_commands_check_reads_the_docs_pages():
+    """The commands moved out of the README into docs/ stay under these tests: the rerun recipes, the plan
+    commands and the GPU campaign's calls are found there, the quick start in the README."""
+    found = {(doc, heading.split(":")[0]) for doc, heading, _ in doc_blocks()}
+    assert ("README.md", "Quick start") in found, found
+    assert any(doc.startswith("docs/") and heading.startswith("Rerunning") for doc, heading in found), found
+    assert any(line.startswith("export PYTHONPATH=src;") for doc, _, lines in doc_blocks() if doc.startswith("docs/")
+               for line in lines)
 
 
 def _recipes() -> dict[str, str]:
     """The rerun recipes by their comment."""
-    blocks = [lines for heading, lines in bash_blocks(README.read_text()) if heading.startswith("Rerunning")]
-    assert blocks, "README has no 'Rerunning ...' section with a bash block"
+    blocks = [lines for _, heading, lines in doc_blocks() if heading.startswith("Rerunning")]
+    assert len(blocks) == 1, "README.md and docs/ must hold one 'Rerunning ...' section with a bash block"
     return {line.split("#", 1)[1].strip(): line.split("  #")[0].strip() for line in blocks[0]}
+
+
+def _quick_start_report() -> str:
+    """The README's quick-start line that builds the report."""
+    return next(line for heading, lines in bash_blocks(README.read_text()) if heading.startswith("Quick start")
+                for line in lines if " report " in line)
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +111,7 @@ def clone(tmp_path_factory):
 
 
 def _dry_run(repo: Path, command: str) -> tuple[set, dict, str]:
-    """Run a README line through bash with -n right after snakemake; (planned records, job counts, output)."""
+    """Run a documented line through bash with -n right after snakemake; (planned records, job counts, output)."""
     line = command.replace(".venv/bin/snakemake", ".venv/bin/snakemake -n", 1)
     r = subprocess.run(["bash", "-c", line], cwd=repo, capture_output=True, text=True, timeout=300,
                        env={**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"})
@@ -144,15 +171,15 @@ def test_checkout_order_does_not_rerun_committed_records(tmp_path):
     (tmp_path / "shared" / "datasets").mkdir(parents=True)
     (repo / ".venv" / "bin").mkdir(parents=True)
     (repo / ".venv" / "bin" / "snakemake").symlink_to(Path(sys.executable).with_name("snakemake"))
-    command = next(line for heading, lines in bash_blocks(README.read_text()) if heading.startswith("Quick start")
-                   for line in lines if " report " in line)
+    command = _quick_start_report()
     planned, jobs, out = _dry_run(repo, command.split("  #")[0])
     assert not planned and not {"run_tm", "run_tm_novelty", "run_mlp_novelty", "run_svm"} & set(jobs), out[-3000:]
 
 
 def test_tables_follow_a_changed_config(tmp_path):
     """The settings the tables are built with follow the config on every invocation, also on a checkout whose
-    artifacts_config.yaml was written by another configuration (a rule would keep that stale file)."""
+    artifacts_config.yaml was written by another configuration; reading the workflow (here a dry run) writes
+    nothing: the rule artifacts_config writes the settings when the jobs run."""
     repo = copy_workflow(tmp_path / "repo", copy=shutil.copy2)
     shutil.copytree(REPO / "results", repo / "results", ignore=shutil.ignore_patterns("smoke"))
     shutil.copytree(REPO / "paper_tables", repo / "paper_tables", ignore=shutil.ignore_patterns("report.html", "reference"),
@@ -163,14 +190,15 @@ def test_tables_follow_a_changed_config(tmp_path):
     committed = settings.read_text()
     assert "reduced:" in committed
     _, jobs, out = _dry_run(repo, ".venv/bin/snakemake --cores 1 tables --config run_missing=false 'seeds=[0,1]'")
-    assert "seeds:\n- 0\n- 1\nsmoke" in settings.read_text() and "table3_performance" in jobs, out[-3000:]
-    _dry_run(repo, ".venv/bin/snakemake --cores 1 tables --config run_missing=false")
+    assert "artifacts_config" in jobs and "table3_performance" in jobs, out[-3000:]
+    assert settings.read_text() == committed
+    _, jobs, out = _dry_run(repo, ".venv/bin/snakemake --cores 1 tables --config run_missing=false")
+    assert "artifacts_config" not in jobs, out[-3000:]
     assert settings.read_text() == committed
 
 
 def test_quick_start_report_builds_the_page_and_names_the_outputs(clone):
-    command = next(line for heading, lines in bash_blocks(README.read_text()) if heading.startswith("Quick start")
-                   for line in lines if " report " in line)
+    command = _quick_start_report()
     r = subprocess.run(["bash", "-c", command.split("  #")[0]], cwd=clone, capture_output=True, text=True,
                        timeout=600, env={**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"})
     assert r.returncode == 0, r.stderr[-3000:]
@@ -179,8 +207,8 @@ def test_quick_start_report_builds_the_page_and_names_the_outputs(clone):
     assert "run records under results/" in r.stderr
 
 
-def test_the_readme_plan_commands_run():
-    lines = [line.split("  #")[0].strip() for _, lines in bash_blocks(README.read_text()) for line in lines
+def test_the_documented_plan_commands_run():
+    lines = [line.split("  #")[0].strip() for _, _, lines in doc_blocks() for line in lines
              if line.startswith(".venv/bin/python -m asynctm.experiments plan")]
     assert len(lines) >= 3, lines
     for line in lines:

@@ -451,10 +451,11 @@ def test_an_inconsistent_regressor_range_is_refused(tmp_path, saved_models):
 def test_parameters_beyond_the_kernels_integers_are_refused_up_front(params, message):
     from asynctm import TMClassifier, TMRegressor
 
-    for cls in (TMClassifier, TMRegressor):
+    X = np.array([[0, 1], [1, 0]] * 4, dtype=np.uint8)
+    for cls in (TMClassifier, TMRegressor):  # fit checks the parameters before anything else (scikit-learn's rule)
         with pytest.raises(ValueError, match=message):
-            cls(**params)
-    TMClassifier(T=2**30 - 1)  # the largest T the kernels hold
+            cls(**params).fit(X, X[:, 0], epochs=1)
+    TMClassifier(T=2**30 - 1)._validate_params()  # the largest T the kernels hold
 
 
 @pytest.mark.parametrize("y", [[0, "a"] * 16, np.array([0, "a"] * 16, dtype=object), (1.5, "x") * 16])

@@ -1,6 +1,7 @@
 """The HTML report (asynctm.artifacts.report): built from the committed tables, figures and records, it opens on
-the results summary, then Tables 3-5, the figures and the provenance; it is self-contained, byte-stable, prints
-nothing but its path, and a real headless Chromium loads it with every figure shown and no broken link."""
+the verdicts on the paper's claims and their forest plot, then the results summary, Tables 3-5, the figures and the
+provenance; it is self-contained, byte-stable, prints nothing but its path, and a real headless Chromium loads it in
+a 1,400 px window with every figure shown, no table wider than the window and no broken link."""
 
 from __future__ import annotations
 
@@ -66,16 +67,21 @@ def test_the_report_builds_quietly_and_byte_stably(built):
     assert not list(out.glob(".report.html.*"))  # no temporary file left
 
 
-def test_the_report_opens_on_the_summary_then_tables_figures_and_provenance(built):
+def test_the_report_opens_on_the_verdicts_then_summary_tables_figures_and_provenance(built):
     out, _, _ = built
     text = (out / "report.html").read_text(encoding="utf-8")
     page = _Page()
     page.feed(text)
-    assert page.sections == ["summary", "tables", "figures", "provenance"]
-    assert page.tables[0] == "summary-table"
+    assert page.sections == ["claims", "summary", "tables", "figures", "provenance"]
+    assert [t for t in page.tables if t][:2] == ["claims-table", "summary-table"]
     assert [t for t in page.tables if t in catalog.TABLES] == list(catalog.TABLES)
-    assert len(page.imgs) == len(catalog.FIGURES) and all(s.startswith("data:image/png;base64,") for s in page.imgs)
-    assert set(catalog.FIGURES) <= page.ids
+    assert len(page.imgs) == len(catalog.FIGURES) + 1 and all(s.startswith("data:image/png;base64,") for s in page.imgs)
+    assert set(catalog.FIGURES) | {"fig_claims_forest"} <= page.ids
+    # every claim's verdict, coloured by its class
+    import csv
+
+    verdicts = [r for r in csv.DictReader((out / "claims.csv").open()) if r["level"] == "claim"]
+    assert verdicts and all(f"class=v-{r['verdict'].replace(' ', '-')}>{r['verdict']}" in text for r in verdicts)
     # Ours beside the paper's, with the gaps' reasons: every cell of the committed Markdown tables is a cell here.
     import html
 
@@ -123,6 +129,11 @@ def test_smoke_report_says_its_numbers_are_not_comparable(built, tmp_path):
 def test_markdown_tables_keep_escaped_bars_and_alignment():
     html = md_table_to_html("| a | b |\n|---|---:|\n| x \\| y | 1 |\n", "t")
     assert "<td>x | y</td>" in html and "<td class=r>1</td>" in html and "<th class=r>b</th>" in html
+    # a long note moves into a footnote below its table (the table stays narrow), an equal one keeps its number
+    long = "a note " * 20
+    html = md_table_to_html(f"| a | note |\n|---|---|\n| x | {long} |\n| y | {long} |\n| z | short |\n", "t")
+    assert html.count('<a href="#t-fn1">[1]</a>') == 2 and '<td>short</td>' in html
+    assert f'<tr id="t-fn1"><td>[1]</td><td>{long.strip()}</td></tr>' in html
 
 
 def _chromium() -> str:
@@ -141,6 +152,7 @@ CHECK = """<script>
 window.addEventListener("load", () => {
   const imgs = [...document.images];
   const summary = document.getElementById("summary-table");
+  const wide = [...document.querySelectorAll("table")].filter(t => t.getBoundingClientRect().right > window.innerWidth);
   const first = document.querySelector("section");
   const out = {
     title: document.title,
@@ -150,6 +162,7 @@ window.addEventListener("load", () => {
     images: imgs.length,
     images_shown: imgs.filter(i => i.complete && i.naturalWidth > 100 && i.getBoundingClientRect().width > 100).length,
     tables: document.querySelectorAll("table").length,
+    too_wide: wide.map(t => t.id || t.className),
   };
   const pre = document.createElement("pre");
   pre.id = "report-check";
@@ -172,7 +185,8 @@ def test_headless_chromium_shows_the_summary_and_every_figure(built, tmp_path):
     assert found, f"Chromium printed no check result (exit {r.returncode}):\n{r.stderr[-3000:]}"
     seen = json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
     assert seen["title"] == "asynctm results (paper scale)"
-    assert seen["first_section"] == "summary" and seen["summary_visible"] and seen["summary_rows"] >= 1
-    assert seen["images"] == len(catalog.FIGURES) and seen["images_shown"] == len(catalog.FIGURES), seen
+    assert seen["first_section"] == "claims" and seen["summary_visible"] and seen["summary_rows"] >= 1
+    assert seen["images"] == len(catalog.FIGURES) + 1 and seen["images_shown"] == len(catalog.FIGURES) + 1, seen
+    assert seen["too_wide"] == [], f"tables wider than a 1,400 px window: {seen['too_wide']}"
     assert seen["tables"] >= 1 + len(catalog.TABLES) + 1
     assert "Failed to load resource" not in r.stderr and "Not allowed to load local resource" not in r.stderr

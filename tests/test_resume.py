@@ -275,3 +275,127 @@ def test_a_gpu_run_pauses_and_resumes_exactly_on_the_simulated_gpu(tmp_path, mon
     assert resumed["resume"]["after_epochs"] == [1] and _metrics(resumed) == _metrics(reference)
     # the epochs differ (feedback counts, literals): equal metrics epoch by epoch are a real check
     assert reference["epochs"][0]["diagnostics"] != reference["epochs"][-1]["diagnostics"]
+
+
+# -- damaged checkpoints ---------------------------------------------------------------------------------------
+
+def _interrupted_after_two_epochs(tmp_path, monkeypatch, st) -> tuple:
+    """A run of ``st`` stopped in its third epoch: (record path, its checkpoint after epoch 2)."""
+    from asynctm import peers
+
+    real, calls = peers.AsyncTMPeer.fit_epoch, {"n": 0}
+
+    def stop_at_third(self, X, y):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+        return real(self, X, y)
+
+    out = tmp_path / "r.json"
+    with monkeypatch.context() as m:
+        m.setattr(peers.AsyncTMPeer, "fit_epoch", stop_at_third)
+        with pytest.raises(KeyboardInterrupt):
+            run_tm(st, tmp_path / "data", out, threads=1)
+    ckpt = checkpoint_path(out)
+    assert ckpt.exists() and not out.exists()
+    return out, ckpt
+
+
+def _member_data_offset(path, member: str) -> tuple[int, int]:
+    """(offset, size) of a stored (uncompressed) member's bytes in the ``.npz`` at ``path``."""
+    import zipfile
+
+    with zipfile.ZipFile(path) as z:
+        info = z.getinfo(member)
+    raw = path.read_bytes()
+    start = info.header_offset
+    name_len, extra_len = (int.from_bytes(raw[start + k:start + k + 2], "little") for k in (26, 28))
+    return start + 30 + name_len + extra_len, info.compress_size
+
+
+def _flip_a_bit(member: str):
+    def damage(ckpt):
+        at, size = _member_data_offset(ckpt, member)
+        data = bytearray(ckpt.read_bytes())
+        data[at + size // 2] ^= 0x10  # one bit in the middle of the member (past its .npy header)
+        ckpt.write_bytes(bytes(data))
+    return damage
+
+
+def _rewritten(**changes):
+    """Rewrite the checkpoint with some arrays changed (a callable gets the arrays, returns the new value)."""
+    def damage(ckpt):
+        with np.load(ckpt, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+        arrays.update({k: v(arrays) for k, v in changes.items()})
+        with open(ckpt, "wb") as fh:
+            np.savez(fh, **arrays)
+    return damage
+
+
+def _fewer_epochs_in_state(arrays):
+    state = json.loads(str(arrays["run_state"]))
+    state["epochs"] = state["epochs"][:1]
+    return np.array(json.dumps(state))
+
+
+DAMAGES = {
+    "truncated": (lambda ckpt: ckpt.write_bytes(ckpt.read_bytes()[:ckpt.stat().st_size // 2]), "unreadable"),
+    "bit-flip-in-the-run-state": (_flip_a_bit("run_state.npy"), "unreadable"),
+    "bit-flip-in-the-ta-states": (_flip_a_bit("ta_state.npy"), "'ta_state' array is damaged"),
+    "epoch-count-of-the-state": (_rewritten(run_state=_fewer_epochs_in_state),
+                                 "its model has trained 2 epochs, but its run state holds 1"),
+    "epoch-count-of-the-model": (_rewritten(epochs_trained=lambda a: np.array(5)),
+                                 "its model has trained 5 epochs, but its run state holds 2"),
+    "tallies-of-other-data": (_rewritten(training_class_sum=lambda a: a["training_class_sum"][:, :7]),
+                              "class_sum has shape"),
+}
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
+def test_a_damaged_checkpoint_is_set_aside_and_the_run_starts_again(tmp_path, monkeypatch, capsys, damage):
+    """A truncated, bit-flipped or inconsistent checkpoint: one line names it and says the run starts again; the
+    file is kept aside, never deleted; the run trains from epoch 1 and equals an uninterrupted one."""
+    _toy(tmp_path, n=1500)
+    st = _settings(epochs=5)
+    reference = run_tm(st, tmp_path / "data", tmp_path / "whole.json", threads=1)
+    out, ckpt = _interrupted_after_two_epochs(tmp_path, monkeypatch, st)
+    make, reason = DAMAGES[damage]
+    make(ckpt)
+    damaged = ckpt.read_bytes()
+    capsys.readouterr()
+
+    record = run_tm(st, tmp_path / "data", out, tmp_path / "r.log", threads=1)
+    err = capsys.readouterr().err
+    aside = ckpt.with_name(ckpt.name + ".damaged")
+    lines = [line for line in err.splitlines() if "is damaged" in line]
+    assert len(lines) == 1, err
+    assert f"checkpoint {ckpt.name} is damaged: " in lines[0] and reason in lines[0], lines[0]
+    assert f"set aside as {aside.name}, the run starts again from epoch 1" in lines[0]
+    assert "Traceback" not in err and "resumed from" not in err
+    assert lines[0] in (tmp_path / "r.log").read_text()
+    assert aside.read_bytes() == damaged  # kept as it was
+    assert not ckpt.exists() and out.exists()  # the new run's checkpoint is removed once its record is written
+    assert record["resume"]["count"] == 0 and [e["epoch"] for e in record["epochs"]] == [1, 2, 3, 4, 5]
+    assert _metrics(record) == _metrics(reference)  # trained from epoch 1, as an uninterrupted run
+    assert len({e["accuracy"] for e in reference["epochs"]}) > 1  # the metrics move: the comparison can fail
+
+
+def test_a_damaged_checkpoint_through_the_command_line_and_a_second_one_aside(tmp_path):
+    """The command line finishes the run (exit 0) after a damaged checkpoint; a second damaged checkpoint of the
+    same run is set aside beside the first, which stays as it was."""
+    _toy(tmp_path, n=600)
+    st = _settings(epochs=3)
+    ckpt = checkpoint_path(tmp_path / "cli.json")
+    first = ckpt.with_name(ckpt.name + ".damaged")
+    first.write_bytes(b"an earlier damaged checkpoint")
+    ckpt.write_bytes(b"PK\x03\x04 cut short")
+    done = subprocess.run(_command(tmp_path, st, "cli"), check=False, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    second = ckpt.with_name(ckpt.name + ".2.damaged")
+    assert f"checkpoint {ckpt.name} is damaged: unreadable (BadZipFile" in done.stderr
+    assert f"set aside as {second.name}, the run starts again from epoch 1" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert first.read_bytes() == b"an earlier damaged checkpoint" and second.read_bytes() == b"PK\x03\x04 cut short"
+    record = json.loads((tmp_path / "cli.json").read_text())
+    assert [e["epoch"] for e in record["epochs"]] == [1, 2, 3] and record["resume"]["count"] == 0

@@ -5,6 +5,7 @@ Synthetic records in a temporary folder (results/README.md layout); no pipeline,
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 from pathlib import Path
@@ -16,6 +17,7 @@ import yaml
 from asynctm.artifacts import tables
 from asynctm.artifacts.records import load_records
 from asynctm.artifacts.reference import load_reference
+from asynctm.experiments import plan
 
 REPO = Path(__file__).resolve().parents[1]
 REFERENCE = load_reference(REPO / "paper_tables" / "reference" / "paper_numbers.csv")
@@ -23,25 +25,40 @@ CONFIG = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
 APPLE = "n300_T50_s5_e100"
 BIKE = "n1280_T1280_s1.5_e100"
 XEON, EPYC = "Intel(R) Xeon(R) Test", "AMD EPYC Test"
+DAY = "2026-01-01T10:00:00+00:00"  # when the synthetic runs started (records without a host id pair by day)
 
 
-def write(root: Path, experiment, impl, params, seed, epochs, speed, cpu=XEON, threads=None, load=None, **fields):
-    """A TM record: ``epochs`` is a list of per-epoch metric dicts; ``fields`` go to the top level (or,
-    ``seeded``, to ``implementation``)."""
-    entries = [{"epoch": i + 1, "train_s": speed, "eval_s": 0.01, **m} for i, m in enumerate(epochs)]
+def write(root: Path, experiment, impl, params, seed, epochs, speed, cpu=XEON, threads=None, load=None, first=None,
+          provenance=None, **fields):
+    """A TM record: ``epochs`` is a list of per-epoch metric dicts, the run's last ones (its params' count of
+    epochs is reached by repeating the first entry's metrics before them); every epoch takes ``speed`` seconds, the
+    first ``first`` where given; ``provenance`` adds to (or replaces keys of) the provenance; ``fields`` go to the
+    top level (``dataset`` and ``hyperparameters`` merged into the record's own; ``seeded`` to
+    ``implementation``)."""
+    n = plan.parse_tm_params(params)["epochs"]
+    epochs = [epochs[0]] * (n - len(epochs)) + list(epochs)
+    entries = [{"epoch": i + 1, "train_s": speed if i or first is None else first, "eval_s": 0.01, **m}
+               for i, m in enumerate(epochs)]
     implementation = {"library": "pyTsetlinMachine" if impl.startswith("pytm") else "asynctm", "version": "1",
                       "device": "cpu"}
     if "seeded" in fields:
         implementation["seeded"] = fields.pop("seeded")
+    exp = CONFIG["experiments"][experiment]
+    named = plan.parse_tm_params(params)
+    dataset = {"name": exp["dataset"], "protocol": exp["protocol"], **fields.pop("dataset", {})}
+    hyper = {"n_clauses": named["clauses"], "T": named["T"], "s": named["s"], "epochs": named["epochs"],
+             **fields.pop("hyperparameters", {})}
+    times = [e["train_s"] for e in entries]
     record = {
         "schema": 1, "status": "complete", "kind": "tm", "experiment": experiment, "impl": impl, "params": params,
-        "seed": seed, "scale": "paper", "task": CONFIG["experiments"][experiment]["task"], "dataset": {},
-        "hyperparameters": {}, "implementation": implementation, "metric_names": {},
+        "seed": seed, "scale": "paper", "task": exp["task"], "dataset": dataset,
+        "hyperparameters": hyper, "implementation": implementation, "metric_names": {},
         "epochs": entries,
         "final": {k: v for k, v in entries[-1].items() if k not in ("epoch", "train_s", "eval_s", "diagnostics")},
-        "timing": {"train_s_mean": speed, "train_s_total": speed * len(epochs)},
-        "provenance": {"cpu_model": cpu, "logical_cores": 2, "threads": threads or (1 if impl.startswith("pytm") else 2),
-                       "gpu": None, **({} if load is None else {"load_average_1min_at_end": load})},
+        "timing": {"train_s_mean": sum(times) / len(times), "train_s_total": sum(times)},
+        "provenance": {"git_commit": "0" * 40, "git_dirty": 0, "started_utc": DAY, "cpu_model": cpu, "logical_cores": 2,
+                       "threads": threads or (1 if impl.startswith("pytm") else 2), "gpu": None,
+                       **({} if load is None else {"load_average_1min_at_end": load}), **(provenance or {})},
         **fields,
     }
     path = root / experiment / impl / params / f"seed{seed}.json"
@@ -100,8 +117,8 @@ def test_speedup_only_from_one_machine(tmp_path):
     table = build(tmp_path, "table3_performance")
     r = row(table, "tm_cpu").loc["wsd_apple"]
     assert r["speedup"] == pytest.approx(2.0 / 0.05)
-    assert r["speedup_machine"] == XEON
-    assert "left out: 1 of 5 tm_cpu records" in r["note"] and "2 machines" in r["note"]
+    assert r["speedup_machine"] == f"{XEON} (2 cores, 2026-01-01)"
+    assert "left out: 1 of 5 tm_cpu records" in r["note"] and "2 hosts" in r["note"]
     assert "records from 2 machines" in table.caption and EPYC in table.caption and XEON in table.caption
     assert "wsd_apple/tm_cpu/" + APPLE + "/seed4" in table.caption
 
@@ -110,7 +127,7 @@ def test_speedup_only_from_one_machine(tmp_path):
         write(tmp_path, "wsd_apple", "tm_cpu", APPLE, seed, accuracy_epochs(rng), 0.05, cpu=EPYC)
     table = build(tmp_path, "table3_performance")
     r = row(table, "tm_cpu").loc["wsd_apple"]
-    assert math.isnan(r["speedup"]) and "different machines" in r["note"]
+    assert math.isnan(r["speedup"]) and "different hosts" in r["note"]
 
     # Mixed thread counts within one implementation: no speed-up either.
     for seed in range(5):
@@ -170,7 +187,7 @@ def test_reduced_protocol_named_in_note(tmp_path):
         write(tmp_path, "wsd_apple", "pytm_indexed", APPLE, seed, accuracy_epochs(rng, 5), 2.0,
               protocol_scope={"scope": "reduced", "description": "2 seeds x the first 5 epochs"})
         write(tmp_path, "wsd_apple", "pytm_nonindexed", APPLE, seed, accuracy_epochs(rng, 5), 2.0, reduced=True)
-        write(tmp_path, "wsd_apple", "tm_cpu", APPLE, seed, accuracy_epochs(rng), 0.05, protocol_scope="full")
+        write(tmp_path, "wsd_apple", "tm_cpu", APPLE, seed, accuracy_epochs(rng), 0.05)  # the full protocol
     table = build(tmp_path, "table3_performance")
     notes = row(table, "pytm_indexed")["note"]
     assert "reduced protocol: the first 5 epochs of each seed" in notes.loc["wsd_apple"]
@@ -276,44 +293,171 @@ def test_regression_table_names_what_a_constant_prediction_scores(tmp_path):
     assert "has test MAE 3.67 on BlogFeedback (" in notes and "Bike Sharing" not in notes.split("has test MAE")[1]
 
 
-def test_gpu_records_with_more_threads_per_clause_are_named_in_the_notes(tmp_path):
+def gpu(record_fields=None, name="NVIDIA H100 80GB HBM3"):
+    """The provenance of a run on a GPU."""
+    return {"gpu": {"name": name, "driver": "580.159.04", "cuda": "13.0.0"}, "logical_cores": 16,
+            **(record_fields or {})}
+
+
+def test_the_papers_gpu_design_and_ours_are_rows_of_their_own(tmp_path):
     rng = np.random.default_rng(8)
     for seed in range(3):
-        # the paper's one thread per clause is not in the hyperparameters; a warp per clause is
-        hyper = {"threads_per_clause": 32} if seed else {}
-        write(tmp_path, "wsd_apple", "tm_gpu", APPLE, seed, accuracy_epochs(rng), 0.1, hyperparameters=hyper)
-        write(tmp_path, "wsd_apple", "tm_cpu", APPLE, seed, accuracy_epochs(rng), 0.05,
-              hyperparameters={"threads_per_clause": 32})  # not a GPU run: never counted
+        write(tmp_path, "wsd_apple", "tm_gpu_warp", APPLE, seed, accuracy_epochs(rng), 0.02,
+              hyperparameters={"threads_per_clause": 32}, provenance=gpu())
+        write(tmp_path, "wsd_apple", "tm_cpu", APPLE, seed, accuracy_epochs(rng), 0.05)
     records = load_records(tmp_path)
-    gpu = records[records["impl"] == "tm_gpu"].set_index("seed")["threads_per_clause"]
-    assert gpu.to_dict() == {0: 1, 1: 32, 2: 32}
+    assert set(records.loc[records["impl"] == "tm_gpu_warp", "threads_per_clause"]) == {32}
     assert records[records["impl"] == "tm_cpu"]["threads_per_clause"].isna().all()
-    note = "threads per clause on the GPU: 1 (1 record), 32 (2 records)"
-    assert note in row(build(tmp_path, "table3_performance"), "tm_gpu").loc["wsd_apple"]["note"]
-    table4 = build(tmp_path, "table4_svm_time").frame
-    assert note in table4[table4["model"] == "tm_gpu"].set_index("dataset").loc["wsd_apple"]["note"]
-    assert "per clause" not in row(build(tmp_path, "table3_performance"), "tm_cpu").loc["wsd_apple"]["note"]
+    table = build(tmp_path, "table3_performance")
+    warp = row(table, "tm_gpu_warp").loc["wsd_apple"]
+    assert warp["n_runs"] == 3 and warp["train_s_per_epoch_mean"] == pytest.approx(0.02)
+    assert math.isnan(warp["accuracy_paper"])  # the paper has no warp per clause: nothing to compare with
+    # The paper's design has no record here: a gap that says why, never the warp build's numbers.
+    paper_design = row(table, "tm_gpu").loc["wsd_apple"]
+    assert paper_design["n_runs"] == 0 and math.isnan(paper_design["train_s_per_epoch_mean"])
+    assert paper_design["note"] == plan.REASON_NO_GPU and paper_design["accuracy_paper"] == 95.01
+    lines = table.markdown.splitlines()
+    assert any("| TM GPU, a warp per clause (ours) | 3 |" in line for line in lines)
+    assert any("| TM GPU (ours) |  |" in line and plan.REASON_NO_GPU in line for line in lines)
+    assert "a schedule the paper does not have" in table.caption
+    table4 = build(tmp_path, "table4_svm_time").frame.set_index(["dataset", "model"])
+    assert table4.loc[("wsd_apple", "tm_gpu_warp"), "n_runs"] == 3
+    assert table4.loc[("wsd_apple", "tm_gpu"), "note"] == plan.REASON_NO_GPU
+    assert math.isnan(table4.loc[("wsd_apple", "tm_gpu_warp"), "paper_s"])  # the paper's time is its design's
 
 
-def test_time_figures_draw_each_gpu_thread_count_as_its_own_line(tmp_path):
+def test_per_epoch_times_leave_the_first_epoch_out(tmp_path):
+    rng = np.random.default_rng(12)
+    for seed in range(3):  # a first epoch ten times the others (compiling, allocating), as a GPU run's
+        write(tmp_path, "wsd_apple", "tm_cpu", APPLE, seed, accuracy_epochs(rng), 0.05, first=0.5)
+        write(tmp_path, "wsd_apple", "pytm_indexed", APPLE, seed, accuracy_epochs(rng), 2.0, first=6.0)
+    frame = load_records(tmp_path)
+    assert frame["train_s_steady"].tolist() == pytest.approx([2.0] * 3 + [0.05] * 3)
+    assert frame["train_s_first"].tolist() == pytest.approx([6.0] * 3 + [0.5] * 3)
+    assert frame["train_s_mean"].tolist() != pytest.approx(frame["train_s_steady"].tolist())
+    table = build(tmp_path, "table3_performance")
+    r = row(table, "tm_cpu").loc["wsd_apple"]
+    assert r["train_s_per_epoch_mean"] == pytest.approx(0.05) and r["speedup"] == pytest.approx(2.0 / 0.05)
+    assert r["train_s_first_epoch_mean"] == pytest.approx(0.5)
+    assert "over epochs 2..n" in table.caption and "the first epoch" in table.caption
+    assert "tm_cpu 10.0x" in table.caption and "pytm_indexed 3.0x" in table.caption  # the first epoch, in view
+    table4 = build(tmp_path, "table4_svm_time").frame.set_index(["dataset", "model"])
+    assert table4.loc[("wsd_apple", "tm_cpu"), "time_s_mean"] == pytest.approx(0.05)
+    assert table4.loc[("wsd_apple", "tm_cpu"), "total_s_mean"] == pytest.approx(0.5 + 99 * 0.05)  # all epochs
+
+    # A sweep point of one epoch keeps it (there is no other), and the figure's caption names the first epochs.
+    from asynctm.artifacts import figures
+
+    config = copy.deepcopy(CONFIG)
+    config["sweeps"]["semeval"]["epochs"] = 1
+    write(tmp_path, "semeval", "tm_cpu", "n20_T15_s3.9_e1", 0, accuracy_epochs(rng, 1), 0.3)
+    config5 = copy.deepcopy(CONFIG)
+    for clauses, speed in ((20, 0.1), (40, 0.2)):
+        write(tmp_path, "semeval", "tm_cpu", f"n{clauses}_T15_s3.9_e5", 0, accuracy_epochs(rng, 5), speed, first=1.0)
+    records = load_records(tmp_path)
+    assert records.set_index("params").loc["n20_T15_s3.9_e1", "train_s_steady"] == pytest.approx(0.3)
+    fig = figures.fig_semeval_time_vs_clauses(records, config5, False)
+    line = next(x for x in fig.figure.axes[0].get_lines() if x.get_label() == "ours, CPU")
+    assert list(line.get_ydata()) == pytest.approx([0.1, 0.2])
+    assert "tm_cpu 2.00x (20 to 40 clauses)" in fig.caption  # the sweep's ratio, first epochs left out
+    assert "First epochs, left out: tm_cpu 1.0 s (5.0-10.0x the later epochs' mean)" in fig.caption
+    one = figures.fig_semeval_time_vs_clauses(records, config, False)
+    assert list(next(x for x in one.figure.axes[0].get_lines() if x.get_label() == "ours, CPU").get_ydata()) == [0.3]
+    import matplotlib.pyplot as plt
+
+    plt.close(fig.figure)
+    plt.close(one.figure)
+
+
+def test_cells_and_points_from_a_dirty_tree_say_so(tmp_path):
+    rng = np.random.default_rng(13)
+    for seed in range(5):
+        write(tmp_path, "wsd_apple", "tm_cpu", APPLE, seed, accuracy_epochs(rng), 0.05,
+              provenance={"git_dirty": 2 if seed < 3 else 0})
+        write(tmp_path, "wsd_apple", "pytm_indexed", APPLE, seed, accuracy_epochs(rng), 2.0)
+    table = build(tmp_path, "table3_performance")
+    assert "dirty tree: 3 of 5 records" in row(table, "tm_cpu").loc["wsd_apple"]["note"]
+    assert row(table, "tm_cpu").loc["wsd_apple"]["dirty_records"] == 3
+    assert "dirty tree" not in row(table, "pytm_indexed").loc["wsd_apple"]["note"]
+    assert "dirty tree: 3 of 5 records" in build(tmp_path, "table4_svm_time").frame.set_index(
+        ["dataset", "model"]).loc[("wsd_apple", "tm_cpu"), "note"]
+
+    from asynctm.artifacts import figures
+
+    for clauses, dirty in ((20, 0), (40, 1)):
+        write(tmp_path, "semeval", "tm_cpu", f"n{clauses}_T15_s3.9_e5", 0, accuracy_epochs(rng, 5), 0.1,
+              provenance={"git_dirty": dirty})
+    fig = figures.fig_semeval_time_vs_clauses(load_records(tmp_path), CONFIG, False)
+    import matplotlib.pyplot as plt
+
+    plt.close(fig.figure)
+    assert "Dirty tree: 1 of 2 records ran with uncommitted code changes" in fig.caption
+    assert "tm_cpu at 40 clauses (1 of 1)" in fig.caption and "tm_cpu at 20 clauses" not in fig.caption
+
+
+def test_speedups_pair_records_of_one_host_not_of_one_cpu_name(tmp_path):
+    rng = np.random.default_rng(14)
+    generic = "Intel(R) Xeon(R) Processor"  # a virtual machine's name, the same on different hosts
+    for seed in range(3):
+        write(tmp_path, "wsd_apple", "pytm_indexed", APPLE, seed, accuracy_epochs(rng), 2.0, cpu=generic,
+              provenance={"started_utc": "2026-01-01T10:00:00+00:00"})
+        write(tmp_path, "wsd_apple", "tm_cpu", APPLE, seed, accuracy_epochs(rng), 0.05, cpu=generic,
+              provenance={"started_utc": "2026-01-02T10:00:00+00:00"})  # another day: another host
+    r = row(build(tmp_path, "table3_performance"), "tm_cpu").loc["wsd_apple"]
+    assert math.isnan(r["speedup"]) and "different hosts" in r["note"] and "2026-01-02" in r["note"]
+    table = build(tmp_path, "table3_performance")
+    assert "the same CPU model, logical cores, GPU, platform and UTC day the run started" in table.caption
+
+    # The same day, but another platform (kernel): another host too.
+    for seed in range(3):
+        write(tmp_path, "wsd_apple", "tm_cpu", APPLE, seed, accuracy_epochs(rng), 0.05, cpu=generic,
+              provenance={"platform": "Linux-b"})
+        write(tmp_path, "wsd_apple", "pytm_indexed", APPLE, seed, accuracy_epochs(rng), 2.0, cpu=generic,
+              provenance={"platform": "Linux-a"})
+    r = row(build(tmp_path, "table3_performance"), "tm_cpu").loc["wsd_apple"]
+    assert math.isnan(r["speedup"]) and "Linux-a" in r["note"] and "Linux-b" in r["note"]
+
+    # Records that name their host pair by it alone, on any day; another host id never pairs.
+    for seed in range(3):
+        write(tmp_path, "wsd_apple", "pytm_indexed", APPLE, seed, accuracy_epochs(rng), 2.0, cpu=generic,
+              provenance={"host_id": "a" * 16, "started_utc": "2026-01-01T10:00:00+00:00"})
+        write(tmp_path, "wsd_apple", "tm_cpu", APPLE, seed, accuracy_epochs(rng), 0.05, cpu=generic,
+              provenance={"host_id": "a" * 16 if seed else "b" * 16, "started_utc": "2026-01-03T10:00:00+00:00"})
+    r = row(build(tmp_path, "table3_performance"), "tm_cpu").loc["wsd_apple"]
+    assert r["speedup"] == pytest.approx(2.0 / 0.05) and "host aaaaaaaaaaaa" in r["speedup_machine"]
+    assert "left out: 1 of 3 tm_cpu records on other hosts" in r["note"]
+
+
+def test_a_host_id_names_the_machine_and_its_boot(monkeypatch, tmp_path):
+    from asynctm import provenance
+
+    first = provenance.host_id()
+    assert len(first) == 16 and int(first, 16) >= 0 and provenance.host_id() == first
+    boot = tmp_path / "boot_id"
+    boot.write_text("another boot\n")
+    monkeypatch.setattr(provenance, "HOST_ID_SOURCES", (*provenance.HOST_ID_SOURCES[:-1], str(boot)))
+    assert provenance.host_id() != first
+
+
+def test_time_figures_draw_each_gpu_build_as_its_own_line(tmp_path):
     import matplotlib.pyplot as plt
 
     from asynctm.artifacts import figures
 
     rng = np.random.default_rng(10)
     # the sweep's ends with one thread per clause, its middle with a warp: two lines, never one mixed curve
-    for clauses, threads, speed in ((20, 1, 14.3), (40, 32, 0.5), (80, 32, 0.6), (15000, 1, 17.0)):
-        write(tmp_path, "semeval", "tm_gpu", f"n{clauses}_T15_s3.9_e5", 0, accuracy_epochs(rng, 5), speed,
-              hyperparameters={"threads_per_clause": threads} if threads > 1 else {})
+    for clauses, impl, speed in ((20, "tm_gpu", 14.3), (40, "tm_gpu_warp", 0.5), (80, "tm_gpu_warp", 0.6),
+                                 (15000, "tm_gpu", 17.0)):
+        write(tmp_path, "semeval", impl, f"n{clauses}_T15_s3.9_e5", 0, accuracy_epochs(rng, 5), speed,
+              hyperparameters={"threads_per_clause": 32} if impl == "tm_gpu_warp" else {}, provenance=gpu())
     fig = figures.fig_semeval_time_vs_clauses(load_records(tmp_path), CONFIG, True)
     lines = {line.get_label(): (list(line.get_xdata()), list(line.get_ydata()))
              for line in fig.figure.axes[0].get_lines() if not line.get_label().startswith("_")}
     plt.close(fig.figure)
     assert lines["ours, GPU"] == ([20, 15000], [14.3, 17.0])
     assert lines["ours, GPU, a warp per clause"] == ([40, 80], [0.5, 0.6])
-    assert "tm_gpu 2, tm_gpu (a warp per clause) 2" in fig.caption
-    assert "tm_gpu at 40 clauses (no record)" not in fig.caption
-    assert "tm_gpu at 160 clauses (no record)" in fig.caption
+    assert "tm_gpu (NVIDIA H100 80GB HBM3) 2, tm_gpu_warp (NVIDIA H100 80GB HBM3) 2" in fig.caption
+    assert "tm_gpu at 40 clauses (no record)" in fig.caption and "tm_gpu_warp at 20 clauses (no record)" in fig.caption
 
 
 def test_time_figures_draw_each_gpu_model_as_its_own_line(tmp_path):

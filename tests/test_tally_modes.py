@@ -23,8 +23,8 @@ def _xor(n=300, seed=1):
     (dict(order="shuffled"), "order must be one of"),
 ])
 def test_bad_switches_are_refused(kwargs, message):
-    with pytest.raises(ValueError, match=message):
-        TMClassifier(10, 10, 3.9, **kwargs)
+    with pytest.raises(ValueError, match=message):  # by fit, before it trains (scikit-learn's convention)
+        TMClassifier(10, 10, 3.9, **kwargs).fit(*_xor(), epochs=1)
 
 
 def test_sync_learns_and_is_thread_count_independent():

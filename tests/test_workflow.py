@@ -56,7 +56,7 @@ def test_lint_is_clean(workdir):
     [
         ("protocols={'bike_sharing': ['papr']}", r"'papr' is not one of \['paper', 'clean'\]"),
         ("datasets=[bike_sharing,mnist]", r"'mnist' is not one of"),
-        ("data_mirorr=x", r"Additional properties are not allowed \('data_mirorr' was unexpected\)"),
+        ("data_mirorr=x", r"config data_mirorr: unknown key; did you mean data_mirror\? \(from --config\)"),
         ("data_mirror=no/such/folder", r"data_mirror='no/such/folder' is not a folder"),
     ],
 )

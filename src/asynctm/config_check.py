@@ -9,19 +9,23 @@ null there, so every override the documentation shows validates.
 trained: an experiment whose task does not fit its dataset, a ``T`` beyond what the kernels' 32-bit
 arithmetic holds, a protocol its dataset does not have, a sweep of an experiment that does not exist.
 Each problem is one line naming the key and the allowed values.
+
+Every line also says where the setting came from (:class:`Source`: ``--config``, or a config file and its
+line), and an unknown key names the closest valid one, so a misspelt key is fixed without reading the schema.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
+import re
 from pathlib import Path
 
 import yaml
 
-# The kernels compute |target - v| and 2T in 32-bit signed integers (kernels/tm.cu, the update draw):
-# T up to 2^30 - 1 keeps both in range. The estimators enforce the same bound.
-T_MAX = 2**30 - 1
-INT32_MAX = 2**31 - 1  # clause counts are 32-bit ints in the kernels
+# The kernels' 32-bit bounds (T, clause counts), defined on the library side so that the estimators enforce the
+# same ones without importing the pipeline.
+from .limits import INT32_MAX, T_MAX  # noqa: F401 - re-exported for the pipeline and its tests
 
 
 class ConfigError(ValueError):
@@ -102,23 +106,202 @@ def coerce_config(config: dict, schema_path: str | os.PathLike = "config/schema.
     config.update(typed)
 
 
-def schema_errors(config: dict, schema: dict) -> list[str]:
-    """One line per place where ``config`` breaks the JSON Schema (the key path, then what is wrong)."""
+def _dotted(keys) -> str:
+    return ".".join(str(k) for k in keys) or "(top level)"
+
+
+def _short(text: str, limit: int = 240) -> str:
+    """``text`` on one line, cut to ``limit`` characters (a message that quotes a long value stays readable)."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+# Keys an earlier version of the configuration had, and what takes their place.
+REMOVED_KEYS = {
+    ("gpu_threads_per_clause",): "the GPU builds are implementations now: tm_gpu runs the paper's design (one "
+                                 "thread per clause), tm_gpu_warp ours (a warp per clause); name them in impls",
+}
+
+
+def _unknown_key(keys: list, key, allowed: list[str]) -> str:
+    removed = REMOVED_KEYS.get((*map(str, keys), str(key)))
+    if removed:
+        return f"config {_dotted([*keys, key])}: no longer a setting; {removed}"
+    close = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.6)
+    fix = (f"did you mean {_dotted([*keys, close[0]])}?" if close
+           else f"the keys here are: {', '.join(allowed)}" if allowed else "nothing may be set here")
+    return f"config {_dotted([*keys, key])}: unknown key; {fix}"
+
+
+def schema_errors(config: dict, schema: dict, sources: list[Source] = ()) -> list[str]:
+    """One line per place where ``config`` breaks the JSON Schema: the key path, what is wrong, the fix where
+    the schema names one (the closest valid key or value), and where the setting came from (``sources``,
+    highest precedence first; see :func:`config_sources`). Never the schema itself."""
     import jsonschema
 
     validator = jsonschema.Draft202012Validator(schema)
     lines = []
     for err in sorted(validator.iter_errors(config), key=lambda e: [str(p) for p in e.absolute_path]):
-        where = ".".join(str(p) for p in err.absolute_path) or "(top level)"
-        lines.append(f"config {where}: {err.message}")
+        keys = list(err.absolute_path)
+        if err.validator == "additionalProperties" and isinstance(err.instance, dict):
+            allowed = sorted(err.schema.get("properties") or {})
+            patterns = list(err.schema.get("patternProperties") or {})
+            for key in sorted((k for k in err.instance if k not in allowed
+                               and not any(re.search(p, str(k)) for p in patterns)), key=str):
+                lines.append(_unknown_key(keys, key, allowed) + where(sources, [*keys, key]))
+            continue
+        fix = ""
+        if err.validator == "enum" and isinstance(err.instance, str):
+            close = difflib.get_close_matches(err.instance, [v for v in err.validator_value if isinstance(v, str)],
+                                              n=1, cutoff=0.6)
+            fix = f"; did you mean {close[0]!r}?" if close else ""
+        # A key that propertyNames refuses is the instance: its own line is where it is set.
+        at = [*keys, err.instance] if "propertyNames" in err.schema_path and isinstance(err.instance, str) else keys
+        lines.append(f"config {_dotted(keys)}: {_short(err.message)}{fix}{where(sources, at)}")
     return lines
+
+
+# --- where a setting came from ------------------------------------------------------------------------------
+
+
+def shown_path(path: str | os.PathLike) -> str:
+    """``path`` relative to the working directory when it lies below it (as a person would type it)."""
+    path = Path(path)
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except (ValueError, OSError):
+        return str(path)
+
+
+def read_config_file(path: str | os.PathLike) -> dict:
+    """A config file's settings; :class:`ConfigError` (one line: the file, the line, the fix) when the file is
+    missing, is not valid YAML (JSON is YAML too) or does not hold a mapping of settings."""
+    return _read(path)[0]
+
+
+def _read(path) -> tuple[dict, str]:
+    shown = shown_path(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(f"config file {shown}: cannot read it ({e.strerror or e}); check the path") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"config file {shown}: not UTF-8 text ({e.reason}); save it as UTF-8") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        at = f", line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        context = ""
+        if e.context and e.context_mark is not None and (mark is None or e.context_mark.line != mark.line):
+            context = f" ({e.context} that starts at line {e.context_mark.line + 1})"
+        raise ConfigError(f"config file {shown}{at}: not valid YAML: {_short(e.problem or e)}{context}; fix that "
+                          "line (or the indentation, bracket or quote just before it)") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"config file {shown}: not valid YAML ({_short(e)}); fix the file") from None
+    if not isinstance(data, dict):
+        got = "an empty file" if data is None else f"a {type(data).__name__}"
+        raise ConfigError(f"config file {shown}: expected a mapping of settings (key: value lines), got {got}; "
+                          "see config/config.yaml for the layout")
+    return data, text
+
+
+class Source:
+    """One layer of the configuration: a config file (``path``, with its text for line numbers) or the command
+    line's ``--config`` (``path`` None). Snakemake lays them over each other: the workflow's configfile, then
+    each ``--configfile`` in order, then ``--config``."""
+
+    def __init__(self, data: dict, path: str | os.PathLike | None = None, text: str | None = None):
+        self.data = data if isinstance(data, dict) else {}
+        self.path = Path(path) if path is not None else None
+        self.text = text
+        self._root = None
+
+    def has(self, keys) -> bool:
+        node = self.data
+        for key in keys:
+            if isinstance(node, dict) and key in node:
+                node = node[key]
+            elif isinstance(node, list) and isinstance(key, int) and 0 <= key < len(node):
+                node = node[key]
+            else:
+                return False
+        return True
+
+    def line(self, keys) -> int | None:
+        """The 1-based line where ``keys`` is set in the file (the key, or the list item), if it can be found."""
+        if self.text is None:
+            return None
+        if self._root is None:
+            try:
+                self._root = yaml.compose(self.text, Loader=yaml.SafeLoader) or False
+            except yaml.YAMLError:
+                self._root = False
+        node, line = self._root, None
+        for key in keys:
+            if isinstance(node, yaml.MappingNode):
+                found = [(k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode) and _same_key(k, key)]
+                if not found:
+                    return line
+                node, line = found[-1][1], found[-1][0].start_mark.line + 1
+            elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and 0 <= key < len(node.value):
+                node = node.value[key]
+                line = node.start_mark.line + 1
+            else:
+                return line
+        return line
+
+    def where(self, keys) -> str:
+        if self.path is None:
+            return "from --config"
+        line = self.line(keys)
+        return f"{shown_path(self.path)}, line {line}" if line else shown_path(self.path)
+
+
+def _same_key(node: yaml.ScalarNode, key) -> bool:
+    if node.value == str(key):
+        return True
+    try:
+        return yaml.safe_load(node.value) == key
+    except yaml.YAMLError:
+        return False
+
+
+def config_sources(files=(), overrides: dict | None = None, default: str | os.PathLike | None = None) -> list[Source]:
+    """The layers of a Snakemake configuration, highest precedence first: ``overrides`` (``--config``), the
+    ``files`` (``--configfile``, later ones win) and the workflow's ``default`` configfile. A file that cannot
+    be read is left out (Snakemake has read it already)."""
+    sources = [Source(dict(overrides))] if overrides else []
+    for path in [*reversed(list(files)), *([default] if default is not None else [])]:
+        try:
+            data, text = _read(path)
+        except ConfigError:
+            continue
+        sources.append(Source(data, path, text))
+    return sources
+
+
+def where(sources: list[Source], keys) -> str:
+    """`` (from --config)`` or `` (FILE, line N)``: the source that sets ``keys`` (or the nearest key above)."""
+    keys = list(keys)
+    for n in range(len(keys), 0, -1):
+        for source in sources:
+            if source.has(keys[:n]):
+                return f" ({source.where(keys[:n])})"
+    return ""
 
 
 # --- meaning ------------------------------------------------------------------------------------------------
 
 
-def semantic_errors(config: dict) -> list[str]:
-    """Problems the schema cannot see, one line each, naming the key and the allowed values."""
+def semantic_errors(config: dict, sources: list[Source] = ()) -> list[str]:
+    """Problems the schema cannot see, one line each, naming the key and the allowed values (and, given the
+    ``sources``, where the key was set)."""
+    return [f"{line}{where(sources, keys)}" for keys, line in _semantic_problems(config)]
+
+
+def _semantic_problems(config: dict) -> list[tuple[tuple, str]]:
+    """``(key path, line)`` of each problem the schema cannot see."""
     from .datasets import DATASETS
 
     errors = []
@@ -129,12 +312,15 @@ def semantic_errors(config: dict) -> list[str]:
             modules[name] = DATASETS[name] if name in DATASETS else None
         return modules[name]
 
+    def problem(keys, message):
+        errors.append((keys, f"config {_dotted(keys)}: {message}"))
+
     for name, protocols in sorted((config.get("protocols") or {}).items()):
         mod = module(name)
         for p in protocols or ():
             if mod is not None and p not in mod.PROTOCOLS:
-                errors.append(f"config protocols.{name}: dataset {name} has no protocol {p!r}; "
-                              f"allowed: {', '.join(mod.PROTOCOLS)}")
+                problem(("protocols", name),
+                        f"dataset {name} has no protocol {p!r}; allowed: {', '.join(mod.PROTOCOLS)}")
     experiments = config.get("experiments") or {}
     for name, exp in experiments.items():
         if not isinstance(exp, dict):
@@ -143,38 +329,38 @@ def semantic_errors(config: dict) -> list[str]:
         if mod is not None:
             task = exp.get("task")
             if task is not None and task != mod.TASK:
-                errors.append(f"config experiments.{name}.task: {task!r} does not fit dataset {mod.NAME} "
-                              f"(a {mod.TASK} dataset); allowed: {mod.TASK}")
+                problem(("experiments", name, "task"), f"{task!r} does not fit dataset {mod.NAME} "
+                        f"(a {mod.TASK} dataset); allowed: {mod.TASK}")
             protocol = exp.get("protocol")
             if protocol is not None and protocol not in mod.PROTOCOLS:
-                errors.append(f"config experiments.{name}.protocol: dataset {mod.NAME} has no protocol "
-                              f"{protocol!r}; allowed: {', '.join(mod.PROTOCOLS)}")
+                problem(("experiments", name, "protocol"), f"dataset {mod.NAME} has no protocol {protocol!r}; "
+                        f"allowed: {', '.join(mod.PROTOCOLS)}")
         T = exp.get("T")
         if isinstance(T, int) and not isinstance(T, bool) and not 1 <= T <= T_MAX:
-            errors.append(f"config experiments.{name}.T: {T} is out of range; allowed: 1 to {T_MAX} "
-                          "(2^30 - 1: the kernels compute 2T in 32-bit integers)")
+            problem(("experiments", name, "T"), f"{T} is out of range; allowed: 1 to {T_MAX} "
+                    "(2^30 - 1: the kernels compute 2T in 32-bit integers)")
         clauses = exp.get("clauses")
         if isinstance(clauses, int) and clauses > INT32_MAX:
-            errors.append(f"config experiments.{name}.clauses: {clauses} is out of range; allowed: 1 to {INT32_MAX}")
+            problem(("experiments", name, "clauses"), f"{clauses} is out of range; allowed: 1 to {INT32_MAX}")
     # Sweeps and reduced protocols name experiments: a typo would silently run nothing.
     for key in ("sweeps", "reduced"):
         for name in sorted(config.get(key) or {}):
             if name not in experiments:
-                errors.append(f"config {key}.{name}: there is no experiment {name!r}; allowed: "
-                              f"{', '.join(sorted(experiments))}")
+                problem((key, name), f"there is no experiment {name!r}; allowed: {', '.join(sorted(experiments))}")
             elif key == "sweeps":
                 points = (config[key][name] or {}).get("clauses") or ()
                 big = [c for c in points if isinstance(c, int) and c > INT32_MAX]
                 if big:
-                    errors.append(f"config sweeps.{name}.clauses: {big[0]} is out of range; allowed: 1 to {INT32_MAX}")
+                    problem(("sweeps", name, "clauses"), f"{big[0]} is out of range; allowed: 1 to {INT32_MAX}")
     return errors
 
 
-def check_config(config: dict, schema: dict | None = None) -> None:
-    """Raise :class:`ConfigError` listing every problem (schema first, when given, then meaning)."""
-    errors = schema_errors(config, schema) if schema is not None else []
+def check_config(config: dict, schema: dict | None = None, sources: list[Source] = ()) -> None:
+    """Raise :class:`ConfigError` listing every problem (schema first, when given, then meaning), each line
+    naming where the setting came from when ``sources`` are given (:func:`config_sources`)."""
+    errors = schema_errors(config, schema, sources) if schema is not None else []
     if not errors:
-        errors = semantic_errors(config)
+        errors = semantic_errors(config, sources)
     if errors:
         raise ConfigError("\n".join(errors))
 
@@ -183,15 +369,8 @@ def load_config(path: str | os.PathLike = "config/config.yaml",
                 schema_path: str | os.PathLike | None = None) -> dict:
     """Read a config file and check it as the Snakefile does (schema next to it unless given)."""
     path = Path(path)
-    try:
-        config = yaml.safe_load(path.read_text())
-    except OSError as e:
-        raise ConfigError(f"config {path}: cannot read it ({e.strerror})") from None
-    except yaml.YAMLError as e:
-        raise ConfigError(f"config {path}: not valid YAML ({' '.join(str(e).split())})") from None
-    if not isinstance(config, dict):
-        raise ConfigError(f"config {path}: expected a mapping of settings, got {type(config).__name__}")
+    config, text = _read(path)
     schema_path = Path(schema_path) if schema_path is not None else path.parent / "schema.yaml"
     schema = load_schema(schema_path) if schema_path.is_file() else None
-    check_config(config, schema)
+    check_config(config, schema, [Source(config, path, text)])
     return config

@@ -302,7 +302,7 @@ class AsyncTMPeer(Peer):
         return self.model.predict(X)
 
     def _class_sums(self, X) -> np.ndarray:
-        return self.model.decision_function(X)  # already clipped to [-T, T], columns = sorted classes_
+        return self.model.class_sums(X)  # already clipped to [-T, T], columns = sorted classes_
 
     def _n_classes(self) -> int:
         return len(self.model.classes_)
@@ -313,7 +313,9 @@ class AsyncTMPeer(Peer):
         return asynctm.__version__
 
     def library_arguments(self) -> dict:
-        return self.model.get_params()
+        # The runner drives the epochs one fit call at a time and the data layer binarizes: the estimator's own
+        # `epochs` (fit's default) and `booleanize` are not how the run trained, so its record leaves them out.
+        return {k: v for k, v in self.model.get_params().items() if k not in ("epochs", "booleanize")}
 
     def metadata(self) -> dict:
         meta = super().metadata()

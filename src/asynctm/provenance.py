@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata as md
 import os
 import platform
@@ -60,6 +61,28 @@ def code_digests() -> dict:
             key = p.as_posix()
         out[key] = sha256_file(p)
     return out
+
+
+# What a host identity hashes (host_id); the records' results/README.md names them.
+HOST_ID_SOURCES = ("/etc/machine-id", "/var/lib/dbus/machine-id", "/proc/sys/kernel/random/boot_id")
+
+
+def host_id() -> str:
+    """The identity of the machine a run ran on (a record's ``provenance.host_id``), so that times are paired only
+    within one host: 16 hex digits of a sha256 over the machine id (``/etc/machine-id``), the boot id, the host
+    name, the CPU model and the logical cores. The boot id makes each boot its own host: virtual machines cloned
+    from one image share a machine id and often a generic host name, and their CPU model names (e.g. "Intel(R)
+    Xeon(R) Processor") cover different hardware; a reboot thus starts a new identity."""
+    from .backends.cpu import cpu_model
+
+    parts = []
+    for source in HOST_ID_SOURCES:
+        try:
+            parts.append(Path(source).read_text().strip())
+        except OSError:
+            parts.append("")
+    parts += [platform.node(), str(cpu_model()), str(os.cpu_count())]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
 def cpu_info() -> dict:

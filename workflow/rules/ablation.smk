@@ -5,6 +5,7 @@
 #   snakemake --cores all ablation
 # Include after common.smk (RESULTS, TABLES_DIR, FIGURES_DIR, run_tm_job, JOBS).
 from asynctm.artifacts import ablation as ABLATION
+from asynctm.artifacts import rules as RULES
 
 _ABL_RUN = f"{RESULTS}/{PLAN.ABLATION_DIR}/{{experiment}}/{{impl}}/{{params}}/{{variant}}/seed{{seed}}"
 ABLATION_RUNS = PLAN.ablation_runs(config)
@@ -45,6 +46,7 @@ rule run_ablation:
 rule ablation_artifacts:
     input:
         records=ABLATION_RECORDS,
+        stale=lambda wc: RULES.stale_stamp("ablation", TABLES_DIR, ABLATION_RECORDS),
     output:
         table=f"{TABLES_DIR}/ablation.md",
         csv=f"{TABLES_DIR}/ablation.csv",
@@ -54,11 +56,13 @@ rule ablation_artifacts:
                          "fig_ablation_vs_clauses")
             for ext in ("png", "pdf", "caption.txt")
         ],
+        inputs=RULES.inputs_manifest_path("ablation", TABLES_DIR),
     log:
         f"{RESULTS}/{PLAN.ABLATION_DIR}/artifacts.log",
     run:
-        JOBS.run_module("asynctm.artifacts.ablation", "--results", RESULTS, "--tables-dir", TABLES_DIR,
-                        "--figures-dir", FIGURES_DIR, "--records", *input.records, log=log[0])
+        RULES.run_artifact(JOBS, "asynctm.artifacts.ablation", ["--results", RESULTS, "--tables-dir", TABLES_DIR,
+                           "--figures-dir", FIGURES_DIR, "--records", *input.records], log[0], output.inputs, input.records,
+                           input.stale)
 
 
 # The records, the table and the figures of the ablation.

@@ -67,6 +67,18 @@ if _inactive:
           file=sys.stderr)
 
 
+# The record gate (asynctm.store): every record below the results folder is checked before anything reads it
+# (estimates, tables, figures, report), so a bad record stops the invocation here, with one line per record, before
+# any job starts and so before any committed artifact could be removed.
+from asynctm import store as STORE
+
+if workflow.is_main_process:
+    try:
+        STORE.gate(RESULTS, config)
+    except STORE.RecordError as _e:
+        raise WorkflowError(f"run records refused (nothing was run, written or removed):\n{_e}") from None
+
+
 # The budget (config run_budget_hours): of the missing runs, the default target starts only the cheapest
 # within it (asynctm.experiments.estimate, from the timings of the records and benchmarks); the rest is
 # listed here with its estimate and the command that runs it. exp_*, sweep_* and record targets take RUNS.

@@ -10,7 +10,7 @@ _TM_IMPL = "|".join(PLAN.TM_IMPLS)
 _RUN = f"{RESULTS}/{{experiment}}/{{impl}}/{{params}}/seed{{seed}}"
 
 
-# Our TM (tm_gpu, tm_cpu) and pyTsetlinMachine (pytm_indexed, pytm_nonindexed), classification and
+# Our TM (tm_gpu, tm_gpu_warp, tm_cpu) and pyTsetlinMachine (pytm_indexed, pytm_nonindexed), classification and
 # regression experiments. GPU jobs hold the `gpu` resource so that timing runs never share a GPU.
 rule run_tm:
     input:
@@ -27,7 +27,7 @@ rule run_tm:
         settings=tm_settings,
     threads: tm_threads
     resources:
-        gpu=lambda wc: int(wc.impl == "tm_gpu"),
+        gpu=lambda wc: int(wc.impl in PLAN.GPU_IMPLS),
     run:
         run_tm_job(input, output, params, threads, log)
 
@@ -49,7 +49,7 @@ rule run_tm_novelty:
         settings=tm_settings,
     threads: tm_threads
     resources:
-        gpu=lambda wc: int(wc.impl == "tm_gpu"),
+        gpu=lambda wc: int(wc.impl in PLAN.GPU_IMPLS),
     run:
         run_tm_job(input, output, params, threads, log)
 

@@ -7,7 +7,7 @@
 from pathlib import Path
 
 from asynctm.artifacts import catalog
-from asynctm.artifacts.rules import cli_args, record_input
+from asynctm.artifacts.rules import artifact_job, inputs_manifest_path, record_input_with_stamp
 
 
 for _name in catalog.FIGURES:
@@ -16,21 +16,20 @@ for _name in catalog.FIGURES:
         name:
             _name
         input:
-            records=record_input(_name, config, record_paths, RESULTS),
+            unpack(record_input_with_stamp(_name, config, record_paths, RESULTS, TABLES_DIR)),
             config=ARTIFACTS_CONFIG,
         output:
             png=report(f"{FIGURES_DIR}/{_name}.png", category="Figures", caption=f"../report/{_name}.rst"),
             pdf=f"{FIGURES_DIR}/{_name}.pdf",
             caption=f"{FIGURES_DIR}/{_name}.caption.txt",
+            inputs=inputs_manifest_path(_name, TABLES_DIR),
         params:
             artifact=_name,
             host_gpu=HOST_GPU,
         log:
             f"{ARTIFACTS_LOGS}/{_name}.log",
         run:
-            JOBS.run_module("asynctm.artifacts", *cli_args(params.artifact, results=RESULTS,
-                            config_file=input.config, out_dir=Path(output.png).parent, host_gpu=params.host_gpu,
-                            records=input.records), log=log[0])
+            artifact_job(JOBS, params.artifact, input, output, log, RESULTS, params.host_gpu)
 
 
 # Every figure (PNG, PDF, caption).

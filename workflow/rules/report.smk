@@ -5,26 +5,30 @@
 # smoke scale; git-ignored); figures are embedded, links point to the table and figure files.
 # `snakemake --cores all report` builds it (and what it needs).
 #
-# Include after tables.smk and figures.smk (it uses their rules, ARTIFACTS_CONFIG and ARTIFACTS_LOGS).
+# Include after tables.smk, figures.smk and claims.smk (it uses their rules, ARTIFACTS_CONFIG and ARTIFACTS_LOGS).
 import sys
 from pathlib import Path
 
-from asynctm.artifacts.rules import report_record_input
+from asynctm.artifacts.rules import inputs_manifest_path, report_record_input, run_artifact, stale_stamp
 
 
 rule report:
     input:
         tables=rules.tables.input,
         figures=rules.figures.input,
+        claims=rules.claims.input,  # the verdicts it opens on (claims.smk)
         records=report_record_input(config, record_paths, RESULTS),
+        stale=lambda wc: stale_stamp("report", TABLES_DIR, report_record_input(config, record_paths, RESULTS)(wc)),
         config=ARTIFACTS_CONFIG,
     output:
         f"{TABLES_DIR}/report.html",
+        inputs=inputs_manifest_path("report", TABLES_DIR),
     log:
         f"{ARTIFACTS_LOGS}/report.log",
     run:
-        JOBS.run_module("asynctm.artifacts.report", "--tables", TABLES_DIR, "--figures", FIGURES_DIR, "--config",
-                        input.config, "--out", output[0], "--records", *input.records, log=log[0])
+        run_artifact(JOBS, "asynctm.artifacts.report", ["--tables", TABLES_DIR, "--figures", FIGURES_DIR, "--config",
+                     input.config, "--out", output[0], "--records", *input.records], log[0], output.inputs, input.records,
+                     input.stale)
 
 
 # A workflow has one onsuccess: add other end-of-run steps here. After a run, say where the results are.

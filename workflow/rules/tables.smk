@@ -1,4 +1,4 @@
-# Tables 3-5 of the paper and the README's results block, ours next to the paper's published numbers
+# Tables 3-5 of the paper and the results summary, ours next to the paper's published numbers
 # (paper_tables/reference/), built by `python -m asynctm.artifacts` (one process per job) from the run
 # records. Outputs: {TABLES_DIR}/<name>.{csv,md,tex,caption.txt} (paper_tables/ beside reference/ at paper
 # scale, results/smoke/paper_tables/ at smoke scale); `snakemake tables` builds all.
@@ -15,7 +15,13 @@ from pathlib import Path
 import yaml
 
 from asynctm.artifacts import catalog
-from asynctm.artifacts.rules import cli_args, record_input
+from asynctm.artifacts.rules import (
+    changed_stamp,
+    artifact_job,
+    inputs_manifest_path,
+    record_input_with_stamp,
+    remove_stamps,
+)
 from asynctm.io import write_text_atomic
 
 PAPER_NUMBERS = "paper_tables/reference/paper_numbers.csv"
@@ -27,14 +33,25 @@ ARTIFACTS_CONFIG_KEYS = ("scale", "results_dir", "gpu", "datasets", "seeds", "im
 ARTIFACTS_LOGS = f"logs/artifacts/{config['scale']}"
 
 
-# Written while the workflow is read, and only when its content changes (so its time says when the settings
-# last changed): a rule would keep a stale file on a checkout, where Snakemake holds no record of the params that
-# made it, and the tables would then be built with settings the config no longer has.
+# Written by a rule, never while the workflow is read (a dry run or a refused run writes nothing): where the file
+# on disk holds other settings than this invocation's, its input gains a stamp that does not exist yet, so the rule
+# runs and writes it (only when its content changes, so its time says when the settings last changed), and the
+# artifacts built from it follow.
 _ARTIFACTS_CONFIG_TEXT = yaml.safe_dump(
     json.loads(json.dumps({key: config[key] for key in ARTIFACTS_CONFIG_KEYS if key in config})), sort_keys=True
 )
-if not Path(ARTIFACTS_CONFIG).is_file() or Path(ARTIFACTS_CONFIG).read_text() != _ARTIFACTS_CONFIG_TEXT:
-    write_text_atomic(ARTIFACTS_CONFIG, _ARTIFACTS_CONFIG_TEXT)
+
+
+rule artifacts_config:
+    input:
+        stale=lambda wc: changed_stamp("artifacts_config", ARTIFACTS_CONFIG, _ARTIFACTS_CONFIG_TEXT),
+    output:
+        ARTIFACTS_CONFIG,
+    log:
+        f"{ARTIFACTS_LOGS}/artifacts_config.log",
+    run:
+        write_text_atomic(output[0], _ARTIFACTS_CONFIG_TEXT)
+        remove_stamps(input.stale)
 
 
 for _name in catalog.TABLES:
@@ -43,7 +60,7 @@ for _name in catalog.TABLES:
         name:
             _name
         input:
-            records=record_input(_name, config, record_paths, RESULTS),
+            unpack(record_input_with_stamp(_name, config, record_paths, RESULTS, TABLES_DIR)),
             config=ARTIFACTS_CONFIG,
             reference=PAPER_NUMBERS,
         output:
@@ -51,35 +68,33 @@ for _name in catalog.TABLES:
             md=f"{TABLES_DIR}/{_name}.md",
             tex=f"{TABLES_DIR}/{_name}.tex",
             caption=f"{TABLES_DIR}/{_name}.caption.txt",
+            inputs=inputs_manifest_path(_name, TABLES_DIR),
         params:
             artifact=_name,
             host_gpu=HOST_GPU,  # words the gap of a missing tm_gpu run; a param, so a change rebuilds
         log:
             f"{ARTIFACTS_LOGS}/{_name}.log",
         run:
-            JOBS.run_module("asynctm.artifacts", *cli_args(params.artifact, results=RESULTS,
-                            config_file=input.config, reference=input.reference, out_dir=Path(output.csv).parent,
-                            host_gpu=params.host_gpu, records=input.records), log=log[0])
+            artifact_job(JOBS, params.artifact, input, output, log, RESULTS, params.host_gpu)
 
 
 rule results_summary:
     input:
-        records=record_input("results_summary", config, record_paths, RESULTS),
+        unpack(record_input_with_stamp("results_summary", config, record_paths, RESULTS, TABLES_DIR)),
         config=ARTIFACTS_CONFIG,
         reference=PAPER_NUMBERS,
     output:
         md=f"{TABLES_DIR}/results_summary.md",
+        inputs=inputs_manifest_path("results_summary", TABLES_DIR),
     params:
         host_gpu=HOST_GPU,
     log:
         f"{ARTIFACTS_LOGS}/results_summary.log",
     run:
-        JOBS.run_module("asynctm.artifacts", *cli_args("results_summary", results=RESULTS, config_file=input.config,
-                        reference=input.reference, out_dir=Path(output.md).parent, host_gpu=params.host_gpu,
-                        records=input.records), log=log[0])
+        artifact_job(JOBS, "results_summary", input, output, log, RESULTS, params.host_gpu)
 
 
-# Every table (CSV, Markdown, LaTeX, caption) and the results block.
+# Every table (CSV, Markdown, LaTeX, caption) and the results summary.
 rule tables:
     input:
         [

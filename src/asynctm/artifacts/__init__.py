@@ -1,4 +1,4 @@
-"""The paper's artifacts (Tables 3-5, the figures of Section 4, the README's results block) built from the
+"""The paper's artifacts (Tables 3-5, the figures of Section 4, the results summary) built from the
 run records of results/README.md, next to the paper's published numbers (paper_tables/reference/).
 
     python -m asynctm.artifacts ARTIFACT --results DIR --config FILE --out DIR [--host-gpu yes|no]
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .catalog import ARTIFACTS, FIGURES, SUMMARIES, TABLES, output_paths
+from .catalog import ARTIFACTS, CLAIMS, FIGURES, SUMMARIES, TABLES, output_paths
 
-__all__ = ["ARTIFACTS", "FIGURES", "SUMMARIES", "TABLES", "build", "load_config", "output_paths"]
+__all__ = ["ARTIFACTS", "CLAIMS", "FIGURES", "SUMMARIES", "TABLES", "build", "load_config", "output_paths"]
 
 
 def load_config(path) -> dict:
@@ -38,6 +38,11 @@ def build(name: str, results_dir, config: dict, out_dir, host_gpu: bool, referen
     catalog.check_name(name)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    if name in CLAIMS:  # the verdicts (claims.py): records, the paper's numbers and the config's claims: thresholds
+        from . import claims
+
+        return claims.build(name, results_dir, config, out, load_reference(reference_path or DEFAULT_REFERENCE),
+                            records)
     paths = output_paths(name, out)
     records = load_records(results_dir, experiments=catalog.experiments(name, config), files=records)
     if name in FIGURES:

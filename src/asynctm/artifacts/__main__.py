@@ -4,8 +4,10 @@
         [--reference CSV] [--records FILE...] [--log FILE]
     python -m asynctm.artifacts list
 
-ARTIFACT: table3_performance, table4_svm_time, table5_regression, results_summary, or a figure
-(fig_bbc_time_vs_clauses, ...; `list` prints them all). --config: the pipeline config (the Snakemake rules
+ARTIFACT: table3_performance, table4_svm_time, table5_regression, results_summary, a figure
+(fig_bbc_time_vs_clauses, ...), or the verdicts on the paper's claims: claims (claims.md, claims.csv,
+claims_readme.md) and fig_claims_forest (their forest plot), which also read the ablation's records and the
+config's `claims:` thresholds (`list` prints them all). --config: the pipeline config (the Snakemake rules
 pass the effective one they wrote); --records: read only these record files below --results (the rules
 pass their declared inputs; default: every record there); --host-gpu: whether this host has a GPU, which only words the gap of a
 missing tm_gpu run (auto: ask PyCUDA). Prints the files written; exit status 1 with an `error:` line when a
@@ -18,7 +20,7 @@ import argparse
 import sys
 
 from ..jobs import JobLog
-from . import ARTIFACTS, build, load_config
+from . import ARTIFACTS, CLAIMS, build, load_config
 from .records import RecordError
 
 
@@ -35,7 +37,7 @@ def _host_gpu(value: str) -> bool:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m asynctm.artifacts", description=__doc__.split("\n")[0])
-    parser.add_argument("artifact", choices=[*ARTIFACTS, "list"], metavar="ARTIFACT",
+    parser.add_argument("artifact", choices=[*ARTIFACTS, *CLAIMS, "list"], metavar="ARTIFACT",
                         help="what to build (`list`: print the names)")
     parser.add_argument("--results", help="the records root (results/ or results/smoke/)")
     parser.add_argument("--config", help="the pipeline config YAML")
@@ -48,7 +50,7 @@ def main(argv=None) -> int:
     parser.add_argument("--log", default=None, help="the job's log (the files written, or the error)")
     args = parser.parse_args(argv)
     if args.artifact == "list":
-        print("\n".join(ARTIFACTS))
+        print("\n".join([*ARTIFACTS, *CLAIMS]))
         return 0
     missing = [f"--{name}" for name in ("results", "config", "out") if getattr(args, name) is None]
     if missing:

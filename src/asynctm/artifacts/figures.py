@@ -5,10 +5,11 @@ Each figure function takes the records, the config dict and whether this host ha
 ``Figure`` (a matplotlib figure and its caption). ``save`` writes PNG and PDF byte-stably: a fixed style
 (independent of the user's matplotlibrc), no timestamps or software names in the files' metadata.
 An implementation without records is left out of the plot and named in the caption with the reason. Our GPU
-build's records with another number of threads per clause than one (config gpu_threads_per_clause) are a line
-of their own, labelled so: a warp per clause is another kernel schedule, so its times are not those of the
-paper's one thread per clause. So are its records of each GPU model where a figure has records of several (one
-line never joins two GPUs' times), labelled with the GPU's name.
+kernels are two implementations, each a line of its own: tm_gpu, the paper's design (one thread per clause), and
+tm_gpu_warp, a warp per clause (another kernel schedule, whose times are not the paper's design's). A GPU build's
+records of each GPU model are a line of their own where a figure has records of several (one line never joins two
+GPUs' times), labelled with the GPU's name. Times per epoch leave each run's first epoch out (records.STEADY_NOTE);
+a point built on records run from a checkout with uncommitted code changes is named in the caption.
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, LogFormatter, MaxNLoc
 
 from ..experiments import plan
 from . import render
-from .records import busy_load_text, disturbed, epochs_frame, select
-from .tables import machine
+from .records import HOST_RULE_SHORT, STEADY_NOTE, busy_load_text, dirty, disturbed, epochs_frame, select
+from .tables import TIME, host
 
 COLUMN_WIDTH_IN = 3.3
 STYLE = {
@@ -60,18 +61,14 @@ PNG_METADATA = {"Software": None}
 
 IMPL_STYLE = {  # label, colour, marker
     "tm_gpu": ("ours, GPU", "#2ca02c", "o"),
+    "tm_gpu_warp": ("ours, GPU, a warp per clause", "#17becf", "D"),
     "tm_cpu": ("ours, CPU", "#1f77b4", "s"),
     "pytm_indexed": ("pyTM indexed", "#d62728", "^"),
     "pytm_nonindexed": ("pyTM non-indexed", "#ff7f0e", "v"),
 }
 LEGEND_INSIDE_MAX = 4  # lines a legend inside the axes may name; with more it goes below them
-GPU_GROUP_STYLE = ("#17becf", "D")  # tm_gpu with a group of threads per clause
-# tm_gpu on a second, third ... GPU model of one figure (the first keeps the styles above)
+# A GPU build on a second, third ... GPU model of one figure (the first keeps the styles above)
 OTHER_GPU_STYLES = (("#9467bd", "P"), ("#8c564b", "X"), ("#e377c2", "*"))
-
-
-def threads_label(k: int) -> str:
-    return "a warp per clause" if k == 32 else f"{k} threads per clause"
 
 
 @dataclass
@@ -86,8 +83,7 @@ class Series:
     """One implementation's line: x, mean, sample std (NaN with one seed), the records behind it."""
 
     impl: str
-    threads: int = 1  # tm_gpu: threads per clause
-    gpu: str | None = None  # tm_gpu: the GPU's name
+    gpu: str | None = None  # a GPU build: the GPU's name
     x: list = field(default_factory=list)
     mean: list = field(default_factory=list)
     std: list = field(default_factory=list)
@@ -95,18 +91,15 @@ class Series:
 
     @property
     def name(self) -> str:
-        parts = ([threads_label(self.threads)] if self.threads != 1 else []) + ([self.gpu] if self.gpu else [])
-        return f"{self.impl} ({', '.join(parts)})" if parts else self.impl
+        return f"{self.impl} ({self.gpu})" if self.gpu else self.impl
 
 
-def _by_schedule(impl: str, recs: pd.DataFrame) -> list[tuple[tuple[int, str | None], pd.DataFrame]]:
-    """``recs`` split by threads per clause and GPU (tm_gpu; every other implementation: one group,
-    ``(1, None)``)."""
-    if impl != "tm_gpu" or recs.empty or "threads_per_clause" not in recs:
-        return [((1, None), recs)]
-    k = recs["threads_per_clause"].map(lambda v: int(v) if render.finite(v) else 1)
+def _by_gpu(impl: str, recs: pd.DataFrame) -> list[tuple[str | None, pd.DataFrame]]:
+    """``recs`` split by GPU model (a GPU build; every other implementation: one group, ``None``)."""
+    if impl not in plan.GPU_IMPLS or recs.empty:
+        return [(None, recs)]
     gpu = recs["gpu_name"].map(lambda v: v if isinstance(v, str) else "")
-    return [((int(kv), g or None), recs[(k == kv) & (gpu == g)]) for kv, g in sorted(set(zip(k, gpu)))]
+    return [(g or None, recs[gpu == g]) for g in sorted(set(gpu))]
 
 
 def _mean_std(values) -> tuple[float, float]:
@@ -153,18 +146,18 @@ def _clause_label(c: int) -> str:
 
 
 def _draw(ax, series: list[Series], xlabel: str, ylabel: str, log_x2: bool, markers: bool,
-          from_zero: bool) -> None:
+          from_zero: bool, claims=()) -> None:
     """Lines (markers and error bars for sweeps, bands for epochs); log y where the values span more than a
     decade, else from zero when ``from_zero`` (times); log2 x with a tick per clause count for sweeps."""
     gpus = sorted({s.gpu for s in series if s.gpu})
     for s in series:
         label, colour, marker = IMPL_STYLE[s.impl]
-        if s.threads != 1:
-            label, (colour, marker) = f"{label}, {threads_label(s.threads)}", GPU_GROUP_STYLE
         if len(gpus) > 1 and s.gpu:  # several GPU models: each its own line, named
-            i = gpus.index(s.gpu)
-            if i:
-                colour, marker = OTHER_GPU_STYLES[(i - 1) % len(OTHER_GPU_STYLES)]
+            own = sorted({x.gpu for x in series if x.impl == s.impl and x.gpu})
+            i = own.index(s.gpu)
+            if i:  # the build's second, third ... GPU: another style than its first
+                offset = plan.GPU_IMPLS.index(s.impl) if s.impl in plan.GPU_IMPLS else 0
+                colour, marker = OTHER_GPU_STYLES[(i - 1 + offset) % len(OTHER_GPU_STYLES)]
             label = f"{label} ({s.gpu.removeprefix('NVIDIA ')})"
         x, mean, std = np.asarray(s.x, float), np.asarray(s.mean, float), np.asarray(s.std, float)
         ax.plot(x, mean, color=colour, marker=marker if markers else None, label=label)
@@ -174,6 +167,9 @@ def _draw(ax, series: list[Series], xlabel: str, ylabel: str, log_x2: bool, mark
                 ax.errorbar(x, mean, yerr=spread, fmt="none", ecolor=colour, capsize=2, lw=0.8)
             else:
                 ax.fill_between(x, mean - spread, mean + spread, color=colour, alpha=0.2, lw=0)
+    for claim in claims:  # the paper's claimed behaviour, drawn beside ours (a grey dashed line or a marker)
+        ax.plot(claim.x, claim.y, color="0.45", ls="--" if len(claim.x) > 1 else "none", lw=1.0,
+                marker=None if len(claim.x) > 1 else "*", markersize=9, label=claim.label, zorder=1)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if _spans_decades([v for s in series for v in s.mean]):
@@ -191,7 +187,7 @@ def _draw(ax, series: list[Series], xlabel: str, ylabel: str, log_x2: bool, mark
         ax.set_xticklabels([_clause_label(t) for t in ticks], rotation=45 if len(ticks) > 6 else 0)
     else:
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    if len(series) > LEGEND_INSIDE_MAX:  # many lines: below the axes, where the legend hides no point
+    if len(series) + len(claims) > LEGEND_INSIDE_MAX:  # many lines: below the axes, where the legend hides no point
         handles, labels = ax.get_legend_handles_labels()
         legend_below(ax.figure, dict(zip(labels, handles)))
     elif series:
@@ -215,7 +211,8 @@ def _concat(frames: list[pd.DataFrame], records: pd.DataFrame) -> pd.DataFrame:
 
 
 def _caption(title: str, paper_caption: str, what: str, series: list[Series], not_run: list[str],
-             missing: list[str], used: pd.DataFrame, config: dict, timed: bool = False) -> str:
+             missing: list[str], used: pd.DataFrame, config: dict, timed: bool = False,
+             dirty_points: list[str] | None = None) -> str:
     counts = ", ".join(f"{s.name} {s.records}" for s in series) or "none"
     lines = [title, f"Counterpart of the paper's figure \"{paper_caption.rstrip('.')}\".", what,
              f"Records used: {len(used)} complete run records at {config.get('scale', 'paper')} scale "
@@ -224,6 +221,10 @@ def _caption(title: str, paper_caption: str, what: str, series: list[Series], no
         lines.append("Not run: " + "; ".join(not_run) + ".")
     if missing:
         lines.append("Missing points: " + "; ".join(missing) + ".")
+    n_dirty = sum(dirty(v) for v in used["git_dirty"]) if "git_dirty" in used else 0
+    if n_dirty:
+        lines.append(f"Dirty tree: {n_dirty} of {len(used)} records ran with uncommitted code changes "
+                     "(provenance.git_dirty > 0)" + (": " + "; ".join(dirty_points) if dirty_points else "") + ".")
     busy = disturbed(used) if timed else None
     if busy is not None and busy.any():
         lines.append(f"Timed on a busy machine: {int(busy.sum())} of {len(used)} records ({busy_load_text(used[busy])}"
@@ -235,8 +236,8 @@ def _caption(title: str, paper_caption: str, what: str, series: list[Series], no
 
 def _time_growth(series: list[Series], hosts: dict[int, set]) -> str:
     """A caption's sentence: each line's time at its most clauses over its time at its fewest (the paper's
-    "almost constant time" claim is about this ratio), where the line's records come from one machine
-    (``hosts``: per line, the :func:`~.tables.machine` of its records, as the tables' time ratios count them)."""
+    "almost constant time" claim is about this ratio), where the line's records come from one host (``hosts``:
+    per line, the :func:`~.tables.host` of its records, as the tables' time ratios pair them)."""
     parts = []
     for s in series:
         if len(s.x) < 2:
@@ -244,9 +245,69 @@ def _time_growth(series: list[Series], hosts: dict[int, set]) -> str:
         lo, hi = int(np.argmin(s.x)), int(np.argmax(s.x))
         n = len(hosts.get(id(s), ()))
         parts.append(f"{s.name} {s.mean[hi] / s.mean[lo]:.2f}x ({s.x[lo]} to {s.x[hi]} clauses)" if n == 1 else
-                     f"{s.name} not computed (records from {n} machines)")
-    return (" Time at the most clauses over the time at the fewest, per line: " + "; ".join(parts) + "."
-            if parts else "")
+                     f"{s.name} not computed (records from {n} hosts)")
+    return (" Time per epoch at the most clauses over the time at the fewest, per line whose records come from "
+            f"{HOST_RULE_SHORT}: " + "; ".join(parts) + "." if parts else "")
+
+
+def _first_epochs(series: list[Series], firsts: dict[int, list[tuple[float, float]]]) -> str:
+    """A caption's sentence keeping the left-out first epochs in view: per line, the range of its points' first
+    epoch (mean over seeds) and of that over the later epochs' mean (``firsts``: per line, (first, later))."""
+    parts = []
+    for s in series:
+        pairs = [(f, r) for f, r in firsts.get(id(s), []) if render.finite(f) and render.finite(r) and r > 0]
+        if not pairs:
+            continue
+        lo, hi = min(f for f, _ in pairs), max(f for f, _ in pairs)
+        ratios = [f / r for f, r in pairs]
+        span = render.sig(lo, 2) if lo == hi else f"{render.sig(lo, 2)}-{render.sig(hi, 2)}"
+        low, high = render.speedup_text(min(ratios)), render.speedup_text(max(ratios))
+        times = f"{low}x" if low == high else f"{low}-{high}x"
+        parts.append(f"{s.name} {span} s ({times} the later epochs' mean)")
+    return " First epochs, left out: " + "; ".join(parts) + "." if parts else ""
+
+
+# The paper's claims on the time of its design (one thread per clause) across clauses, in its words: "almost
+# constant for reasonable clause amounts (employing from 20 to 7,000 clauses on a Tesla V100 GPU)" and "for
+# sufficiently large clause numbers, computation time increases approximately proportionally" (abstract); on
+# SemEval, "the execution time increases only by 40% when the number of clauses goes from 20 to 2,560" (Sec. 4.3;
+# also paper_tables/reference/paper_numbers.csv). The claims page judges them (config claims).
+PAPER_FLAT_UP_TO = 7000
+PAPER_INCREASE = {"semeval": (20, 2560, 1.40)}
+
+
+@dataclass
+class Claim:
+    x: list
+    y: list
+    label: str
+
+
+def _paper_claims(series: list[Series], experiment: str) -> list[Claim]:
+    """The paper's claimed shape for its design, anchored at a paper's-design line's (tm_gpu) smallest point:
+    flat up to PAPER_FLAT_UP_TO clauses, then proportional; SemEval's +40 % as a marker. None without that line."""
+    lines = [s for s in series if s.impl == "tm_gpu" and s.x]
+    if not lines:
+        return []
+    line = max(lines, key=lambda s: (len(s.x), -min(s.x)))  # one GPU's line: the one with most points
+    x0, y0 = min(zip(line.x, line.mean))
+    top = max(max(s.x) for s in series if s.x)
+    xs = sorted({x0, *[c for c in (PAPER_FLAT_UP_TO, top) if c > x0]})
+    ys = [y0 * max(1.0, x / max(PAPER_FLAT_UP_TO, x0)) for x in xs]
+    claims = [Claim(xs, ys, f"the paper's claim: flat to {PAPER_FLAT_UP_TO:,} clauses, then proportional")]
+    if experiment in PAPER_INCREASE:
+        lo, hi, factor = PAPER_INCREASE[experiment]
+        at = dict(zip(line.x, line.mean))
+        if lo in at:
+            claims.append(Claim([hi], [at[lo] * factor], f"the paper's claim: +{factor - 1:.0%} from {lo} to {hi:,}"))
+    return claims
+
+
+def _claims_caption(claims: list[Claim]) -> str:
+    if not claims:
+        return ""
+    return (" Grey: the paper's claim for its design, anchored at the first point of our tm_gpu line with the most points: "
+            + "; ".join(c.label.removeprefix("the paper's claim: ") for c in claims) + ".")
 
 
 def _versus_clauses(records, config, host_gpu, name, experiment, column, ylabel, title, paper_caption, what,
@@ -255,25 +316,31 @@ def _versus_clauses(records, config, host_gpu, name, experiment, column, ylabel,
     sweep = plan.sweep(config, experiment)
     if sweep is None:
         sweep = plan.Sweep(experiment, (), (), (), 0, ())
-    series, used, missing = [], [], []
-    hosts: dict[int, set] = {}  # per line (id of its Series): the machines of its records
+    series, used, missing, dirty_points = [], [], [], []
+    hosts: dict[int, set] = {}  # per line (id of its Series): the hosts of its records
+    firsts: dict[int, list] = {}  # per line: (first epoch, later epochs' mean) of each point, means over seeds
     for impl in sweep.impls:
-        lines: dict[tuple[int, str | None], Series] = {}
+        lines: dict[str | None, Series] = {}
         absent = []
         for clauses, params in zip(sweep.clauses, sweep.params):
             if not sweep.runs(impl, clauses):
                 continue
             found = False
-            for (k, gpu), recs in _by_schedule(impl, select(records, experiment, impl, params, sweep.seeds)):
+            for gpu, recs in _by_gpu(impl, select(records, experiment, impl, params, sweep.seeds)):
                 mean, std = _mean_std(recs[column].tolist() if column in recs else [])
                 if not render.finite(mean):
                     continue
-                s = lines.setdefault((k, gpu), Series(impl, threads=k, gpu=gpu))
+                s = lines.setdefault(gpu, Series(impl, gpu=gpu))
                 s.x.append(clauses)
                 s.mean.append(mean)
                 s.std.append(std)
                 s.records += len(recs)
-                hosts.setdefault(id(s), set()).update(machine(r) for r in recs.itertuples())
+                hosts.setdefault(id(s), set()).update(host(r) for r in recs.itertuples())
+                if column == TIME:
+                    firsts.setdefault(id(s), []).append((_mean_std(recs["train_s_first"].tolist())[0], mean))
+                n_dirty = sum(dirty(v) for v in recs["git_dirty"]) if "git_dirty" in recs else 0
+                if n_dirty:
+                    dirty_points.append(f"{s.name} at {clauses} clauses ({n_dirty} of {len(recs)})")
                 used.append(recs)
                 found = True
             if not found:
@@ -281,9 +348,11 @@ def _versus_clauses(records, config, host_gpu, name, experiment, column, ylabel,
         if lines:  # an implementation with no point at all is a gap, named in the caption
             series += [lines[k] for k in sorted(lines)]
             missing += absent
+    claims = _paper_claims(series, experiment) if column == TIME else []
     with _style():
         fig, ax = _new_figure()
-        _draw(ax, series, "clauses (log₂ scale)", ylabel, log_x2=True, markers=True, from_zero=from_zero)
+        _draw(ax, series, "clauses (log₂ scale)", ylabel, log_x2=True, markers=True, from_zero=from_zero,
+              claims=claims)
     not_run = _gaps(config, experiment, sweep.impls, {s.impl for s in series}, host_gpu)
     if sweep.clauses:
         limits = "".join(f"; {impl} up to {limit} clauses (config sweeps.{experiment}.max_clauses: beyond it a "
@@ -295,9 +364,10 @@ def _versus_clauses(records, config, host_gpu, name, experiment, column, ylabel,
     else:
         setting = f"The config has no clause sweep for {experiment}."
     if column.startswith("train_s"):
-        setting += _time_growth(series, hosts)
+        setting += _time_growth(series, hosts) + _first_epochs(series, firsts) + _claims_caption(claims)
     return Figure(name, fig, _caption(title, paper_caption, f"{what} {setting}", series, not_run, missing,
-                                      _concat(used, records), config, timed=column.startswith("train_s")))
+                                      _concat(used, records), config, timed=column.startswith("train_s"),
+                                      dirty_points=dirty_points))
 
 
 def _over_epochs(records, config, host_gpu, name, experiment, column, ylabel, title, paper_caption, what,
@@ -306,17 +376,20 @@ def _over_epochs(records, config, host_gpu, name, experiment, column, ylabel, ti
     configured = experiment in config["experiments"]
     main = plan.main_params(config, experiment) if configured else ""
     impls = plan.tm_impls(config, experiment) if configured else []
-    series, used, reduced = [], [], []
+    series, used, reduced, dirty_points = [], [], [], []
     for impl in impls:
         # each implementation's own main-setting records: a reduced protocol (config reduced) runs fewer
         recs = select(records, experiment, impl, plan.main_params(config, experiment, impl),
                       plan.run_seeds(config, experiment, impl))
         drawn = len(series)
-        for (k, gpu), group_recs in _by_schedule(impl, recs):
+        for gpu, group_recs in _by_gpu(impl, recs):
             epochs = epochs_frame(group_recs)
             if group_recs.empty or column not in epochs:
                 continue
-            s = Series(impl, threads=k, gpu=gpu, records=len(group_recs))
+            s = Series(impl, gpu=gpu, records=len(group_recs))
+            n_dirty = sum(dirty(v) for v in group_recs["git_dirty"]) if "git_dirty" in group_recs else 0
+            if n_dirty:
+                dirty_points.append(f"{s.name} ({n_dirty} of {len(group_recs)})")
             for epoch, group in epochs.groupby("epoch", sort=True):
                 mean, std = _mean_std(group[column].tolist())
                 s.x.append(int(epoch))
@@ -338,15 +411,19 @@ def _over_epochs(records, config, host_gpu, name, experiment, column, ylabel, ti
                f"Main setting {main}; seeds {', '.join(map(str, plan.seeds(config)))}; band: ± sample "
                "standard deviation over seeds where there are several." + "".join(f" {r}" for r in reduced))
     return Figure(name, fig, _caption(title, paper_caption, f"{what} {setting}", series, not_run, [], used,
-                                      config, timed=column.startswith("train_s")))
+                                      config, timed=column.startswith("train_s"), dirty_points=dirty_points))
 
 
-TIME_WHAT = "Execution time: training time per epoch (timing.train_s_mean of each run; mean over seeds)."
+TIME_WHAT = (f"Execution time: training time per epoch ({STEADY_NOTE}; a run of one epoch keeps it). Each GPU build "
+             "is a line of its own: tm_gpu, the paper's design (one thread per clause), and tm_gpu_warp, a warp per "
+             "clause.")
+EPOCH_TIME_WHAT = ("Execution time: training time of each epoch (epochs[].train_s). Epoch 1 also compiles, allocates "
+                   "and warms up: the tables' s/epoch leave it out.")
 
 
 def _time_vs_clauses(records, config, host_gpu, name, experiment, dataset, paper_caption, note="") -> Figure:
     """Training time per epoch against the number of clauses (the paper's execution-time figures)."""
-    return _versus_clauses(records, config, host_gpu, name, experiment, "train_s_mean", "training time per epoch (s)",
+    return _versus_clauses(records, config, host_gpu, name, experiment, TIME, "training time per epoch (s)",
                            f"Execution time vs. number of clauses, {dataset}.", paper_caption, note + TIME_WHAT)
 
 
@@ -384,14 +461,14 @@ def fig_semeval_time_per_epoch(records, config, host_gpu) -> Figure:
     return _over_epochs(records, config, host_gpu, "fig_semeval_time_per_epoch", "semeval", "train_s",
                         "training time (s)", "Training time of each epoch, SemEval.",
                         "Per Epoch Execution time over epochs on SEMEVAL.",
-                        "Execution time: training time of each epoch (epochs[].train_s).")
+                        EPOCH_TIME_WHAT)
 
 
 def fig_bike_time_per_epoch(records, config, host_gpu) -> Figure:
     return _over_epochs(records, config, host_gpu, "fig_bike_time_per_epoch", "bike_sharing", "train_s",
                         "training time (s)", "Training time of each epoch, Bike Sharing.",
                         "Per Epoch Execution time over epochs on Bike Sharing.",
-                        "Execution time: training time of each epoch (epochs[].train_s).")
+                        EPOCH_TIME_WHAT)
 
 
 def fig_bike_mae_over_epochs(records, config, host_gpu) -> Figure:

@@ -7,13 +7,13 @@
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from pathlib import Path
 
 import pandas as pd
 
+from .. import store
 from ..experiments import plan
 
 KINDS = ("tm", "svm", "mlp_novelty")
@@ -26,8 +26,54 @@ BASE_COLUMNS = [
     "library", "library_version", "device", "threads",
     "cpu_model", "logical_cores", "gpu_name", "gpu_driver", "gpu_cuda",
     "seeded", "protocol_scope", "full_protocol_runs", "full_protocol_epochs", "resumed", "load_at_end", "constant_mae",
+    "train_s_first", "train_s_steady", "n_epochs", "git_dirty", "host_id", "host", "host_label", "platform",
+    "started_utc",
 ]
 LAST_EPOCHS = 10  # Tables 3 and 5 report the final epoch and the mean of this many last epochs (last10_<metric>)
+
+# Per-epoch times in the tables and figures: the mean of epochs 2..n (``train_s_steady``). The first epoch also
+# pays for one-off work (on a GPU: compiling and loading the kernels, allocating and uploading; on the CPU: caches
+# and pages), so a mean over all epochs of a short run (a sweep's 5) measures that set-up as much as training. A
+# record of one epoch keeps it (``n_epochs`` says so).
+STEADY_NOTE = ("s/epoch: the mean per-epoch training time over epochs 2..n of each run (epochs[].train_s; the first "
+               "epoch, which also compiles, allocates and warms up, is left out), averaged over seeds")
+
+
+def steady_epoch_time(times: list[float]) -> float:
+    """The mean of the epochs' training times after the first (the first alone where there is one)."""
+    rest = times[1:] or times[:1]
+    return math.fsum(rest) / len(rest)
+
+
+def dirty(value) -> bool:
+    """Whether a record's ``provenance.git_dirty`` says its code had uncommitted changes (a count above 0, or
+    true); False where it is 0, false or unknown."""
+    return value is True or (_number(value) and math.isfinite(value) and value > 0)
+
+
+def host_identity(prov: dict) -> tuple[str, str, str | None]:
+    """``(key, label, host_id)`` of the machine a record ran on. Records that carry ``provenance.host_id``
+    (asynctm.provenance.host_id) are one host where their ids are equal. Older records have none, and their CPU
+    model alone does not tell hosts apart (a virtual machine's generic name, e.g. "Intel(R) Xeon(R) Processor",
+    covers many): they are one host only where CPU model, logical cores, GPU, platform and the UTC day the run
+    started all agree (:data:`HOST_RULE`)."""
+    gpu = (prov.get("gpu") or {}).get("name") if isinstance(prov.get("gpu"), dict) else None
+    cpu = str(prov.get("cpu_model") or "unknown CPU")
+    cores = prov.get("logical_cores")
+    cores_text = f"{cores} cores" if _number(cores) else "cores unknown"
+    host_id = prov.get("host_id")
+    if isinstance(host_id, str) and host_id:
+        return f"id {host_id}", f"{cpu} ({cores_text}, host {host_id[:12]})", host_id
+    day = str(prov.get("started_utc") or "")[:10] or "day unknown"
+    parts = [cpu, cores_text, gpu or "no GPU", str(prov.get("platform") or "platform unknown"), day]
+    return "|".join(parts), f"{cpu} ({cores_text}{', ' + gpu if gpu else ''}, {day})", None
+
+
+HOST_RULE_SHORT = ("one host: the same provenance.host_id, or without one the same CPU model, logical cores, GPU, "
+                   "platform and UTC day the run started")
+HOST_RULE = ("records of one host: the same provenance.host_id, or, for records without one (written before it "
+             "existed), the same CPU model, logical cores, GPU, platform and UTC day the run started (a CPU model "
+             "name alone, such as a virtual machine's \"Intel(R) Xeon(R) Processor\", covers different hosts)")
 
 
 # A time measured while the machine ran more than its cores plus one (1-minute load average at the end of the
@@ -57,8 +103,8 @@ def disturbed(frame: pd.DataFrame) -> pd.Series:
                      index=frame.index)
 
 
-class RecordError(ValueError):
-    """A run record that does not follow results/README.md."""
+# One error class for a record that may not count, wherever it is read (asynctm.store, the gate).
+RecordError = store.RecordError
 
 
 def _number(value) -> bool:
@@ -191,7 +237,7 @@ def parse_record(record, path: Path, rel: Path) -> dict | None:
         "train_s_mean": math.nan, "train_s_total": math.nan, "fit_s": math.nan, "epochs": None,
         "library": impl.get("library"), "library_version": impl.get("version"), "device": impl.get("device"),
         "library_forced_by": impl.get("forced_by"),
-        "threads_per_clause": plan.record_threads_per_clause(record) if fields["impl"] == "tm_gpu" else None,
+        "threads_per_clause": plan.record_threads_per_clause(record) if fields["impl"] in plan.GPU_IMPLS else None,
         "threads": prov.get("threads"), "cpu_model": prov.get("cpu_model"),
         "logical_cores": prov.get("logical_cores"),
         "gpu_name": (gpu or {}).get("name"), "gpu_driver": (gpu or {}).get("driver"),
@@ -200,7 +246,10 @@ def parse_record(record, path: Path, rel: Path) -> dict | None:
         "resumed": _resumed(record),
         "load_at_end": prov.get("load_average_1min_at_end") if _number(prov.get("load_average_1min_at_end")) else None,
         "constant_mae": _constant_mae(record),
+        "train_s_first": math.nan, "train_s_steady": math.nan, "n_epochs": None,
+        "git_dirty": prov.get("git_dirty"), "platform": prov.get("platform"), "started_utc": prov.get("started_utc"),
     }
+    row["host"], row["host_label"], row["host_id"] = host_identity(prov)
     if kind == "tm":
         row["train_s_mean"] = float(_require(record, "timing.train_s_mean", path, _finite_number, "a number"))
         row["train_s_total"] = float(_require(record, "timing.train_s_total", path, _finite_number, "a number"))
@@ -217,6 +266,8 @@ def parse_record(record, path: Path, rel: Path) -> dict | None:
             # nested objects (e.g. the training diagnostics of our TM) are not metrics: left out here
             rows.append(_metrics({k: v for k, v in epoch.items() if not isinstance(v, dict)}, path, f"epochs[{i}]"))
         row["epochs"] = rows
+        times = [float(e["train_s"]) for e in epochs]
+        row.update(train_s_first=times[0], train_s_steady=steady_epoch_time(times), n_epochs=len(times))
         row.update(last_epochs_means(rows))
     else:
         row["fit_s"] = float(_require(record, "timing.fit_s", path, _finite_number, "a number"))
@@ -250,10 +301,7 @@ def load_records(results_dir, experiments=None, files=None) -> pd.DataFrame:
         p for p in map(Path, files)
         if SEED_FILE.match(p.name) and (experiments is None or p.relative_to(results_dir).parts[0] in experiments))
     for path in paths:
-        try:
-            record = json.loads(path.read_text())
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise RecordError(f"{path}: unreadable run record: {exc}") from exc
+        record = store.read_record(path, results_dir)  # the gate: refused records never count
         row = parse_record(record, path, path.relative_to(results_dir))
         if row is not None:
             rows.append(row)

@@ -1,11 +1,12 @@
-"""One self-contained HTML page of the results: the summary, Tables 3-5, every figure, and how each number was
-produced.
+"""One self-contained HTML page of the results: what reproduced (the verdict on each claim of the paper and the
+forest plot of Tables 3 and 5), the summary, Tables 3-5, every figure, and how each number was produced.
 
     python -m asynctm.artifacts.report --tables DIR --figures DIR --config FILE (--records FILE... | --results DIR)
         [--out FILE] [--log FILE]
 
 reads the tables and figures already built (``<tables>/<name>.{csv,md,caption.txt}``,
-``<tables>/results_summary.md``, ``<figures>/<name>.{png,caption.txt}``) and the run records they were built
+``<tables>/results_summary.md``, ``<tables>/claims.{csv,md}``, ``<figures>/<name>.{png,caption.txt}``, the forest
+plot ``<figures>/fig_claims_forest.{png,caption.txt}``) and the run records they were built
 from (``--records``: those files, as the Snakemake rule ``report`` passes its declared inputs; ``--results``:
 every record under that root that a table or figure reads), and writes ``<tables>/report.html`` (or ``--out``):
 figures embedded as data URIs, links only to the table and figure files (relative to the page). No timestamps:
@@ -31,17 +32,28 @@ from .render import DATASET_LABELS
 
 PAGE = "report.html"
 IMPL_LABELS = {"pytm_indexed": "TM indexed (pyTM)", "pytm_nonindexed": "TM non-indexed (pyTM)",
-               "tm_gpu": "TM GPU (ours)", "tm_cpu": "TM CPU (ours)", "svm": "SVM", "mlp_novelty": "novelty MLP"}
+               "tm_gpu": "TM GPU (ours)", "tm_gpu_warp": "TM GPU, a warp per clause (ours)", "tm_cpu": "TM CPU (ours)",
+               "svm": "SVM", "mlp_novelty": "novelty MLP"}
 # The headline metric of each table in the summary: (CSV column prefix, label, decimals).
 SUMMARY_METRICS = {"table3_performance": ("accuracy", "accuracy (%)", 2), "table5_regression": ("mae", "MAE", 2)}
 
+# Every table fits a 1,400 px window: the page is at most 84em (1,344 px at 16 px) wide, a table never wider than
+# the page (cells wrap, long words and paths included), and long notes move into footnotes below their table.
 STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 90em; padding: 0 1em; color: #222; }
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 84em; padding: 0 1em; color: #222; }
 nav a { margin-right: 1em; }
-table { border-collapse: collapse; margin: 0.5em 0 1em; font-size: 0.9em; }
-th, td { border: 1px solid #bbb; padding: 0.2em 0.5em; vertical-align: top; }
-th { background: #eee; }
-td.r, th.r { text-align: right; white-space: nowrap; }
+table { border-collapse: collapse; margin: 0.5em 0 1em; font-size: 0.85em; max-width: 100%; }
+th, td { border: 1px solid #bbb; padding: 0.2em 0.4em; vertical-align: top; overflow-wrap: anywhere; }
+th { background: #eee; overflow-wrap: normal; }
+td.r, th.r { text-align: right; overflow-wrap: normal; }
+table.footnotes { font-size: 0.8em; border: none; }
+table.footnotes td { border: none; padding: 0.1em 0.4em; }
+table.footnotes td:first-child, td.key { white-space: nowrap; overflow-wrap: normal; }
+td.v-reproduced { background: #d4edda; }
+td.v-partly-reproduced { background: #fff3cd; }
+td.v-not-reproduced { background: #f8d7da; }
+td.v-not-testable-here { background: #e2e3e5; }
+tr.claim td { font-weight: 600; border-top: 2px solid #888; }
 .caveat { background: #fff3cd; border: 1px solid #e0c36a; padding: 0.6em 1em; }
 figure { margin: 1.5em 0; }
 figure img { max-width: 100%; border: 1px solid #ddd; }
@@ -81,22 +93,50 @@ def _split_md_row(line: str) -> list[str]:
     return [c.strip().replace("\\|", "|") for c in cells]
 
 
+FOOTNOTE_OVER = 60  # a note cell longer than this many characters moves into a footnote below its table
+
+
+class Footnotes:
+    """The long notes of one table, numbered in order of appearance (an equal note keeps its number)."""
+
+    def __init__(self, table_id: str):
+        self.table_id, self.notes = table_id, {}
+
+    def cell(self, text: str) -> str:
+        """The cell's HTML: short text itself, a long note as a link to its footnote."""
+        if len(text) <= FOOTNOTE_OVER:
+            return _esc(text)
+        n = self.notes.setdefault(text, len(self.notes) + 1)
+        return f'<a href="#{_esc(self.table_id)}-fn{n}">[{n}]</a>'
+
+    def html(self) -> str:
+        if not self.notes:
+            return ""
+        rows = "".join(f'<tr id="{_esc(self.table_id)}-fn{n}"><td>[{n}]</td><td>{_esc(text)}</td></tr>'
+                       for text, n in self.notes.items())
+        return f'<table class="footnotes"><tbody>{rows}</tbody></table>'
+
+
 def md_table_to_html(markdown: str, table_id: str) -> str:
-    """A Markdown pipe table (render.Grid.markdown) as an HTML table; right-aligned columns stay right."""
+    """A Markdown pipe table (render.Grid.markdown) as an HTML table; right-aligned columns stay right, a long
+    cell of a note column moves into a footnote below the table."""
     lines = [ln for ln in markdown.splitlines() if ln.startswith("|")]
     if len(lines) < 2:
         raise ValueError(f"{table_id}: no Markdown table found")
     header, align = _split_md_row(lines[0]), _split_md_row(lines[1])
     right = [a.endswith(":") for a in align]
+    notes = Footnotes(table_id)
     out = [f'<table id="{_esc(table_id)}">', "<thead><tr>"]
     out += [f'<th{" class=r" if r else ""}>{_esc(h)}</th>' for h, r in zip(header, right)]
     out.append("</tr></thead><tbody>")
     for line in lines[2:]:
         cells = _split_md_row(line)
-        out.append("<tr>" + "".join(f'<td{" class=r" if r else ""}>{_esc(c)}</td>' for c, r in zip(cells, right))
-                   + "</tr>")
+        out.append("<tr>" + "".join(
+            f'<td{" class=r" if r else ""}>{notes.cell(c) if h.lower() == "note" else _esc(c)}</td>'
+            for c, r, h in zip(cells, right, header)) + "</tr>")
     out.append("</tbody></table>")
-    return "\n".join(out)
+    out.append(notes.html())
+    return "\n".join(x for x in out if x)
 
 
 def _read_csv_rows(path: Path) -> list[dict]:
@@ -143,6 +183,7 @@ def summary_section(tables_dir: Path, config: dict) -> str:
     parts += [f"<p>{_esc(p)}</p>" for p in _summary_preamble(tables_dir / "results_summary.md")
               if not p.startswith("Smoke scale:")]
     rows, gaps, cells = [], Counter(), 0
+    notes = Footnotes("summary-table")
     for name, (column, label, decimals) in SUMMARY_METRICS.items():
         for row in _read_csv_rows(tables_dir / f"{name}.csv"):
             cells += 1
@@ -162,7 +203,7 @@ def summary_section(tables_dir: Path, config: dict) -> str:
                 f'<td class=r>{_speedup(row.get("speedup"))}</td>',
                 f'<td class=r>{_speedup(row.get("speedup_paper"))}</td>',
                 f'<td class=r>{_esc(row.get("n_runs", ""))}</td>',
-                f'<td>{_esc(row.get("note", ""))}</td>']) + "</tr>")
+                f'<td>{notes.cell(row.get("note", ""))}</td>']) + "</tr>")
     parts.append("<p>Each implementation that has records, on its main setting: ours (mean over seeds of each run's "
                  "mean over its last 10 epochs; the final value where a run has no epochs, the novelty MLP stage; "
                  "Tables 3 and 5 below give both) beside the paper's, Δ = ours − paper; speed-up: per-epoch time of pyTsetlinMachine over ours on our "
@@ -172,7 +213,7 @@ def summary_section(tables_dir: Path, config: dict) -> str:
         parts += ['<table id="summary-table"><thead><tr><th>Dataset</th><th>Implementation</th><th>metric</th>'
                   "<th class=r>ours</th><th class=r>paper</th><th class=r>Δ</th><th class=r>speed-up</th>"
                   "<th class=r>paper speed-up</th><th class=r>seeds</th><th>note</th></tr></thead><tbody>",
-                  *rows, "</tbody></table>"]
+                  *rows, "</tbody></table>", notes.html()]
     else:
         parts.append('<table id="summary-table"><tbody><tr><td>No implementation has a record yet.</td></tr>'
                      "</tbody></table>")
@@ -181,6 +222,70 @@ def summary_section(tables_dir: Path, config: dict) -> str:
         parts.append(f"<p>Gaps: {sum(gaps.values())} of {cells} dataset × implementation cells of Tables 3 and 5 "
                      f"have no record: {listed}.</p>")
     parts.append("</section>")
+    return "\n".join(parts)
+
+
+CLAIMS_FIGURE = "fig_claims_forest"
+
+
+def _verdict_class(verdict: str) -> str:
+    return "v-" + re.sub(r"[^a-z]+", "-", verdict.lower()).strip("-")
+
+
+def _claims_cell_class(column: int, verdict: str) -> str:
+    """The claim id and the details link stay on one line; the verdict is coloured."""
+    return {0: " class=key", 4: f" class={_verdict_class(verdict)}", 6: " class=key"}.get(column, "")
+
+
+def claims_section(tables_dir: Path, figures_dir: Path, page_dir: Path | None = None) -> str:
+    """What reproduced: the verdict of each claim and of its parts (``<tables>/claims.csv``), coloured, what each
+    tested in footnotes, then the forest plot of every Table 3/5 cell."""
+    from .claims import SHORT
+
+    page_dir = tables_dir if page_dir is None else page_dir
+    rows = [r for r in _read_csv_rows(tables_dir / "claims.csv") if r.get("level") in ("claim", "part")]
+    notes = Footnotes("claims-table")
+    parts = ['<section id="claims">', "<h2>What reproduced</h2>",
+             "<p>One verdict per claim of the paper, from the run records, the paper's numbers and the thresholds of "
+             "config <code>claims:</code> (each with the reason it was chosen, on the full page). GPU claims are "
+             "judged for the paper's design (tm_gpu, one thread per clause); our faster build (tm_gpu_warp, a warp "
+             "per clause) and the CPU build are reported beside. The cells of Tables 3-5 are listed one by one on the "
+             f'<a href="{_link(tables_dir / "claims.md", page_dir)}">full page</a> '
+             f'(<a href="{_link(tables_dir / "claims.csv", page_dir)}">CSV</a>).</p>',
+             '<table id="claims-table"><thead><tr><th>Claim</th><th>Part</th><th>Ours</th><th>Threshold</th>'
+             "<th>Verdict</th><th>Our builds beside</th><th>Details</th></tr></thead><tbody>"]
+    for row in rows:
+        verdict = row.get("verdict", "")
+        dirty = int(float(row.get("dirty_records") or 0))
+        mark = f" † ({dirty} record(s) of a modified checkout)" if dirty and verdict != "not testable here" else ""
+        if row["level"] == "claim":
+            what = SHORT.get(row["claim"], row["claim"])
+            detail = f"{row.get('statement', '')} ({row.get('section', '')}). Tested: {row.get('tested', '')}." + (
+                f" {row['note']}" if row.get("note") else "")
+            cells = [row["claim"], what, row.get("ours", ""), "", verdict + mark, "", detail]
+            parts.append('<tr class="claim">' + "".join(
+                f'<td{_claims_cell_class(i, verdict)}>{notes.cell(c) if i == 6 else _esc(c)}</td>'
+                for i, c in enumerate(cells)) + "</tr>")
+            continue
+        detail = "; ".join(x for x in (f"tested: {row.get('tested', '')}" if row.get("tested") else "",
+                                       f"records: {row.get('records', '')}" if row.get("records") else "",
+                                       row.get("note", "")) if x)
+        cells = [row["claim"], row.get("part", ""), row.get("ours", ""), row.get("threshold", ""), verdict + mark,
+                 row.get("beside", ""), detail]
+        parts.append("<tr>" + "".join(
+            f'<td{_claims_cell_class(i, verdict)}>{notes.cell(c) if i == 6 else _esc(c)}</td>'
+            for i, c in enumerate(cells)) + "</tr>")
+    parts += ["</tbody></table>", notes.html()]
+    caption = (figures_dir / f"{CLAIMS_FIGURE}.caption.txt").read_text(encoding="utf-8").strip()
+    data = base64.b64encode((figures_dir / f"{CLAIMS_FIGURE}.png").read_bytes()).decode("ascii")
+    parts += [f'<figure id="{CLAIMS_FIGURE}">',
+              f'<img alt="Forest plot: ours minus the paper for every cell of Tables 3 and 5" '
+              f'src="data:image/png;base64,{data}">',
+              "<figcaption>", f"<p>{_esc(caption)}</p>",
+              "<p>Files: " + ", ".join(
+                  f'<a href="{_link(figures_dir / f"{CLAIMS_FIGURE}.{ext}", page_dir)}">{label}</a>'
+                  for ext, label in (("pdf", "PDF"), ("png", "PNG"))) + ".</p>",
+              "</figcaption>", "</figure>", "</section>"]
     return "\n".join(parts)
 
 
@@ -282,9 +387,10 @@ def build_report(tables_dir, figures_dir, records, config: dict, page_dir=None) 
     records = [Path(p) for p in records]
     body = [f"<h1>Massively parallel and asynchronous Tsetlin Machine: reproduction results ({_esc(scale)} scale)"
             "</h1>",
-            '<nav><a href="#summary">Summary</a><a href="#tables">Tables 3-5</a><a href="#figures">Figures</a>'
-            '<a href="#provenance">How each number was produced</a></nav>',
-            summary_section(tables_dir, config), tables_section(tables_dir, page_dir),
+            '<nav><a href="#claims">What reproduced</a><a href="#summary">Summary</a><a href="#tables">Tables 3-5</a>'
+            '<a href="#figures">Figures</a><a href="#provenance">How each number was produced</a></nav>',
+            claims_section(tables_dir, figures_dir, page_dir), summary_section(tables_dir, config),
+            tables_section(tables_dir, page_dir),
             figures_section(figures_dir, page_dir), provenance_section(records, config)]
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
             f"<title>asynctm results ({_esc(scale)} scale)</title>\n"
@@ -320,7 +426,8 @@ def main(argv=None) -> int:
         records = args.records if args.records is not None else used_records(args.results, config)
         log(str(write_report(args.tables, args.figures, records, config, args.out)), stream=sys.stdout)
     except (OSError, ValueError, KeyError) as exc:
-        log(f"error: {exc} (build the tables and figures first: snakemake --cores all tables figures)")
+        log(f"error: {exc} (build the tables, figures and claims first: snakemake --cores all tables figures "
+            "claims)")
         return 1
     except Exception:
         log.traceback()

@@ -56,3 +56,114 @@ def cli_args(name: str, *, results, config_file, out_dir, host_gpu: bool, record
     if reference is not None:
         args += ["--reference", str(reference)]
     return [*args, "--records", *map(str, records)]
+
+
+# -- artifacts follow their records, whatever the files' times ----------------------------------------------------
+# Snakemake rebuilds an artifact when an input is newer than its outputs. A record copied with its old time
+# (`cp -p`, a tarball) or one that went away changes no time, so each artifact also keeps a manifest of the
+# records it was built from (`<tables>/inputs/<name>.sha256`: digest and path, one line each, committed beside
+# the tables). Where the records on disk no longer give that manifest, the artifact's input gains a stamp
+# (STAMP_DIR/<name>-<digest>) given the time of that moment: newer than the artifact, it rebuilds it, and the
+# artifact's job removes it (:func:`remove_stamps`). The stamp lives in Snakemake's own state folder (.snakemake/,
+# ignored by git, which Snakemake writes on any run, a dry run too); no file of the project is written while the
+# workflow is read. (A stamp made by a rule instead, as a missing input, is not remade reliably: Snakemake leaves
+# a missing input's job out where the consumer looks up to date by its times.)
+STAMP_DIR = ".snakemake/asynctm-stale"
+_DIGESTS: dict = {}
+
+
+def _stamp(name: str, text: str) -> str:
+    """The stamp of artifact ``name`` for this state (``text``), touched now."""
+    import hashlib
+
+    stamp = Path(STAMP_DIR) / f"{name}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+    stamp.parent.mkdir(parents=True, exist_ok=True)
+    stamp.touch()
+    return stamp.as_posix()
+
+
+def _file_digest(path: Path) -> str:
+    import hashlib
+
+    stat = path.stat()
+    key = (str(path), stat.st_size, stat.st_mtime_ns)
+    if key not in _DIGESTS:
+        _DIGESTS[key] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return _DIGESTS[key]
+
+
+def inputs_manifest_path(name: str, tables_dir) -> str:
+    """Where artifact ``name`` keeps the manifest of the records it was built from."""
+    return f"{tables_dir}/inputs/{name}.sha256"
+
+
+def manifest_text(records) -> str:
+    """The manifest of these record files: ``<sha256>  <path>`` per file on disk, sorted by path."""
+    paths = sorted({str(p) for p in records if Path(p).is_file()})
+    return "".join(f"{_file_digest(Path(p))}  {p}\n" for p in paths)
+
+
+def write_inputs_manifest(path, records) -> None:
+    from ..io import write_text_atomic
+
+    write_text_atomic(path, manifest_text(records))
+
+
+def stale_stamp(name: str, tables_dir, records: list[str]) -> list[str]:
+    """``[stamp]`` where artifact ``name``'s manifest differs from what ``records`` give on disk now, else
+    ``[]``."""
+
+    manifest = Path(inputs_manifest_path(name, tables_dir))
+    try:
+        before = manifest.read_text()
+    except FileNotFoundError:
+        return []  # the manifest is one of the artifact's outputs: missing, it rebuilds the artifact anyway
+    except OSError:
+        before = None
+    now = manifest_text(records)
+    return [] if before == now else [_stamp(name, now)]
+
+
+def changed_stamp(name: str, path, text: str) -> list[str]:
+    """``[stamp]`` where the file ``path`` exists with other content than ``text`` (a rule then writes it anew),
+    else ``[]`` (a missing file is made by its rule anyway)."""
+    try:
+        if Path(path).read_text() == text:
+            return []
+    except FileNotFoundError:
+        return []
+    except OSError:
+        pass
+    return [_stamp(name, text)]
+
+
+def record_input_with_stamp(name: str, config: dict, record_paths, results, tables_dir):
+    """A Snakemake input function: ``{"records": [...], "stale": [...]}`` (see :func:`stale_stamp`)."""
+
+    def inputs(wildcards):
+        records = declared_records(name, config, record_paths, results)
+        return {"records": records, "stale": stale_stamp(name, tables_dir, records)}
+
+    return inputs
+
+
+def remove_stamps(stamps) -> None:
+    """Remove the stamps that asked for a rebuild, once it is done (a later change of the records makes a new one)."""
+    for stamp in stamps:
+        Path(stamp).unlink(missing_ok=True)
+
+
+def run_artifact(jobs, module: str, args, log, manifest, records, stamps=()) -> None:
+    """An artifact rule's job: ``python -m module args`` (asynctm.jobs: its own process and log), then the manifest
+    of the records it was built from (:func:`write_inputs_manifest`), then its stamps go (:func:`remove_stamps`)."""
+    jobs.run_module(module, *args, log=log)
+    write_inputs_manifest(manifest, records)
+    remove_stamps(stamps)
+
+
+def artifact_job(jobs, name: str, input, output, log, results, host_gpu: bool) -> None:
+    """The job of a table or figure rule: ``python -m asynctm.artifacts NAME`` on the rule's declared records,
+    writing beside its first output, then the manifest (``output.inputs``)."""
+    args = cli_args(name, results=results, config_file=input.config, out_dir=Path(output[0]).parent,
+                    host_gpu=host_gpu, records=input.records, reference=getattr(input, "reference", None))
+    run_artifact(jobs, "asynctm.artifacts", args, log[0], output.inputs, input.records, getattr(input, "stale", ()))

@@ -1,19 +1,21 @@
-"""Tables 3, 4 and 5 of the paper, ours next to theirs, and the README's results block.
+"""Tables 3, 4 and 5 of the paper, ours next to theirs, and the results summary.
 
 Each table function takes the records (``records.load_records``), the config dict, the paper's numbers
 (``reference.load_reference``) and whether this host has a GPU, and returns a ``Table``: the CSV frame,
 its Markdown and LaTeX renderings and a caption. Ours: mean and sample standard deviation (ddof=1; blank
 with one seed) over the config's seeds at the experiment's main setting, of the final epoch and of the mean
 of the last 10 epochs (Tables 3 and 5); records whose per-epoch metrics are identical are one distinct run
-and count once. Speed-up: the baseline's mean per-epoch training time (``timing.train_s_mean``, averaged
-over seeds) over the implementation's, from records of one machine only (``same_machine_ratio``).
-A run that has no record is a gap that says why, never a number; a record under a reduced protocol says so.
+and count once. Per-epoch time: each run's mean over its epochs after the first (``train_s_steady``: the first
+also compiles, allocates and warms up), averaged over seeds. Speed-up: the baseline's per-epoch time over the
+implementation's, from records of one host only (``same_machine_ratio``; records.HOST_RULE). Our GPU kernels are
+two implementations that never share a number: ``tm_gpu``, the paper's design (one thread per clause), and
+``tm_gpu_warp``, ours with a warp per clause. A run that has no record is a gap that says why, never a number; a
+record under a reduced protocol says so, and so does one run from a checkout with uncommitted changes.
 """
 
 from __future__ import annotations
 
 import math
-from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,23 +24,31 @@ import pandas as pd
 from ..experiments import plan
 from . import render
 from .catalog import TABLE3_DATASETS, TABLE4_DATASETS, TABLE5_DATASETS
-from .records import LAST_EPOCHS, busy_load_text, disturbed, select
+from .records import HOST_RULE, LAST_EPOCHS, STEADY_NOTE, busy_load_text, dirty, disturbed, select
 from .reference import paper_value
 from .render import DATASET_LABELS, Grid, finite, pm, seconds, speedup, text
 
 IMPL_LABELS = {
     "pytm_indexed": "TM indexed (pyTM)", "pytm_nonindexed": "TM non-indexed (pyTM)",
-    "tm_gpu": "TM GPU (ours)", "tm_cpu": "TM CPU (ours)", "svm": "SVM",
+    "tm_gpu": "TM GPU (ours)", "tm_gpu_warp": "TM GPU, a warp per clause (ours)", "tm_cpu": "TM CPU (ours)",
+    "svm": "SVM",
 }
-SPEEDUP_IMPLS = ("tm_gpu", "tm_cpu")
+SPEEDUP_IMPLS = ("tm_gpu", "tm_gpu_warp", "tm_cpu")
+TIME = "train_s_steady"  # every s/epoch, speed-up and time ratio: the mean of epochs 2..n (records.STEADY_NOTE)
+BUILDS_NOTE = (
+    "TM GPU (ours): our kernels on a GPU with the paper's design, one thread per clause, the counterpart of the "
+    "paper's CUDA column. TM GPU, a warp per clause (ours): the same kernels with a warp of 32 threads per clause "
+    "(kernels/README.md, \"Threads per clause\"), a schedule the paper does not have; it is a row of its own, with "
+    "its own speed-up, and no mean, cell or figure line mixes the two."
+)
 PAPER_HARDWARE = ("The paper's hardware: CUDA TM on a Tesla V100, pyTsetlinMachine on one core of an Intel "
                   "Xeon Platinum 8168 at 2.70 GHz (Table 4: both CUDA models on Google Colab).")
 LAST = f"last{LAST_EPOCHS}"
 # <metric>_mean/_std: the final epoch; <metric>_last10_mean/_std: the mean of the last 10 epochs; _diff: the
 # compared one (<metric>_compared: "last10", or "final" where a run has no epochs, the novelty MLP stage).
 METRIC_SUFFIXES = ("mean", "std", f"{LAST}_mean", f"{LAST}_std", "compared", "paper", "paper_std", "diff")
-TIME_COLUMNS = ["n_runs_time", "train_s_per_epoch_mean", "train_s_per_epoch_std", "speedup", "speedup_over",
-                "speedup_paper", "speedup_machine", "status", "note"]
+TIME_COLUMNS = ["n_runs_time", "train_s_per_epoch_mean", "train_s_per_epoch_std", "train_s_first_epoch_mean", "speedup",
+                "speedup_over", "speedup_paper", "speedup_machine", "dirty_records", "status", "note"]
 
 
 @dataclass
@@ -52,6 +62,9 @@ class Table:
     notes: list[str]
     used: pd.DataFrame
     config: dict
+
+    def __post_init__(self):
+        self.notes = [n for n in self.notes if n]  # a note with nothing to say (e.g. no first epoch) is left out
 
     @property
     def markdown(self) -> str:
@@ -125,16 +138,38 @@ def machine(rec) -> str:
     return f"{cpu} + {rec.gpu_name}" if finite(getattr(rec, "gpu_name", None)) else cpu
 
 
+def host(rec) -> str:
+    """The host a record's time was measured on (records.host_identity; records.HOST_RULE): the key that pairs
+    records in a time ratio."""
+    value = getattr(rec, "host", None)
+    return value if isinstance(value, str) and value else machine(rec)
+
+
+def _host_label(rec) -> str:
+    value = getattr(rec, "host_label", None)
+    return value if isinstance(value, str) and value else machine(rec)
+
+
 def _threads(frame: pd.DataFrame) -> list[int]:
     return sorted({int(t) for t in _column(frame, "threads") if finite(t)})
 
 
 def _machines(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """The records grouped by ``machine``, in name order."""
+    """The records grouped by :func:`host`, in key order."""
     if frame.empty:
         return {}
-    keys = [machine(r) for r in frame.itertuples()]
+    keys = [host(r) for r in frame.itertuples()]
     return {key: frame[[k == key for k in keys]] for key in sorted(set(keys))}
+
+
+def host_labels(*groups: dict[str, pd.DataFrame]) -> dict[str, str]:
+    """Words for each host key of ``groups`` (:func:`_machines`): its CPU, cores, GPU and day (or host id); two
+    hosts that read alike also name their platform."""
+    first = {key: next(frame.itertuples()) for g in groups for key, frame in g.items() if not frame.empty}
+    labels = {key: _host_label(rec) for key, rec in first.items()}
+    repeated = {label for label in labels.values() if list(labels.values()).count(label) > 1}
+    return {key: (f"{label[:-1]}, {getattr(first[key], 'platform', None) or 'platform unknown'})"
+                  if label in repeated and label.endswith(")") else label) for key, label in labels.items()}
 
 
 def _quiet(frame: pd.DataFrame, name: str) -> tuple[pd.DataFrame, str]:
@@ -148,10 +183,10 @@ def _quiet(frame: pd.DataFrame, name: str) -> tuple[pd.DataFrame, str]:
 
 def same_machine_ratio(numerator: pd.DataFrame, denominator: pd.DataFrame, column: str,
                        num_name: str, den_name: str) -> tuple[float, str, str]:
-    """mean(numerator[column]) / mean(denominator[column]) from records of ONE machine (CPU model, and GPU)
-    only, each implementation on one thread count (the one its protocol gives it): a ratio of times across
-    machines measures the machines. Returns (ratio, the machine, a note: '' or why it is NaN or what was
-    left out). Where several machines hold both, the one with the most records is used."""
+    """mean(numerator[column]) / mean(denominator[column]) from records of ONE host only (:func:`host`,
+    records.HOST_RULE), each implementation on one thread count (the one its protocol gives it): a ratio of times
+    across hosts measures the hosts. Returns (ratio, the host's words, a note: '' or why it is NaN or what was
+    left out). Where several hosts hold both, the one with the most records is used."""
     if numerator.empty or denominator.empty:
         return math.nan, "", ""
     (numerator, busy_num), (denominator, busy_den) = _quiet(numerator, num_name), _quiet(denominator, den_name)
@@ -169,17 +204,18 @@ def _same_machine_ratio(numerator, denominator, column, num_name, den_name) -> t
             return math.nan, "", (f"ratio not computed: {name} records ran on {' and '.join(map(str, threads))} "
                                   "threads")
     num, den = _machines(numerator), _machines(denominator)
+    labels = host_labels(num, den)
     common = [m for m in num if m in den]
     if not common:
-        return math.nan, "", (f"ratio not computed: {num_name} ran on {'; '.join(num)}, {den_name} on "
-                              f"{'; '.join(den)} (different machines)")
-    host = max(common, key=lambda m: (len(num[m]) + len(den[m]), [-ord(c) for c in m]))
-    value = _ratio(stat(_column(num[host], column)).mean, stat(_column(den[host], column)).mean)
-    left = [f"{len(frame) - len(groups[host])} of {len(frame)} {name} records"
+        return math.nan, "", (f"ratio not computed: {num_name} ran on {'; '.join(sorted(labels[m] for m in num))}, "
+                              f"{den_name} on {'; '.join(sorted(labels[m] for m in den))} (different hosts)")
+    key = max(common, key=lambda m: (len(num[m]) + len(den[m]), [-ord(c) for c in m]))
+    value = _ratio(stat(_column(num[key], column)).mean, stat(_column(den[key], column)).mean)
+    left = [f"{len(frame) - len(groups[key])} of {len(frame)} {name} records"
             for name, frame, groups in ((num_name, numerator, num), (den_name, denominator, den))
-            if len(groups[host]) < len(frame)]
-    note = f"ratio from the {host} records only (left out: {', '.join(left)} on other machines)" if left else ""
-    return value, host, note
+            if len(groups[key]) < len(frame)]
+    note = f"ratio from the {labels[key]} records only (left out: {', '.join(left)} on other hosts)" if left else ""
+    return value, labels[key], note
 
 
 def _epoch_signature(epochs) -> tuple:
@@ -221,8 +257,8 @@ def distinct_runs(frame: pd.DataFrame) -> tuple[pd.DataFrame, str]:
 
 def reduced_note(*frames: pd.DataFrame, cost: bool = False) -> str:
     """The reduced protocol(s) the records ran under ('' for the full protocol); with ``cost``, what the full
-    protocol would take, from these records' mean per-epoch training time (the first epochs only: an
-    estimate)."""
+    protocol would take, from these records' first epoch and their per-epoch training time after it (the first
+    epochs only: an estimate)."""
     labels = sorted({str(v) for f in frames for v in _column(f, "protocol_scope") if finite(v) and v})
     if not labels:
         return ""
@@ -230,21 +266,64 @@ def reduced_note(*frames: pd.DataFrame, cost: bool = False) -> str:
     reduced = pd.concat([f for f in frames if not f.empty]).drop_duplicates("path")
     reduced = reduced[[finite(v) and bool(v) for v in reduced["protocol_scope"]]]
     runs, epochs = set(_column(reduced, "full_protocol_runs")), set(_column(reduced, "full_protocol_epochs"))
-    per_epoch = stat(_column(reduced, "train_s_mean")).mean
-    if cost and len(runs) == 1 and len(epochs) == 1 and all(finite(x) for x in (*runs, *epochs, per_epoch)):
+    per_epoch, first = stat(_column(reduced, TIME)).mean, stat(_column(reduced, "train_s_first")).mean
+    if cost and len(runs) == 1 and len(epochs) == 1 and all(finite(x) for x in (*runs, *epochs, per_epoch, first)):
         n, e = int(runs.pop()), int(epochs.pop())
-        hours = n * e * per_epoch / 3600
+        hours = n * (first + (e - 1) * per_epoch) / 3600
         note += (f"; the full protocol ({n} seeds x {e} epochs) would take about {render.sig(hours, 2)} h of training "
-                 f"on this machine ({per_epoch:.3g} s/epoch over the epochs run)")
+                 f"on this machine ({per_epoch:.3g} s/epoch after a first epoch of {first:.3g} s, over the epochs "
+                 "run)")
     return note
 
 
 def machines_note(frame: pd.DataFrame, name: str) -> str:
-    """Where an implementation's time records come from more than one machine, say so."""
+    """Where an implementation's time records come from more than one host, say so."""
     groups = _machines(frame)
     if len(groups) < 2:
         return ""
-    return f"{name} times from {len(groups)} machines: " + "; ".join(f"{m} ({len(g)})" for m, g in groups.items())
+    labels = host_labels(groups)
+    return f"{name} times from {len(groups)} hosts: " + "; ".join(
+        f"{labels[m]} ({len(g)})" for m, g in sorted(groups.items(), key=lambda kv: labels[kv[0]]))
+
+
+def _unique(*frames: pd.DataFrame) -> pd.DataFrame:
+    frames = [f for f in frames if not f.empty]
+    return pd.concat(frames).drop_duplicates("path") if frames else pd.DataFrame(columns=["path"])
+
+
+def dirty_count(*frames: pd.DataFrame) -> tuple[int, int]:
+    """(records run from a checkout with uncommitted code changes, records) among ``frames`` (each once)."""
+    recs = _unique(*frames)
+    return sum(dirty(v) for v in _column(recs, "git_dirty")), len(recs)
+
+
+def dirty_note(*frames: pd.DataFrame) -> str:
+    """'dirty tree: k of n records' where any of the records ran from a checkout with uncommitted code changes
+    (provenance.git_dirty > 0): their numbers are of code no commit holds."""
+    k, n = dirty_count(*frames)
+    return f"dirty tree: {k} of {n} records (run with uncommitted code changes)" if k else ""
+
+
+def one_epoch_note(frame: pd.DataFrame) -> str:
+    """Where a record ran a single epoch, its s/epoch is that epoch, warm-up included: say so."""
+    k = sum(1 for v in _column(frame, "n_epochs") if finite(v) and int(v) == 1)
+    return f"{k} of {len(frame)} records ran one epoch: their s/epoch includes its warm-up" if k else ""
+
+
+def first_epoch_note(used: pd.DataFrame) -> str:
+    """A caption's sentence that keeps the left-out first epoch in view: per implementation, how much longer the
+    first epoch took than the later ones (median over its records of more than one epoch)."""
+    tm = used[[finite(v) and int(v) > 1 for v in _column(used, "n_epochs")]] if not used.empty else used
+    parts = []
+    for impl in [i for i in plan.TM_IMPLS if i in set(_column(tm, "impl"))]:
+        recs = tm[tm["impl"] == impl]
+        ratios = [f / s for f, s in zip(recs["train_s_first"], recs[TIME]) if finite(f) and finite(s) and s > 0]
+        if ratios:
+            parts.append(f"{impl} {render.speedup_text(float(np.median(ratios)))}x")
+    if not parts:
+        return ""
+    return ("The first epoch, left out of s/epoch, took longer than the later ones (its time over their mean, median "
+            "over the records): " + ", ".join(parts) + ".")
 
 
 def _main_records(records, config, experiment, impl):
@@ -267,7 +346,7 @@ def _metric_rows(records, config, reference, host_gpu, datasets, metrics, baseli
         per_impl = {impl: _main_records(records, config, dataset, impl) if configured else (records[:0],) * 2
                     for impl in plan.TM_IMPLS}
         base_recs = per_impl[baseline][1]
-        base_time = stat(_column(base_recs, "train_s_mean")).mean
+        base_time = stat(_column(base_recs, TIME)).mean
         for impl in plan.TM_IMPLS:
             metric_recs, time_recs = per_impl[impl]
             used += [metric_recs, time_recs]
@@ -292,16 +371,18 @@ def _metric_rows(records, config, reference, host_gpu, datasets, metrics, baseli
                             f"{metric}_{LAST}_mean": last.mean, f"{metric}_{LAST}_std": last.std,
                             f"{metric}_compared": kind if ours.n else "", f"{metric}_paper": paper,
                             f"{metric}_paper_std": paper_std, f"{metric}_diff": _diff(compared.mean, paper)})
-            time = stat(_column(time_recs, "train_s_mean"))
+            time = stat(_column(time_recs, TIME))
             is_fast = impl in SPEEDUP_IMPLS
-            ratio, host, ratio_note = (same_machine_ratio(base_recs, time_recs, "train_s_mean", baseline, impl)
-                                       if is_fast else (math.nan, "", ""))
+            ratio, where, ratio_note = (same_machine_ratio(base_recs, time_recs, TIME, baseline, impl)
+                                        if is_fast else (math.nan, "", ""))
             row.update({"n_runs_time": time.n, "train_s_per_epoch_mean": time.mean,
-                        "train_s_per_epoch_std": time.std, "speedup": ratio,
+                        "train_s_per_epoch_std": time.std,
+                        "train_s_first_epoch_mean": stat(_column(time_recs, "train_s_first")).mean, "speedup": ratio,
                         "speedup_over": baseline if is_fast else "",
                         "speedup_paper": paper_value(reference, source, dataset, impl, "speedup")[0],
-                        "speedup_machine": host})
-            notes = [reduced_note(metric_recs, time_recs, cost=True), distinct_note, gpu_threads_note(time_recs)]
+                        "speedup_machine": where, "dirty_records": dirty_count(metric_recs, time_recs)[0]})
+            notes = [reduced_note(metric_recs, time_recs, cost=True), distinct_note,
+                     dirty_note(metric_recs, time_recs), one_epoch_note(time_recs)]
             if metric_recs.empty and time_recs.empty:
                 notes.append(reason)
             else:
@@ -318,6 +399,8 @@ def _metric_rows(records, config, reference, host_gpu, datasets, metrics, baseli
                 notes.append(ratio_note.replace("ratio", "speed-up", 1))
             if finite(ratio) and reduced_note(base_recs):
                 notes.append(f"speed-up over {baseline}'s {reduced_note(base_recs)}")
+            if finite(ratio) and dirty_note(base_recs):
+                notes.append(f"speed-up over {baseline}'s {dirty_note(base_recs)}")
             if metric_recs.empty and time_recs.empty:
                 row["status"] = "not run"
             elif metric_recs.empty or time_recs.empty or len(metric_recs) < expected:
@@ -411,12 +494,16 @@ def compared_note(rows: list[dict], used: pd.DataFrame, metric: str, unit: str) 
 
 
 SPEEDUP_NOTE = (
-    "A speed-up is computed only from records of one machine (same CPU model, and GPU where one is used) with "
-    "each implementation on the one thread count its protocol gives it, timed on a quiet machine (a 1-minute "
-    "load average at the end of the run at most the cores plus one); where records of several machines "
-    "meet, or some were timed on a busy machine, the note names what was used and what was left out, or why no "
-    "speed-up is shown (`python -m asynctm.experiments plan --busy` lists the records timed on a busy machine "
-    "and the command that times them again)."
+    f"A speed-up is computed only from {HOST_RULE}, with each implementation on the one thread count its protocol "
+    "gives it, timed on a quiet machine (a 1-minute load average at the end of the run at most the cores plus one); "
+    "where records of several hosts meet, or some were timed on a busy machine, the note names what was used and "
+    "what was left out, or why no speed-up is shown (`python -m asynctm.experiments plan --busy` lists the records "
+    "timed on a busy machine and the command that times them again)."
+)
+DIRTY_NOTE = (
+    "A note 'dirty tree: k of n records' marks a cell built on records run from a checkout with uncommitted code "
+    "changes (provenance.git_dirty > 0; run records and generated artifacts do not count): their numbers are of code "
+    "that no commit holds."
 )
 DISTINCT_NOTE = (
     "Records whose per-epoch metrics are identical are the same run repeated and count once in the mean ± sd; "
@@ -440,10 +527,11 @@ def table3_performance(records: pd.DataFrame, config: dict, reference: pd.DataFr
         "Novelty detection (BBC Sport, 20 Newsgroups): accuracy and F1 of the MLP stage on each TM's class sums; "
         "its s/epoch is the TM run's.",
         f"F1 used: {f1}.",
-        "s/epoch: mean per-epoch training time (timing.train_s_mean, averaged over seeds). Speed-up: that of "
-        "pytm_indexed divided by that of tm_gpu or tm_cpu, both on our hardware; the paper's speed-up is CUDA over "
-        "indexed on its hardware. tm_cpu (our kernels on CPU threads) has no counterpart in the paper.",
-        SPEEDUP_NOTE, DISTINCT_NOTE,
+        BUILDS_NOTE,
+        f"{STEADY_NOTE}. Speed-up: that of pytm_indexed divided by that of tm_gpu, tm_gpu_warp or tm_cpu, both on "
+        "our hardware; the paper's speed-up is CUDA over indexed on its hardware, the counterpart of tm_gpu's. "
+        "tm_gpu_warp and tm_cpu (our kernels on CPU threads) have no counterpart in the paper.",
+        first_epoch_note(used), SPEEDUP_NOTE, DIRTY_NOTE, DISTINCT_NOTE,
     ]
     return Table("table3_performance", pd.DataFrame(rows, columns=_metric_columns(metrics)), grid,
                  "Table 3 (ours vs. the paper's Table 3): test accuracy and F1 (%) of the Tsetlin Machine "
@@ -459,13 +547,15 @@ def table5_regression(records: pd.DataFrame, config: dict, reference: pd.DataFra
     grid = _metric_grid(rows, {"mae": 2}, {"mae": ("MAE", "MAE")}, "speed-up vs non-indexed")
     notes = [
         compared_note(rows, used, "mae", "MAE units") + " The CSV also has the RMSE.",
-        "Speed-up: the mean per-epoch training time of pytm_nonindexed divided by that of tm_gpu or tm_cpu, both on "
-        "our hardware. It is over the NON-indexed machine: pyTsetlinMachine's regression machine has no index, so "
-        "the paper's indexed column has no counterpart we can run. The paper does not say which baseline its "
-        "speed-up uses (its text gives 3.64x over indexed at the same setting).",
+        BUILDS_NOTE,
+        f"{STEADY_NOTE}. Speed-up: the per-epoch training time of pytm_nonindexed divided by that of tm_gpu, "
+        "tm_gpu_warp or tm_cpu, both on our hardware. It is over the NON-indexed machine: pyTsetlinMachine's "
+        "regression machine has no index, so the paper's indexed column has no counterpart we can run. The paper "
+        "does not say which baseline its speed-up uses (its text gives 3.64x over indexed at the same setting).",
+        first_epoch_note(used),
         "The paper's caption calls its ± a confidence interval.",
         constant_note(used),
-        SPEEDUP_NOTE, DISTINCT_NOTE,
+        SPEEDUP_NOTE, DIRTY_NOTE, DISTINCT_NOTE,
     ]
     return Table("table5_regression", pd.DataFrame(rows, columns=_metric_columns(metrics)), grid,
                  "Table 5 (ours vs. the paper's Table 5): test mean absolute error (target units) of the "
@@ -488,20 +578,10 @@ def constant_note(used: pd.DataFrame) -> str:
             "from the features.")
 
 
-TABLE4_MODELS = ("svm", "tm_gpu", "tm_cpu")
+TABLE4_MODELS = ("svm", "tm_gpu", "tm_gpu_warp", "tm_cpu")
 TABLE4_COLUMNS = ["dataset", "model", "library", "params", "n_runs", "time_s_mean", "time_s_std", "time_meaning",
                   "total_s_mean", "total_s_std", "paper_s", "diff_s", "svm_over_tm", "svm_over_tm_paper",
                   "status", "note"]
-
-
-def gpu_threads_note(recs: pd.DataFrame) -> str:
-    """tm_gpu records trained with more than one thread per clause (config gpu_threads_per_clause): how many
-    records with how many threads, where any did ('' where all had the paper's one)."""
-    counts = Counter(int(v) for v in _column(recs, "threads_per_clause") if finite(v))
-    if set(counts) <= {1}:
-        return ""
-    return "threads per clause on the GPU: " + ", ".join(
-        f"{k} ({n} record{'s' if n > 1 else ''})" for k, n in sorted(counts.items()))
 
 
 def forced_library_note(recs: pd.DataFrame) -> str:
@@ -534,10 +614,10 @@ def table4_svm_time(records: pd.DataFrame, config: dict, reference: pd.DataFrame
                 svm_recs = recs
             else:
                 if not svm_recs.empty and not recs.empty:
-                    both = pd.concat([svm_recs.assign(t=svm_recs["fit_s"]), recs.assign(t=recs["train_s_mean"])])
+                    both = pd.concat([svm_recs.assign(t=svm_recs["fit_s"]), recs.assign(t=recs[TIME])])
                     ratio, _, ratio_note = same_machine_ratio(both[both["impl"] == "svm"],
                                                               both[both["impl"] == model], "t", "svm", model)
-                time, total = stat(_column(recs, "train_s_mean")), stat(_column(recs, "train_s_total"))
+                time, total = stat(_column(recs, TIME)), stat(_column(recs, "train_s_total"))
                 paper = paper_tm if model == "tm_gpu" else math.nan
             reason = (plan.gap_reason(config, dataset, model, host_gpu) if configured
                       else plan.REASON_NOT_REQUESTED)
@@ -551,7 +631,7 @@ def table4_svm_time(records: pd.DataFrame, config: dict, reference: pd.DataFrame
                 "svm_over_tm_paper": _ratio(paper_svm, paper_tm) if model == "tm_gpu" else math.nan,
                 "status": "not run" if recs.empty else "partial" if len(recs) < len(model_seeds) else "ok",
                 "note": reason if recs.empty else "; ".join(n for n in (
-                    forced_library_note(recs), gpu_threads_note(recs), reduced_note(recs),
+                    forced_library_note(recs), reduced_note(recs), dirty_note(recs), one_epoch_note(recs),
                     _seed_note(len(recs), len(model_seeds)),
                     machines_note(recs, model),
                     ratio_note.replace("ratio", "SVM fit / TM epoch", 1)) if n),
@@ -573,13 +653,17 @@ def table4_svm_time(records: pd.DataFrame, config: dict, reference: pd.DataFrame
     svm_used = used[used["impl"] == "svm"]
     library = render.describe_library(svm_used) if not svm_used.empty else "none (no svm records)"
     notes = [
-        f"SVM library that ran: {library}. SVM time: one fit (timing.fit_s); TM time: mean per-epoch training "
-        "time (timing.train_s_mean); TM total: all epochs (timing.train_s_total); mean ± sample standard deviation "
-        "(ddof=1) over the seeds; Δ = ours − paper.",
+        f"SVM library that ran: {library}. SVM time: one fit (timing.fit_s); TM time: each run's mean training "
+        "time per epoch over epochs 2..n (epochs[].train_s; the first epoch, which also compiles, allocates and "
+        "warms up, is left out); TM total: all epochs, the first included (timing.train_s_total); mean ± sample "
+        "standard deviation (ddof=1) over the seeds; Δ = ours − paper (the paper's TM time is its CUDA TM's, the "
+        "counterpart of tm_gpu).",
+        BUILDS_NOTE, first_epoch_note(used),
         "The paper does not say whether its TM time is per epoch or in total (its magnitudes fit per epoch); it ran "
         "both CUDA models on Google Colab. Seconds across hardware compare poorly; the ratio SVM fit / TM epoch "
-        "compares better, and is computed only from records of one machine. The paper's Regr1 = Bike Sharing, "
+        f"compares better, and is computed only from {HOST_RULE}. The paper's Regr1 = Bike Sharing, "
         "Regr2 = BlogFeedback.",
+        DIRTY_NOTE,
     ]
     return Table("table4_svm_time", pd.DataFrame(rows, columns=TABLE4_COLUMNS), grid,
                  "Table 4 (ours vs. the paper's Table 4): training time of the SVM baseline and of the Tsetlin "
@@ -587,7 +671,7 @@ def table4_svm_time(records: pd.DataFrame, config: dict, reference: pd.DataFrame
 
 
 def results_summary(records: pd.DataFrame, config: dict, reference: pd.DataFrame, host_gpu: bool) -> str:
-    """A Markdown block for the README's "Results" section: Tables 3-5, ours vs. the paper, and the hardware."""
+    """The results summary (paper_tables/results_summary.md): Tables 3-5, ours vs. the paper, and the hardware."""
     tables = [table3_performance(records, config, reference, host_gpu),
               table4_svm_time(records, config, reference, host_gpu),
               table5_regression(records, config, reference, host_gpu)]

@@ -1,4 +1,4 @@
-"""Command line of the GPU campaign (see :mod:`asynctm.campaign` and README.md, "GPU campaign").
+"""Command line of the GPU campaign (see :mod:`asynctm.campaign` and docs/gpu-and-clusters.md).
 
     python -m asynctm.campaign stage [--config KEY=VALUE ...] [--wheels DIR] [--sdist FILE] [--dest DIR]
     python -m asynctm.campaign commands            # the device-tool calls to make, in order
@@ -54,12 +54,17 @@ def commands(say=print, tree: Path | None = None) -> None:
 
 
 def _threads(text: str) -> int | str:
+    """``--threads-per-clause``: 1 (tm_gpu, the paper's design), 32 (tm_gpu_warp, a warp per clause) or auto."""
+    from ..experiments import plan
+
     if text == "auto":
         return text
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"a number of threads or auto, not {text!r}") from None
+    builds = {str(k): k for k in plan.GPU_THREADS_PER_CLAUSE.values()}
+    if text not in builds:
+        raise argparse.ArgumentTypeError(
+            "the threads per clause of a GPU build: " + ", ".join(
+                f"{k} ({impl})" for impl, k in plan.GPU_THREADS_PER_CLAUSE.items()) + f" or auto, not {text!r}")
+    return builds[text]
 
 
 def parser() -> argparse.ArgumentParser:
@@ -93,20 +98,22 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--select", default=None,
                    help="gpu_tests: a pytest -k expression; bench, sweeps, paper: comma-separated experiments")
     p.add_argument("--threads-per-clause", type=_threads, default=None,
-                   help="sweeps, paper: the tm_gpu runs' threads per clause, or auto: per experiment from this "
-                        "commit's GPU tests and benchmark (default: the config's gpu_threads_per_clause)")
+                   help="sweeps, paper: the GPU runs' build by its threads per clause, 1 (tm_gpu, the paper's "
+                        "design; the default) or 32 (tm_gpu_warp), or auto: per experiment from this commit's GPU "
+                        "tests and benchmark")
     p = sub.add_parser("unpack", help="put the returned tarballs into results/ and benchmarks/results/")
     p.add_argument("folder")
     p.add_argument("--into", default=None, help="the tree to unpack into (default: this checkout)")
     p.add_argument("--overwrite", action="store_true", help="replace existing files that differ")
-    p = sub.add_parser("remaining", help="the tm_gpu runs without a record, and their estimated device time")
+    p = sub.add_parser("remaining", help="the GPU runs without a record, and their estimated device time")
     p.add_argument("--config", nargs="*", default=[], metavar="KEY=VALUE", help="overrides of config/config.yaml")
     p.add_argument("--configfile", default=None)
     p.add_argument("--gpu", default=None, help="the GPU whose benchmark estimates runs without a record (default: "
                    "that of the newest GPU benchmark here)")
     p.add_argument("--threads-per-clause", type=_threads, default="auto",
-                   help="estimate the sweeps and paper runs at this many threads per clause, or auto: as their "
-                        "steps would choose them from the GPU tests, benchmarks and records here (the default)")
+                   help="estimate the sweeps and paper runs in this build, 1 (tm_gpu) or 32 (tm_gpu_warp) threads "
+                        "per clause, or auto: as their steps would choose them from the GPU tests, benchmarks and "
+                        "records here (the default)")
     sub.add_parser("goals", help="benchmarks/results/goals_<gpu>_<code>.{json,md}: the GPU benchmark's comparisons "
                    "with every seed of one GPU and one code (the kernels and backends), pooled")
     return ap

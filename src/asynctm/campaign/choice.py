@@ -1,14 +1,15 @@
 """What the GPU machine has measured, read back for the training steps: threads per clause and run times.
 
 ``--threads-per-clause auto`` (the ``sweeps`` and ``paper`` steps) chooses, per experiment, between one thread
-per clause (the paper's design) and a warp of 32 (kernels/README.md, "Threads per clause") from the GPU tests
+per clause (the paper's design, implementation ``tm_gpu``) and a warp of 32 (``tm_gpu_warp``; kernels/README.md,
+"Threads per clause"), whose runs go to their own record folders, from the GPU tests
 and the benchmark of the same code: of this commit, or of another whose kernels and backends are the same file
 for file (:func:`asynctm.provenance.code_digests`, which the GPU tests' manifests and the benchmark's records
 keep). The first call of a lease has just run them on that machine (their work folders stay there while it is
 warm), or an earlier lease did and they were unpacked into the checkout:
 
-1. No evidence (neither the tests nor the benchmark of this code are found): the config's
-   ``gpu_threads_per_clause``.
+1. No evidence (neither the tests nor the benchmark of this code are found): the step's default (one thread,
+   ``tm_gpu``, unless ``--threads-per-clause`` names a number).
 2. The GPU tests of this code did not pass (or did not finish): one thread everywhere. A missed ``learning`` bar
    alone (a threshold on how well a small model learns, not a rule) does not count as failing here
    (:func:`tests_sound`): rule 3 then compares the builds' accuracy on real data.
@@ -19,10 +20,10 @@ warm), or an earlier lease did and they were unpacked into the checkout:
    not measure takes the warp where a measured setting with as few literal words per example or fewer was
    faster with it and none with as many or more was slower (a warp splits a clause's words: it pays off as
    they grow). A setting where the warp build failed and the one-thread build ran counts as slower.
-5. The ``paper`` step keeps an experiment's main setting on the threads of its recorded seeds, so that a table
-   cell never mixes two schedules; the ``sweeps`` step keeps a sweep on the threads of its recorded points (the
-   most common where they differ), so that the points still missing join the line that has the most (the
-   figures draw each thread count as its own line, and a point holds one record per seed).
+5. The ``paper`` step keeps an experiment's main setting on the build of its recorded seeds (the folder they are
+   in: ``tm_gpu`` or ``tm_gpu_warp``), so that the table cell that has seeds is completed first; the ``sweeps``
+   step keeps a sweep on the build of its recorded points (the most common where they differ), so that the points
+   still missing join the line that has the most (each build is a line of its own).
 
 :func:`bench_estimate_s` estimates a run's seconds from the benchmark (of the same GPU where there is one), for
 runs no record of the same threads per clause can estimate.
@@ -220,24 +221,23 @@ def warp_evidence(step) -> dict[str, dict]:
 
 
 def recorded_threads(step, name: str, params: list[str]) -> int | None:
-    """Threads per clause of the recorded tm_gpu seeds of an experiment's settings ``params`` (None: no record;
-    the most common if they differ, one thread on a tie)."""
-    root = Path(plan.results_root(step.config)) / name / "tm_gpu"
+    """Threads per clause of the recorded GPU seeds of an experiment's settings ``params``, by the build whose
+    folder holds them (tm_gpu: one, tm_gpu_warp: a warp; None: no record; the most common if they differ, one
+    thread on a tie)."""
+    root = Path(plan.results_root(step.config)) / name
     found: dict[str, int] = {}  # a record unpacked into the checkout and left in the work folder counts once
     for base in (step.tree, step.work):
-        for p in params:
-            for path in sorted((base / root / p).glob("seed*.json")):
-                try:
-                    found[f"{p}/{path.name}"] = plan.record_threads_per_clause(json.loads(path.read_text()))
-                except (OSError, ValueError, TypeError):
-                    continue
+        for impl, k in plan.GPU_THREADS_PER_CLAUSE.items():
+            for p in params:
+                for path in sorted((base / root / impl / p).glob("seed*.json")):
+                    found[f"{impl}/{p}/{path.name}"] = k
     counts = Counter(found.values())
     return max(counts, key=lambda k: (counts[k], -k)) if counts else None
 
 
 def kept_settings(config: dict, name: str, keep: str) -> tuple[list[str], str]:
-    """The settings whose recorded threads an experiment keeps (``keep``: ``main``, its main setting; ``sweep``,
-    its sweep's tm_gpu points), and their words for the log."""
+    """The settings whose recorded build an experiment keeps (``keep``: ``main``, its main setting; ``sweep``,
+    its sweep's GPU points), and their words for the log."""
     if keep == "main":
         return [plan.main_params(config, name, "tm_gpu")], "as its recorded seeds of the main setting"
     if keep == "sweep":
@@ -254,7 +254,7 @@ KEEP_RECORDED = {"paper": "main", "sweeps": "sweep"}
 def choose_threads(step, experiments, keep: str | None = None) -> dict[str, dict]:
     """``{experiment: {"threads": k, "reason": text}}`` by the rules of this module's docstring (``keep``: rule 5's
     ``main`` or ``sweep``; None: rules 1-4 alone)."""
-    default = plan.gpu_threads_per_clause(step.config)
+    default = getattr(step, "default_threads", 1)
     tests, evidence = gpu_tests_verdict(step), warp_evidence(step)
     words = {name: literal_words(step, name) for name in set(experiments) | set(evidence)}
     bad = [f"{n}: {e['metric']} {e['warp_metric']:.2f} with a warp, below {e['floor']:.2f}"
@@ -268,7 +268,7 @@ def choose_threads(step, experiments, keep: str | None = None) -> dict[str, dict
                 out[name] = {"threads": k, "reason": why}
                 continue
         if tests is None and not evidence:
-            out[name] = {"threads": default, "reason": "no GPU tests or benchmark of this code: the config's"}
+            out[name] = {"threads": default, "reason": "no GPU tests or benchmark of this code: the default"}
         elif tests is not True:
             out[name] = {"threads": 1, "reason": "the GPU tests of this code did not pass" if tests is False
                          else "no GPU tests of this code found"}
@@ -295,8 +295,8 @@ def choose_threads(step, experiments, keep: str | None = None) -> dict[str, dict
 
 
 def bench_estimate_s(step, name: str, params: str, threads: int, eval_s: float | None = None) -> float | None:
-    """Seconds a tm_gpu run should take, from the GPU benchmark at the same clauses, T and s and threads per
-    clause: its set-up and warm-up epoch, then median epochs, each with an evaluation (the benchmark's evaluation
+    """Seconds a GPU run should take, from the GPU benchmark at the same clauses, T and s and threads per
+    clause (its build, tm_gpu or tm_gpu_warp): its set-up and warm-up epoch, then median epochs, each with an evaluation (the benchmark's evaluation
     time; where it has none, ``eval_s``, else an epoch's), plus a process's start, times a margin; from another
     GPU's benchmark (where this one's has none), times :data:`OTHER_GPU_FACTOR` as well."""
     impl = BENCH_IMPL.get(threads)

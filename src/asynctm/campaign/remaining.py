@@ -1,5 +1,6 @@
-"""``remaining``: the tm_gpu runs of the campaign's training steps (the sweeps, the paper runs and the tally
-ablation's) that have no record yet, and the device time they should take, so that a lease (or a cluster
+"""``remaining``: the GPU runs of the campaign's training steps (the sweeps, the paper runs and the tally
+ablation's) that have no record yet (each in the build its step would run: tm_gpu with one thread per clause,
+tm_gpu_warp with a warp), and the device time they should take, so that a lease (or a cluster
 allocation) can be planned before it comes. An ablation run is estimated as a run of its setting: a synchronous
 tally's two launches per example are not in that estimate.
 
@@ -50,24 +51,27 @@ def newest_bench_gpu(tree: Path) -> str | None:
 def remaining(config: dict, tree: Path = REPO, gpu: str | None = None, threads: int | str | None = None) -> dict:
     """``{"gpu", "threads", "chosen", "steps": {step: [row per experiment]}, "total_s", "unknown", "next_lease"}``;
     a row is ``{"experiment", "missing", "estimated", "seconds", "unknown", "first"}`` (``first``: the first missing
-    run); ``threads``: None (the config's), a number, or ``auto`` (``chosen``: ``{step: {experiment: threads}}``)."""
+    run); ``threads``: None (one, tm_gpu), a number (1: tm_gpu, 32: tm_gpu_warp), or ``auto`` (``chosen``:
+    ``{step: {experiment: threads}}``)."""
     from ..provenance import code_digests
-    from .steps import ablation_runs, estimate_s, paper_runs, record_path, run_fields, run_threads, sweep_runs
+    from .steps import (ablation_runs, estimate_s, paper_runs, record_path, run_fields, run_impl, run_threads,
+                        sweep_runs)
 
     tree = Path(tree)
     gpu = gpu or newest_bench_gpu(tree)
     auto = threads == "auto"
-    if threads is not None and not auto:
-        config = {**config, "gpu_threads_per_clause": threads}
+    default = 1 if threads is None or auto else int(threads)
+    plan.gpu_impl(default)  # a number of threads per clause that no build runs: a clear error here
     # what the steps' estimates read: the checkout's records and benchmarks alone (checkout_view)
     from .lease import lease_calls
 
     code = code_digests() if auto else None  # the code the GPU tests and benchmarks here must be of
-    out = {"gpu": gpu, "threads": "auto" if auto else plan.gpu_threads_per_clause(config), "chosen": {},
+    out = {"gpu": gpu, "threads": "auto" if auto else default, "chosen": {},
            "steps": {}, "total_s": 0.0, "unknown": 0, "next_lease": lease_calls(tree)[1]}
     for step, runs in (("sweeps", sweep_runs(config)), ("paper", paper_runs(config)),
                        ("ablation", ablation_runs(config))):
         ctx = checkout_view(tree, step, config, gpu, code=code)
+        ctx.default_threads = default
         if auto and step in KEEP_RECORDED:  # as the step would choose (an ablation run: its variant's threads)
             names = list(dict.fromkeys(run[0] for run in runs))
             ctx.threads = {n: c["threads"] for n, c in choose_threads(ctx, names, KEEP_RECORDED[step]).items()}
@@ -75,13 +79,14 @@ def remaining(config: dict, tree: Path = REPO, gpu: str | None = None, threads: 
         rows: dict[str, dict] = {}
         for run in runs:
             name, params, _, variant = run_fields(run)
-            rel = record_path(config, run)
+            threads = run_threads(ctx, name, variant)
+            rel = record_path(config, run, run_impl(threads, variant))
             if (tree / rel).is_file():
                 continue
             row = rows.setdefault(name, {"experiment": name, "missing": 0, "estimated": 0, "seconds": 0.0,
                                          "unknown": 0, "too_long": 0, "first": rel})
             row["missing"] += 1
-            need = estimate_s(ctx, name, params, run_threads(ctx, name, variant))
+            need = estimate_s(ctx, name, params, threads)
             if need is None:
                 row["unknown"] += 1
             else:
@@ -101,9 +106,9 @@ def render(report: dict) -> str:
                              for step, chosen in report["chosen"].items() if chosen)
         threads = f"threads per clause as the steps would choose them ({per_step}; the ablation: each variant's)"
     else:
-        threads = f"{k} thread{'s' if k > 1 else ''} per clause"
-    lines = [f"Missing tm_gpu runs of the campaign's training steps, {threads}; "
-             f"estimates from records of equal clauses and threads, else the GPU benchmark on "
+        threads = f"{k} thread{'s' if k > 1 else ''} per clause ({plan.gpu_impl(k)})"
+    lines = [f"Missing GPU runs of the campaign's training steps, {threads}; "
+             f"estimates from records of equal clauses and build, else the GPU benchmark on "
              f"{report['gpu'] or '(no GPU benchmark here)'}.", ""]
     for step, rows in report["steps"].items():
         if not rows:

@@ -17,8 +17,9 @@ the same step (same staged campaign), the step keeps that call's work folder: it
 an ``unpack`` in between, its tarball holds only what this call adds, and a run that paused at that call's end
 (``--stop-at``: no time for its next epoch) resumes from its checkpoint. ``--until`` ends a step at a given time (the
 device call's end, shared by its steps: what one step leaves unused goes to the next), ``--budget`` after a given
-number of seconds, whichever comes first; the ``sweeps`` and ``paper`` steps choose their threads per clause
-with ``--threads-per-clause auto`` (:mod:`asynctm.campaign.choice`).
+number of seconds, whichever comes first; the ``sweeps`` and ``paper`` steps choose each experiment's GPU build
+with ``--threads-per-clause auto`` (:mod:`asynctm.campaign.choice`): one thread per clause runs ``tm_gpu`` (the
+paper's design), a warp ``tm_gpu_warp``, each into its own record folder.
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ MAX_FAILURES_IN_A_ROW = 3
 GPU_TEST_WORKERS = 8
 KILL_GRACE_S = 10
 # Not packed: a run's resumable state (large, and only useful on the machine that wrote it).
-NOT_PACKED = (".checkpoint.npz", ".partial", ".tmp")
+NOT_PACKED = (".checkpoint.npz", ".damaged", ".partial", ".tmp")  # .damaged: a checkpoint a run set aside
 # A run's --stop-at: this long before the step's deadline (its checkpoint's write, then the kill's grace).
 STOP_MARGIN_S = 20
 # The benchmark's --deadline (no epoch starts after it): this long before the step's deadline.
@@ -197,7 +198,8 @@ class Step:
         self.config = self.campaign["config"]
         self.env: dict = {}
         self.gpu: dict | None = None
-        self.threads: dict[str, int] = {}  # per experiment, where --threads-per-clause chose (else the config's)
+        self.threads: dict[str, int] = {}  # per experiment, where --threads-per-clause chose (else default_threads)
+        self.default_threads = 1  # --threads-per-clause K: every experiment's (1: tm_gpu, the paper's design)
         self.auto_threads = False  # --threads-per-clause auto: the training steps choose (choose)
         self.later_s = float(later_s)  # seconds of this step in the lease's next call (--later): runs may continue
         stamp = datetime.fromtimestamp(self.started, timezone.utc).strftime("%Y%m%dT%H%M%SZ")
@@ -630,28 +632,35 @@ def step_goal_seeds(step: Step, select: str | None = None) -> None:
         step.pack()
 
 
+# The GPU build of each number of threads per clause (plan.GPU_THREADS_PER_CLAUSE, inverted).
+GPU_IMPL_OF = {k: impl for impl, k in plan.GPU_THREADS_PER_CLAUSE.items()}
+
+
 def threads_for(step: Step, name: str) -> int:
-    """Threads per clause of an experiment's tm_gpu runs in this step."""
-    return step.threads.get(name, plan.gpu_threads_per_clause(step.config))
+    """Threads per clause of an experiment's GPU runs in this step (1: tm_gpu; a warp: tm_gpu_warp)."""
+    return step.threads.get(name, getattr(step, "default_threads", 1))
 
 
 def run_threads(step: Step, name: str, variant: str | None = None) -> int:
-    """Threads per clause of one tm_gpu run: a tally ablation variant's own (one, or a warp where it ends in
+    """Threads per clause of one GPU run: a tally ablation variant's own (one, or a warp where it ends in
     ``_warp``), else its experiment's in this step (:func:`threads_for`)."""
     return plan.parse_ablation_variant(variant).get("threads_per_clause", 1) if variant else threads_for(step, name)
 
 
+def run_impl(threads: int, variant: str | None = None) -> str:
+    """The implementation of a GPU run: the tally ablation's runs are all tm_gpu's (their variant names a warp),
+    the others the build of their threads per clause (tm_gpu or tm_gpu_warp)."""
+    return "tm_gpu" if variant else plan.gpu_impl(threads)
+
+
 def _rel_threads(step: Step, rel: str) -> int:
-    """:func:`run_threads` of the run whose record is ``rel`` (``.../<experiment>/tm_gpu/<params>/seed<k>.json``,
-    or ``.../ablation/<experiment>/tm_gpu/<params>/<variant>/seed<k>.json``)."""
+    """:func:`run_threads` of the run whose record is ``rel``: ``.../<experiment>/<impl>/<params>/seed<k>.json``
+    (the impl's threads per clause) or ``.../ablation/<experiment>/tm_gpu/<params>/<variant>/seed<k>.json`` (the
+    variant's)."""
     parts = Path(rel).parts
-    return run_threads(step, parts[-5], parts[-2]) if parts[-4] == "tm_gpu" else threads_for(step, parts[-4])
-
-
-def run_config(step: Step, name: str, threads: int | None = None) -> dict:
-    """The configuration an experiment's runs see: the staged one with this step's threads per clause (or
-    ``threads``)."""
-    return {**step.config, "gpu_threads_per_clause": threads_for(step, name) if threads is None else threads}
+    if len(parts) >= 6 and parts[-6] == plan.ABLATION_DIR:
+        return run_threads(step, parts[-5], parts[-2])
+    return plan.GPU_THREADS_PER_CLAUSE.get(parts[-3], threads_for(step, parts[-4]))
 
 
 def _campaign_manifests(step: Step) -> list[dict]:
@@ -681,9 +690,9 @@ def paused_estimate_s(step: Step, name: str, params: str, threads: int | None = 
 
 
 def estimate_s(step: Step, name: str, params: str, threads: int | None = None) -> float | None:
-    """Seconds a tm_gpu run should take, from a recorded tm_gpu run of the same experiment, clauses and threads
-    per clause (any epochs; e.g. a sweep point): its time per epoch, training and evaluation, times the epochs,
-    plus its set-up; else from a run of the setting that paused at an earlier call's end
+    """Seconds a GPU run should take, from a recorded run of the same experiment, clauses and build (tm_gpu or
+    tm_gpu_warp: its threads per clause; any epochs, e.g. a sweep point): its time per epoch, training and
+    evaluation, times the epochs, plus its set-up; else from a run of the setting that paused at an earlier call's end
     (:func:`paused_estimate_s`); else from the GPU benchmark (:func:`~.choice.bench_estimate_s`, with the
     evaluation time of the recorded run with the nearest number of clauses where the benchmark has none). None
     when none has one. ``threads``: the run's threads per clause, where not its experiment's in this step."""
@@ -691,13 +700,12 @@ def estimate_s(step: Step, name: str, params: str, threads: int | None = None) -
     threads = threads_for(step, name) if threads is None else threads
     root = plan.results_root(step.config)
     evals = []  # (distance in log2 clauses, evaluation seconds per epoch) of the records with other clauses
-    for base in (step.work, step.tree):
-        for path in sorted((base / root / name / "tm_gpu").glob("n*/seed*.json")):
+    impl = GPU_IMPL_OF.get(threads)  # another build's (kernel schedule's) time says nothing of this run's
+    for base in (step.work, step.tree) if impl else ():
+        for path in sorted((base / root / name / impl).glob("n*/seed*.json")):
             try:
                 got = plan.parse_tm_params(path.parent.name)
                 rec = json.loads(path.read_text())
-                if plan.record_threads_per_clause(rec) != threads:
-                    continue  # another kernel schedule: its time says nothing of this run's
                 if got["clauses"] != want["clauses"]:
                     evals.append((abs(math.log2(got["clauses"] / want["clauses"])),
                                   rec["timing"]["eval_s_total"] / max(1, len(rec["epochs"]))))
@@ -748,19 +756,20 @@ def run_fields(run: tuple) -> tuple:
     return tuple(run) + (None,) * (4 - len(run))
 
 
-def record_path(config: dict, run: tuple) -> str:
-    """The record of a tm_gpu run ``(experiment, params, seed)``, or ``(experiment, params, seed, variant)`` of the
-    tally ablation (variant None: not one)."""
+def record_path(config: dict, run: tuple, impl: str = "tm_gpu") -> str:
+    """The record of a GPU run ``(experiment, params, seed)`` of ``impl`` (tm_gpu or tm_gpu_warp), or
+    ``(experiment, params, seed, variant)`` of the tally ablation (variant None: not one; always tm_gpu's)."""
     name, params, seed, variant = run_fields(run)
-    rec = {"experiment": name, "impl": "tm_gpu", "params": params, "seed": seed}
+    rec = {"experiment": name, "impl": "tm_gpu" if variant else impl, "params": params, "seed": seed}
     return plan.ablation_record_path(config, {**rec, "variant": variant}) if variant else plan.record_path(config, rec)
 
 
 def _tm_runs(step: Step, runs: list[tuple]) -> None:
-    """``(experiment, params, seed)`` tm_gpu runs in order (``(experiment, params, seed, variant)``: a run of the
+    """``(experiment, params, seed)`` GPU runs in order (``(experiment, params, seed, variant)``: a run of the
     tally ablation), each through ``python -m asynctm.experiments tm``
     (novelty experiments: then the MLP stage on its class sums), each with its experiment's threads per clause
-    (:func:`threads_for`; with ``--threads-per-clause auto`` chosen first, :func:`choose`). A run that would not
+    (:func:`threads_for`; with ``--threads-per-clause auto`` chosen first, :func:`choose`) and so its build: one
+    thread, tm_gpu (the paper's design); a warp, tm_gpu_warp (:func:`run_impl`). A run that would not
     fit in the time left and the next call's (``--later``; :func:`estimate_s`, or the last run of the experiment in
     this step) is passed over for the next one; so is a run that an earlier call had to kill at a budget at least as
     large as this one's. Each run pauses (``--stop-at``) before an epoch that would end after the step; its
@@ -774,8 +783,8 @@ def _tm_runs(step: Step, runs: list[tuple]) -> None:
         if step.manifest["stopped"]:
             return
         threads = run_threads(step, name, variant)
-        config = run_config(step, name, threads)
-        rel = record_path(config, (name, params, seed, variant))
+        config, impl = step.config, run_impl(threads, variant)
+        rel = record_path(config, (name, params, seed, variant), impl)
         if step.exists(rel):
             step.say(f"{rel}: recorded already")
         else:
@@ -801,7 +810,7 @@ def _tm_runs(step: Step, runs: list[tuple]) -> None:
                           + (f" (and {step.later_s:.0f} s in the next call)" if step.later_s else ""))
                 continue
             settings = (plan.ablation_run_settings(config, name, "tm_gpu", params, variant, seed) if variant else
-                        plan.tm_run_settings(config, name, "tm_gpu", params, seed))
+                        plan.tm_run_settings(config, name, impl, params, seed))
             out = step.work / rel
             out.parent.mkdir(parents=True, exist_ok=True)
             log = out.with_suffix(".log")
@@ -840,21 +849,22 @@ def _tm_runs(step: Step, runs: list[tuple]) -> None:
             step.manifest["done"].append(rel)
             step.pack()
         if plan.experiment(config, name)["task"] == "novelty" and step.manifest.get("with_mlp") and not variant:
-            _mlp_run(step, name, params, seed)
+            _mlp_run(step, name, params, seed, impl)
 
 
-def _mlp_run(step: Step, name: str, params: str, seed: int) -> None:
-    """The novelty MLP (CPU, seconds) on a tm_gpu run's class sums, so that Table 3's cell is complete."""
+def _mlp_run(step: Step, name: str, params: str, seed: int, impl: str = "tm_gpu") -> None:
+    """The novelty MLP (CPU, seconds) on a GPU run's class sums (``impl``: tm_gpu or tm_gpu_warp), so that Table 3's
+    cell is complete."""
     config = step.config
-    mlp_params = f"tm_gpu.{params}"
+    mlp_params = f"{impl}.{params}"
     rel = plan.record_path(config, {"experiment": name, "impl": "mlp_novelty", "params": mlp_params, "seed": seed})
     if step.exists(rel):
         return
-    tm_rel = plan.record_path(config, {"experiment": name, "impl": "tm_gpu", "params": params, "seed": seed})
+    tm_rel = plan.record_path(config, {"experiment": name, "impl": impl, "params": params, "seed": seed})
     stem = tm_rel.removesuffix(".json") + ".scores.npz"
     scores = next((r / stem for r in (step.work, step.tree) if (r / stem).is_file()), None)
     if scores is None:
-        step.skip(rel, "the tm_gpu run's class sums (scores.npz) are not here")
+        step.skip(rel, f"the {impl} run's class sums (scores.npz) are not here")
         return
     out = step.work / rel
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -871,15 +881,16 @@ def _mlp_run(step: Step, name: str, params: str, seed: int) -> None:
 
 
 def sweep_runs(config: dict) -> list[tuple[str, str, int]]:
-    """The tm_gpu points of the figures' clause sweeps, in :data:`SWEEP_ORDER`; per sweep the smallest and the
-    largest number of clauses first (the time ratio the paper's claim is about), then the rest ascending."""
+    """The GPU points of the figures' clause sweeps (of each sweep that lists a GPU build; the step runs each
+    experiment's chosen build), in :data:`SWEEP_ORDER`; per sweep the smallest and the largest number of clauses
+    first (the time ratio the paper's claim is about), then the rest ascending."""
     runs = []
     active = plan.active_experiments(config)
     for name in SWEEP_ORDER:
         if name not in active or name not in config.get("sweeps", {}):
             continue
         pts = plan.sweep_points(config, name)
-        if "tm_gpu" not in pts["impls"]:
+        if not set(plan.GPU_IMPLS) & set(pts["impls"]):
             continue
         params = sorted(plan.sweep_params(pts, "tm_gpu"), key=lambda p: plan.parse_tm_params(p)["clauses"])
         order = [params[0], params[-1], *params[1:-1]] if len(params) > 1 else params
@@ -925,14 +936,16 @@ def choose(step: Step, runs: list[tuple[str, str, int]]) -> None:
 
 
 def step_sweeps(step: Step, select: str | None = None) -> None:
-    """(c) the clause sweeps' tm_gpu points (epochs per point: the config's sweep epochs)."""
+    """(c) the clause sweeps' GPU points, each experiment's in its build (epochs per point: the config's sweep
+    epochs)."""
     runs = [r for r in sweep_runs(step.config) if not select or r[0] in select.split(",")]
     step.say(f"{len(runs)} sweep runs: " + ", ".join(f"{n}/{p}/seed{s}" for n, p, s in runs))
     _tm_runs(step, runs)
 
 
 def step_paper(step: Step, select: str | None = None) -> None:
-    """(d) paper-scale tm_gpu runs of Tables 3-5 (the config's seeds and epochs), most valuable first."""
+    """(d) paper-scale GPU runs of Tables 3-5, each experiment's in its build (the config's seeds and epochs), most
+    valuable first."""
     runs = [r for r in paper_runs(step.config) if not select or r[0] in select.split(",")]
     step.manifest["with_mlp"] = True
     step.say(f"{len(runs)} runs: " + ", ".join(f"{n}/{p}/seed{s}" for n, p, s in runs))
@@ -956,20 +969,20 @@ def run_step(name: str, campaign_dir: Path | None = None, out_dir: Path | None =
              select: str | None = None, tree: Path | None = None, threads_per_clause: int | str | None = None,
              until: float | None = None, later_s: float = 0.0) -> int:
     """Run one step; returns the exit status (0: it ran, even if it stopped at its budget).
-    ``threads_per_clause`` (sweeps, paper) overrides the staged config's ``gpu_threads_per_clause``, so that a
-    call can choose it on the GPU machine after the benchmark, without staging again; ``"auto"`` chooses per
-    experiment from the GPU tests and benchmark of this code (:mod:`~.choice`). ``until`` (UNIX time) ends the
+    ``threads_per_clause`` (sweeps, paper): every experiment's GPU build, 1 (tm_gpu, the paper's design and the
+    default) or 32 (tm_gpu_warp), so that a call can choose it on the GPU machine after the benchmark, without
+    staging again; ``"auto"`` chooses per experiment from the GPU tests and benchmark of this code
+    (:mod:`~.choice`). ``until`` (UNIX time) ends the
     step then, if that comes before the budget. ``later_s``: seconds the same step gets in the next call of this
     lease, on this machine (a run that needs more than this call has left starts where the two together fit,
     pauses at this call's end and resumes in that one)."""
-    from ..backends import THREADS_PER_CLAUSE
-
     if name not in STEPS:
         raise StageError(f"unknown step {name!r}; the steps are, in order: {', '.join(STEPS)}")
     if threads_per_clause is not None and (name not in ("sweeps", "paper")
-                                           or threads_per_clause not in (*THREADS_PER_CLAUSE, "auto")):
+                                           or threads_per_clause not in (*GPU_IMPL_OF, "auto")):
         raise StageError(f"--threads-per-clause applies to the sweeps and paper steps and must be one of "
-                         f"{THREADS_PER_CLAUSE} or auto, got {threads_per_clause} for step {name}")
+                         f"{', '.join(f'{k} ({impl})' for k, impl in GPU_IMPL_OF.items())} or auto, got "
+                         f"{threads_per_clause} for step {name}")
     campaign_dir = Path(campaign_dir) if campaign_dir else REPO / STAGE_DIR
     out_dir = Path(out_dir or os.environ.get("OUT") or REPO / "campaign-out")
     step = Step(name, campaign_dir, out_dir, budget_s, work_dir, tree, until=until, later_s=later_s)
@@ -977,7 +990,7 @@ def run_step(name: str, campaign_dir: Path | None = None, out_dir: Path | None =
         step.auto_threads = True
         step.manifest["threads_per_clause"] = "auto"  # replaced by the choice, per experiment
     elif threads_per_clause is not None:
-        step.config["gpu_threads_per_clause"] = step.manifest["threads_per_clause"] = threads_per_clause
+        step.default_threads = step.manifest["threads_per_clause"] = threads_per_clause
     try:
         if do_install:
             install(campaign_dir, step.campaign, say=step.say)

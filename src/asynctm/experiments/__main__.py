@@ -63,36 +63,19 @@ def main(argv=None) -> int:
 
     if args.cmd == "plan":
         from ..config_check import ConfigError, load_config
-        from .plan import record_path, requested_runs
 
         try:
             config = load_config(args.config)  # the schema next to it, then task, T, protocols, sweeps
         except ConfigError as exc:
             print(f"asynctm.experiments plan: invalid configuration {args.config}:\n{exc}", file=sys.stderr)
             return 1
-        if args.busy:
-            from .estimate import busy_records, render_busy
+        from ..store import RecordError
 
-            print(render_busy(busy_records(config, requested_runs(config, host_gpu=args.gpu))))
-            return 0
-        if args.status or args.estimate:
-            from . import estimate
-
-            if args.budget_hours is not None:
-                config["run_budget_hours"] = args.budget_hours
-            if args.full_protocol:
-                config["reduced"] = {}
-            runs = requested_runs(config, host_gpu=args.gpu)
-            timings = estimate.load_timings(config["results_dir"], config.get("estimate_benchmarks"),
-                                            args.data_dir or config.get("data_dir"))
-            rows = estimate.status(config, runs, timings)
-            estimate.budget(config, rows)
-            print(estimate.render(config, rows, timings, args.cores or estimate.default_cores(),
-                                  show_present=args.status))
-            return 0
-        for run in requested_runs(config, host_gpu=args.gpu):
-            print(record_path(config, run))
-        return 0
+        try:
+            return _plan(args, config)
+        except RecordError as exc:  # a record the gate refuses: nothing is estimated from it
+            print(f"asynctm.experiments plan: {exc}", file=sys.stderr)
+            return 1
 
     from . import run
 
@@ -128,6 +111,35 @@ def main(argv=None) -> int:
             return 1
         print(f"asynctm.experiments {args.cmd} failed ({args.out}): {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
+    return 0
+
+
+def _plan(args, config) -> int:
+    """The plan command's listing, status and estimates for a loaded configuration."""
+    from .plan import record_path, requested_runs
+
+    if args.busy:
+        from .estimate import busy_records, render_busy
+
+        print(render_busy(busy_records(config, requested_runs(config, host_gpu=args.gpu))))
+        return 0
+    if args.status or args.estimate:
+        from . import estimate
+
+        if args.budget_hours is not None:
+            config["run_budget_hours"] = args.budget_hours
+        if args.full_protocol:
+            config["reduced"] = {}
+        runs = requested_runs(config, host_gpu=args.gpu)
+        timings = estimate.load_timings(config["results_dir"], config.get("estimate_benchmarks"),
+                                        args.data_dir or config.get("data_dir"))
+        rows = estimate.status(config, runs, timings)
+        estimate.budget(config, rows)
+        print(estimate.render(config, rows, timings, args.cores or estimate.default_cores(),
+                              show_present=args.status))
+        return 0
+    for run in requested_runs(config, host_gpu=args.gpu):
+        print(record_path(config, run))
     return 0
 
 

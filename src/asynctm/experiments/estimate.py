@@ -29,6 +29,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import store
 from . import plan
 
 # Benchmark settings (benchmarks/bench_tm.py) whose dataset record does not name its dataset and protocol.
@@ -73,15 +74,13 @@ def _key(ds: dict) -> tuple[str, str]:
 
 
 def _records(results_dir: Path):
-    smoke = results_dir / "smoke"
-    for path in sorted(results_dir.glob("*/*/*/seed*.json")):
-        if smoke in path.parents:
-            continue
-        try:
-            rec = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        if rec.get("status") == "complete" and rec.get("scale", "paper") == "paper":
+    """The paper-scale records below ``results_dir``, each through the gate (asynctm.store): a refused record
+    raises its one-line RecordError instead of estimating anything."""
+    for path in store.record_files(results_dir, ablation=False):
+        if path.parent.parent.parent.parent != results_dir:
+            continue  # not <experiment>/<impl>/<params>/seed<k>.json (e.g. results/smoke/...)
+        rec = store.read_record(path, results_dir)
+        if rec["scale"] == "paper":
             yield rec
 
 
@@ -221,7 +220,7 @@ def estimate_run(config: dict, run: dict, timings: Timings) -> Estimate:
 
 
 def run_threads(config: dict, impl: str, cores: int, experiment: str | None = None) -> int:
-    if impl in ONE_THREAD or impl == "tm_gpu":
+    if impl in ONE_THREAD or impl in plan.GPU_IMPLS:
         return 1
     if impl == "tm_cpu":
         return min(cores, config.get("cpu_threads") or cores)
@@ -466,10 +465,9 @@ def busy_records(config: dict, runs: list[dict]) -> list[dict]:
     out = []
     for run in runs:
         path = Path(plan.record_path(config, run))
-        try:
-            rec = json.loads(path.read_text())
-        except (OSError, ValueError):
+        if not path.is_file():
             continue
+        rec = store.read_record(path, plan.results_root(config))
         prov = rec.get("provenance") or {}
         load, cores = prov.get("load_average_1min_at_end"), prov.get("logical_cores")
         if rec.get("kind") in TIMED_KINDS and busy(load, cores):
@@ -488,7 +486,7 @@ def render_busy(busy: list[dict]) -> str:
         "cores + 1): their metrics stand, their times are left out of the tables' ratios.", "",
         *_table(["load", "cores", "threads", "CPU", "record"], lines, {0, 1, 2}), "",
         "Time them again with nothing else running on this machine (each record, and what is built from it, is "
-        "replaced when its run ends; README.md, 'Rerunning and changing settings'):",
+        "replaced when its run ends; docs/running.md, 'Rerunning and changing settings'):",
         "  .venv/bin/snakemake --cores all tables figures report --config run_missing=false --forcerun "
         + " ".join(b["path"] for b in busy)])
 

@@ -15,17 +15,23 @@ from dataclasses import dataclass
 from ..backends import ORDERS, TALLIES, UPDATE_RULES
 
 # The Tsetlin Machine implementations, in the order the tables and figures show them: the paper's three
-# columns (pyTsetlinMachine indexed and non-indexed, the CUDA TM), then our CPU build.
-TM_IMPLS = ("pytm_indexed", "pytm_nonindexed", "tm_gpu", "tm_cpu")
-OUR_IMPLS = ("tm_gpu", "tm_cpu")  # our TM: the kernels of kernels/ on a GPU and on CPU threads
+# columns (pyTsetlinMachine indexed and non-indexed, the CUDA TM: our kernels with the paper's design, one thread
+# per clause), then our own builds: the GPU kernels with a warp of threads per clause, and the CPU build.
+TM_IMPLS = ("pytm_indexed", "pytm_nonindexed", "tm_gpu", "tm_gpu_warp", "tm_cpu")
+OUR_IMPLS = ("tm_gpu", "tm_gpu_warp", "tm_cpu")  # our TM: the kernels of kernels/ on a GPU and on CPU threads
+WARP = 32  # threads per clause of the GPU build's other schedule, a warp per clause (kernels/README.md)
+# The GPU builds and their threads per clause (kernels/README.md, "Threads per clause"): tm_gpu is the paper's
+# design, one thread per clause; tm_gpu_warp gives each clause a warp. A record's impl says which it ran.
+GPU_THREADS_PER_CLAUSE = {"tm_gpu": 1, "tm_gpu_warp": WARP}
+GPU_IMPLS = tuple(GPU_THREADS_PER_CLAUSE)
 TM_SETTINGS = ("epochs", "state_bits", "boost_true_positive", "batch_size", "append_negated")
 
 _TM_PARAMS = re.compile(r"^n(?P<clauses>\d+)_T(?P<T>\d+)_s(?P<s>\d+(?:\.\d+)?(?:e[+-]?\d+)?)_e(?P<epochs>\d+)$")
 
 # Why an implementation has no (usable) record for an experiment: the gap's words in tables and figures.
 REASON_NO_INDEX = "not run: pyTsetlinMachine's regression machine has no index"
-REASON_NO_GPU = "not run: no GPU on this host"
-REASON_GPU_OFF = "not run: tm_gpu disabled by the config (gpu: false)"
+REASON_NO_GPU = "not run: needs a GPU host, and this one has none (config impls, gpu)"
+REASON_GPU_OFF = "not run: the GPU builds are disabled by the config (gpu: false)"
 REASON_NO_DATA = "not run: its dataset is not in the config's datasets"
 REASON_NOT_REQUESTED = "not run: not requested by the config"
 REASON_NO_RECORD = "not run: no record"
@@ -187,17 +193,20 @@ def seeds(config: dict) -> list[int]:
     return list(config["smoke"]["seeds"] if is_smoke(config) else config["seeds"])
 
 
-WARP = 32  # threads per clause of the GPU build's other schedule, a warp per clause (kernels/README.md)
 WARP_SUFFIX = "_warp"  # an ablation variant's folder with a warp per clause (ablation_variant)
 
 
-def gpu_threads_per_clause(config: dict) -> int:
-    """Threads per clause that the configuration gives tm_gpu runs (1: the paper's one thread per clause)."""
-    return int(config.get("gpu_threads_per_clause", 1))
+def gpu_impl(threads_per_clause: int) -> str:
+    """The GPU build that runs ``threads_per_clause`` threads per clause (1: tm_gpu, a warp: tm_gpu_warp)."""
+    for impl, k in GPU_THREADS_PER_CLAUSE.items():
+        if k == threads_per_clause:
+            return impl
+    raise PlanError(f"no GPU build runs {threads_per_clause} threads per clause: tm_gpu runs 1 (the paper's "
+                    f"design), tm_gpu_warp {WARP} (a warp)")
 
 
 def record_threads_per_clause(record: dict) -> int:
-    """Threads per clause a tm_gpu record ran with: its hyperparameters name them only when not 1."""
+    """Threads per clause a GPU record ran with: its hyperparameters name them only when not 1."""
     return int((record.get("hyperparameters") or {}).get("threads_per_clause", 1))
 
 
@@ -213,8 +222,8 @@ def tm_run_settings(config: dict, name: str, impl: str, params: str, seed: int) 
     _check_clauses(exp, p["clauses"])
     hyper = {"n_clauses": p["clauses"], "T": p["T"], "s": p["s"], "epochs": p["epochs"],
              **{k: exp[k] for k in TM_SETTINGS if k != "epochs"}}
-    k = gpu_threads_per_clause(config)
-    if impl == "tm_gpu" and k != 1:  # only then: the settings of every other run stay as they were
+    k = GPU_THREADS_PER_CLAUSE.get(impl, 1)
+    if k != 1:  # only a warp's: the settings of every other run stay as they were
         hyper["threads_per_clause"] = k
     return {"kind": "tm", "experiment": name, "impl": impl, "params": params, "seed": int(seed),
             "scale": config.get("scale", "paper"), "task": exp["task"], "dataset": exp["dataset"],
@@ -279,7 +288,7 @@ def requested_runs(config: dict, host_gpu: bool) -> list[dict]:
                                             "kind": kind}
 
     def runnable(name, impls):
-        return [i for i in impls if impl_skip_reason(task(config, name), i) is None and (use_gpu or i != "tm_gpu")]
+        return [i for i in impls if impl_skip_reason(task(config, name), i) is None and (use_gpu or i not in GPU_IMPLS)]
 
     unknown = sorted(set(config.get("reduced") or {}) - set(config["experiments"]))
     if unknown:
@@ -355,7 +364,7 @@ def gap_reason(config: dict, name: str, impl: str, host_gpu: bool, requested=Non
     experiments = config.get("experiments", {})
     if impl == "pytm_indexed" and name in experiments and task(config, name) == "regression":
         return REASON_NO_INDEX
-    if impl == "tm_gpu":
+    if impl in GPU_IMPLS:
         if not host_gpu:
             return REASON_NO_GPU
         if config.get("gpu") is False:
@@ -455,7 +464,7 @@ def ablation_run_settings(config: dict, name: str, impl: str, params: str, varia
     """The runner's settings of one ablation run: a TM run whose hyperparameters add ``tally`` and
     ``regression_rule``, ``order`` where it is staggered and ``threads_per_clause`` where it is a warp's (the
     variant alone sets a GPU run's threads per clause; the record repeats them)."""
-    if impl not in OUR_IMPLS:
+    if impl not in ("tm_cpu", "tm_gpu"):  # tm_gpu's variants name a warp per clause themselves (_warp)
         raise PlanError(f"the ablation runs our TM only (tm_cpu or tm_gpu), not {impl!r}")
     switches = parse_ablation_variant(variant)
     if experiment(config, name)["task"] != "regression" and switches["regression_rule"] != "linear":
@@ -463,6 +472,6 @@ def ablation_run_settings(config: dict, name: str, impl: str, params: str, varia
     if "threads_per_clause" in switches and impl != "tm_gpu":
         raise PlanError(f"{name}: a warp per clause is the GPU build's schedule; {impl} has none ({variant!r})")
     settings = tm_run_settings(config, name, impl, params, seed)
-    settings["hyperparameters"].pop("threads_per_clause", None)  # the variant says, not gpu_threads_per_clause
+    settings["hyperparameters"].pop("threads_per_clause", None)  # the variant says
     settings["hyperparameters"].update(switches)
     return settings

@@ -14,6 +14,7 @@ its checkpoint and ends with "paused before epoch k" and ``RunPaused``; the same
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import logging
 import os
@@ -23,6 +24,8 @@ import statistics
 import sys
 import threading
 import time
+import zipfile
+import zlib
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -32,6 +35,7 @@ from ..datasets.base import ProcessedDataset, load_processed
 from ..io import atomic_open, write_json_atomic
 from ..jobs import JobLog
 from .metrics import evaluate
+from .plan import GPU_IMPLS
 
 SCHEMA = 1
 logger = logging.getLogger("asynctm.experiments")
@@ -62,6 +66,24 @@ class RunInterrupted(KeyboardInterrupt):
     def __init__(self, signum: int):
         self.signum = int(signum)
         super().__init__(signal.Signals(self.signum).name)
+
+
+def write_record(out, record: dict) -> None:
+    """Write a finished run's record, atomically, after the gate (asynctm.store) accepted it: a run never writes a
+    record that the tables would refuse. A refused one is kept beside it as ``seed<k>.json.refused`` (its training
+    is not lost) and the run fails with the gate's line."""
+    from .. import store
+
+    parts = Path(out).parts
+    own = Path(str(record.get("experiment")), str(record.get("impl")), str(record.get("params")),
+               f"seed{record.get('seed')}.json")  # the place it names (the reader checks the place it is in)
+    rel = Path(*parts[-6:]) if len(parts) >= 6 and parts[-6] == "ablation" else own
+    try:
+        store.check_record(json.loads(json.dumps(record)), rel, path=Path(out))
+    except store.RecordError:
+        write_json_atomic(f"{out}.refused", record)
+        raise
+    write_json_atomic(out, record)
 
 
 @contextlib.contextmanager
@@ -157,7 +179,7 @@ def provenance(threads: int | None, gpu: bool, started: float, git: dict) -> dic
     """The record's ``provenance``. ``git``: ``provenance.git_info()`` when this attempt started, the code it
     loaded (taken at the end instead, a commit or an edit made while a run of hours went on would be recorded as
     the run's code); where the checkout changed while the run went on, ``git_at_end`` says how it stood then."""
-    from ..provenance import cpu_info, git_info, gpu_info, versions
+    from ..provenance import cpu_info, git_info, gpu_info, host_id, versions
 
     end = git_info()
     changed = {} if end == git else {"git_at_end": {"commit": end["commit"],
@@ -165,7 +187,8 @@ def provenance(threads: int | None, gpu: bool, started: float, git: dict) -> dic
     cpu = cpu_info()
     return {"git_commit": git["commit"], "git_dirty": git["tracked_files_modified"], **changed,
             "command": " ".join(sys.argv), "python": platform.python_version(), "packages": versions(),
-            "platform": platform.platform(), "cpu_model": cpu["model"], "logical_cores": cpu["logical_cores"],
+            "platform": platform.platform(), "host_id": host_id(), "cpu_model": cpu["model"],
+            "logical_cores": cpu["logical_cores"],
             "usable_cores": cpu["usable_cores"], "threads": threads, "gpu": gpu_info() if gpu else None,
             "started_utc": datetime.fromtimestamp(started, timezone.utc).isoformat(timespec="seconds"),
             "wall_s": time.time() - started,
@@ -246,12 +269,72 @@ def write_checkpoint(path: Path, peer, state: dict) -> bool:
 
 
 def read_checkpoint(path: Path) -> dict:
-    """The run state of a checkpoint (ValueError when it cannot be read)."""
+    """The run state of a checkpoint; ValueError saying what is wrong when the file cannot be read (truncated,
+    damaged, not a checkpoint) or its run state is inconsistent (see :func:`_state_problem`)."""
     try:
         with np.load(path, allow_pickle=False) as z:
-            return json.loads(str(z["run_state"]))
-    except (OSError, KeyError, ValueError, EOFError) as exc:
-        raise ValueError(f"unreadable ({type(exc).__name__}: {exc})") from exc
+            state = json.loads(str(z["run_state"]))
+            trained = z["epochs_trained"] if "epochs_trained" in z.files else None
+    except Exception as exc:  # noqa: BLE001 - zip, CRC, zlib, EOF, NumPy format or JSON errors of a damaged file
+        raise ValueError(f"unreadable ({type(exc).__name__}: {' '.join(str(exc).split())})") from None
+    problem = _state_problem(state, trained)
+    if problem:
+        raise ValueError(f"inconsistent: {problem}")
+    return state
+
+
+def _state_problem(state, trained) -> str | None:
+    """What makes a checkpoint's run state unusable (None: nothing): not the JSON that :func:`run_tm` writes, or an
+    epoch count other than that of the model it holds (``trained``: its ``epochs_trained``, where it has one)."""
+    if not isinstance(state, dict) or not isinstance(state.get("key"), str):
+        return "its run state is not a JSON object with the run's settings"
+    epochs, resume = state.get("epochs"), state.get("resume")
+    if not isinstance(epochs, list) or not all(isinstance(e, dict) for e in epochs):
+        return "its run state has no list of epochs"
+    if [e.get("epoch") for e in epochs] != list(range(1, len(epochs) + 1)):
+        return f"its {len(epochs)} epochs are not numbered 1 to {len(epochs)}"
+    if not all(isinstance(e.get(k), (int, float)) and not isinstance(e.get(k), bool)
+               for e in epochs for k in ("train_s", "eval_s")):
+        return "its epochs lack their times (train_s, eval_s)"
+    if not isinstance(resume, list) or not all(isinstance(r, dict) and isinstance(r.get("after_epoch"), int)
+                                               for r in resume):
+        return "its resume history is not a list of resumes"
+    if trained is not None:
+        if trained.shape != () or trained.dtype.kind not in "iu":
+            return f"its epochs_trained is not one integer ({trained.dtype}, shape {trained.shape})"
+        if int(trained) != len(epochs):
+            return f"its model has trained {int(trained)} epochs, but its run state holds {len(epochs)}"
+    return None
+
+
+# What restoring a checkpoint that passed read_checkpoint raises when one of its arrays is damaged or inconsistent.
+_RESTORE_ERRORS = (ValueError, KeyError, OSError, EOFError, zipfile.BadZipFile, zlib.error)
+
+
+def set_aside(path: Path) -> Path:
+    """Rename a damaged checkpoint to ``<name>.damaged`` (``<name>.2.damaged``, ... where that is taken), kept
+    for a look and never deleted; the new name."""
+    for k in itertools.count(1):
+        aside = path.with_name(path.name + (".damaged" if k == 1 else f".{k}.damaged"))
+        if not aside.exists():
+            path.rename(aside)
+            return aside
+    raise AssertionError("unreachable")
+
+
+def _set_aside_damaged(path: Path, exc: Exception, say) -> None:
+    """Set a checkpoint that cannot be resumed (``exc``: why) aside and say so in one line (OSError, one line,
+    where it cannot be renamed: a rerun would meet it again)."""
+    problem = " ".join(str(exc).removeprefix(f"{path}: ").split())
+    if not isinstance(exc, ValueError):
+        problem = f"{type(exc).__name__}: {problem}"
+    try:
+        aside = set_aside(path)
+    except OSError as err:
+        raise OSError(f"{path}: damaged checkpoint ({problem}) that cannot be set aside ({err}); move it away and "
+                      "rerun") from None
+    say(f"checkpoint {path.name} is damaged: {problem}; set aside as {aside.name}, the run starts again from "
+        "epoch 1")
 
 
 def _resume_refusal(state: dict, key: str, cpu_model: str, peer, n_epochs: int) -> str | None:
@@ -280,11 +363,11 @@ def make_tm_peer(settings: dict, threads: int | None):
     common = dict(state_bits=h["state_bits"], boost_true_positive=h["boost_true_positive"],
                   append_negated=h["append_negated"], batch_size=h["batch_size"], seed=settings["seed"])
     impl = settings["impl"]
-    if impl == "tm_gpu":
+    if impl in GPU_IMPLS:  # tm_gpu: one thread per clause; tm_gpu_warp: a warp (its threads_per_clause)
         if not cuda_available():
             raise BackendUnavailableError(
-                "tm_gpu needs an NVIDIA GPU with PyCUDA (pip install -e '.[cuda]'), and none was found on this "
-                "host. Run tm_cpu instead, or leave config gpu: auto so that tm_gpu runs are not requested here.")
+                f"{impl} needs an NVIDIA GPU with PyCUDA (pip install -e '.[cuda]'), and none was found on this "
+                f"host. Run tm_cpu instead, or leave config gpu: auto so that {impl} runs are not requested here.")
         return _with_switches(make_peer("asynctm", task, h["n_clauses"], h["T"], h["s"], backend="cuda", **common), h)
     if impl == "tm_cpu":
         return _with_switches(make_peer("asynctm", task, h["n_clauses"], h["T"], h["s"], backend="cpu",
@@ -388,21 +471,33 @@ def run_tm(settings: dict, data_dir, out, log=None, threads: int | None = None,
             from ..provenance import cpu_info
 
             # A GPU run's checkpoint also names its GPU: per-epoch times of two GPUs would mix in one record.
-            key = _checkpoint_key(settings, device.get("threads"), device.get("device") if settings["impl"] == "tm_gpu"
-                                  else None)
+            key = _checkpoint_key(settings, device.get("threads"),
+                                  device.get("device") if settings["impl"] in GPU_IMPLS else None)
             cpu_model = cpu_info()["model"]
             history: list[dict] = []
             if ckpt.exists():
                 try:
                     state = read_checkpoint(ckpt)
-                    refusal = _resume_refusal(state, key, cpu_model, peer, n_epochs)
-                except ValueError as exc:
-                    state, refusal = None, str(exc)
+                except ValueError as exc:  # damaged or inconsistent: kept aside, the run starts afresh
+                    state = None
+                    _set_aside_damaged(ckpt, exc, say)
+                refusal = _resume_refusal(state, key, cpu_model, peer, n_epochs) if state is not None else None
                 if refusal:
                     say(f"checkpoint {ckpt.name} not used: {refusal}; starting from epoch 1")
                     ckpt.unlink()
-                else:
-                    peer.restore(ckpt, ds.X_train, ds.y_train, len(state["epochs"]))
+                    state = None
+                elif state is not None:
+                    try:
+                        peer.restore(ckpt, ds.X_train, ds.y_train, len(state["epochs"]))
+                    except _RESTORE_ERRORS as exc:  # an array damaged or at odds with the run: as above
+                        state = None
+                        _set_aside_damaged(ckpt, exc, say)
+                        peer.close()  # and a fresh one, as a run without a checkpoint has
+                        t0 = time.perf_counter()
+                        peer = make_tm_peer(settings, threads)
+                        construct_s = time.perf_counter() - t0
+                        setup = peer.prepare(ds.X_train, ds.y_train)
+                if state is not None:
                     epochs = state["epochs"]
                     history = state["resume"] + [{"after_epoch": len(epochs), "started_utc": _utc(started),
                                                   "git_commit": git["commit"]}]
@@ -483,8 +578,8 @@ def run_tm(settings: dict, data_dir, out, log=None, threads: int | None = None,
                       "exact": peer.resume_exact, "note": peer.resume_note}
             record = _record(settings, dataset_summary(ds, settings), hyperparameters=h, implementation=meta,
                              metric_names=names, epochs=epochs, final=final, timing=timing, resume=resume,
-                             provenance=provenance(meta.get("threads"), settings["impl"] == "tm_gpu", started, git))
-            write_json_atomic(out, record)
+                             provenance=provenance(meta.get("threads"), settings["impl"] in GPU_IMPLS, started, git))
+            write_record(out, record)
             ckpt.unlink(missing_ok=True)
             say(f"done: {_metric_line(final)}, {timing['train_s_mean']:.3f} s/epoch -> {out}"
                 + (f" (resumed {len(history)} time(s))" if history else ""))
@@ -531,7 +626,7 @@ def run_svm(settings: dict, data_dir, out, log=None, threads: int | None = None)
     gpu = impl.get("build") == "gpu"
     record = _record(settings, dataset_summary(ds, settings), **parts,
                      provenance=provenance(impl.get("threads"), gpu, started, git))
-    write_json_atomic(out, record)
+    write_record(out, record)
     say(f"done: {impl.get('library')} {_metric_line(parts['final'])}, fit {parts['timing']['fit_s']:.2f} s")
     return record
 
@@ -548,6 +643,6 @@ def run_mlp(settings: dict, scores, out, log=None) -> dict:
     record = _record(settings, tm_record["dataset"], **parts, tm_record={
         "impl": tm_record["impl"], "params": tm_record["params"], "seed": tm_record["seed"],
         "timing": tm_record["timing"]}, provenance=provenance(1, False, started, git))
-    write_json_atomic(out, record)
+    write_record(out, record)
     say(f"done: {_metric_line(parts['final'])} -> {out}")
     return record
