@@ -534,12 +534,15 @@ def test_dress_rehearsal_on_the_simulated_gpu(tmp_path):
     assert tests_manifest["pytest"]["summary"].startswith("3 passed in ") and "then 1 alone" in tests_manifest[
         "pytest"]["summary"]
 
-    # Called again after unpack: every run is recorded already, nothing is trained; the earlier call's work
-    # folder is kept (the same staged campaign), and the tarball holds only this call's manifest.
+    # Called again after unpack, without --threads-per-clause: each experiment stays on the build of its recorded
+    # seeds, whichever the benchmark chose, so every run is recorded already and nothing is trained; the earlier
+    # call's work folder is kept (the same staged campaign), and the tarball holds only this call's manifest.
     r = step("paper", call_out=(out := tmp_path / "out_call2"))
     assert "kept the work folder of an earlier call" in r.stdout
     manifests = sorted((tmp_path / "work" / "paper" / "benchmarks/results/campaign").glob("paper_*.json"))
     again = json.loads(manifests[-1].read_text())
+    assert {n: c["threads"] for n, c in again["threads_per_clause"].items()} == {
+        n: c["threads"] for n, c in chosen.items()}
     assert again["done"] == [] and again["stopped"] is None
     with tarfile.open(out / "paper.tar.gz") as tar:
         assert [m.name for m in tar.getmembers()] == [manifests[-1].relative_to(tmp_path / "work" / "paper").as_posix()]
@@ -894,6 +897,46 @@ def test_a_run_longer_than_the_call_pauses_and_the_next_call_on_the_machine_resu
     assert steps_mod.estimate_s(step, "semeval", "n40_T15_s3.9_e100") == pytest.approx(
         ESTIMATE_MARGIN * (RUN_OVERHEAD_S + 150))
     step.close()
+
+
+def test_a_training_step_without_threads_per_clause_keeps_the_build_of_the_recorded_seeds(tmp_path, monkeypatch):
+    """Called without --threads-per-clause (again after unpack, say), the paper step keeps an experiment on the
+    build its recorded seeds are in: a seed recorded there is not trained again, the missing ones join it; an
+    experiment with nothing recorded gets the default (one thread); a number names every experiment's build."""
+    step = _paper_step(tmp_path, budget=300)
+    apple, sem = (plan.main_params(step.config, n, "tm_gpu") for n in ("wsd_apple", "semeval"))
+    recorded = tmp_path / "tree" / steps_mod.record_path(step.config, ("wsd_apple", apple, 0), "tm_gpu_warp")
+    recorded.parent.mkdir(parents=True)
+    recorded.write_text("{}")
+    trained = []
+
+    def child(cmd, log_path=None):
+        out = Path(cmd[cmd.index("--out") + 1])
+        trained.append(out.relative_to(tmp_path / "work").as_posix())
+        return _fake_run(out, 2, 2, record=True)
+
+    monkeypatch.setattr(step, "child", child)
+    runs = [("wsd_apple", apple, 0), ("wsd_apple", apple, 1), ("semeval", sem, 0)]
+    steps_mod._tm_runs(step, runs)
+    assert trained == [steps_mod.record_path(step.config, ("wsd_apple", apple, 1), "tm_gpu_warp"),
+                       steps_mod.record_path(step.config, ("semeval", sem, 0), "tm_gpu")]
+    chosen = step.manifest["threads_per_clause"]
+    assert chosen["wsd_apple"] == {"threads": 32, "reason": "as its recorded seeds of the main setting"}
+    assert chosen["semeval"]["threads"] == 1 and "the default" in chosen["semeval"]["reason"]
+    step.close()
+    # the next call on this machine: everything is recorded, in the tree or the work folder, for its build
+    again = _paper_step(tmp_path, budget=300)
+    monkeypatch.setattr(again, "child", child)
+    steps_mod._tm_runs(again, runs)
+    assert len(trained) == 2 and again.manifest["done"] == []
+    again.close()
+    # --threads-per-clause 1 names the build: tm_gpu's seeds of WSD apple are trained, the warp's kept apart
+    named = _paper_step(tmp_path, budget=300)
+    named.default_threads, named.named_threads = 1, True
+    monkeypatch.setattr(named, "child", child)
+    steps_mod._tm_runs(named, runs[:2])
+    assert trained[2:] == [steps_mod.record_path(named.config, ("wsd_apple", apple, s), "tm_gpu") for s in (0, 1)]
+    named.close()
 
 
 def test_an_ablation_variant_sets_its_runs_threads_per_clause(tmp_path, monkeypatch):

@@ -201,7 +201,8 @@ def test_threads_per_clause_is_the_gpu_builds_not_a_setting(tmp_path):
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
     with pytest.raises(ConfigError) as err:
         load_config(tmp_path / "config.yaml", REPO / "config" / "schema.yaml")
-    assert "config gpu_threads_per_clause: unknown key" in str(err.value)
+    assert "config gpu_threads_per_clause: no longer a setting" in str(err.value)
+    assert "tm_gpu_warp" in str(err.value)
 
 
 def test_an_unknown_svm_library_is_refused_with_the_allowed_ones(tmp_path):

@@ -99,8 +99,8 @@ def parser() -> argparse.ArgumentParser:
                    help="gpu_tests: a pytest -k expression; bench, sweeps, paper: comma-separated experiments")
     p.add_argument("--threads-per-clause", type=_threads, default=None,
                    help="sweeps, paper: the GPU runs' build by its threads per clause, 1 (tm_gpu, the paper's "
-                        "design; the default) or 32 (tm_gpu_warp), or auto: per experiment from this commit's GPU "
-                        "tests and benchmark")
+                        "design) or 32 (tm_gpu_warp), or auto: per experiment from this commit's GPU tests and "
+                        "benchmark; without it, each experiment's recorded build, else 1")
     p = sub.add_parser("unpack", help="put the returned tarballs into results/ and benchmarks/results/")
     p.add_argument("folder")
     p.add_argument("--into", default=None, help="the tree to unpack into (default: this checkout)")

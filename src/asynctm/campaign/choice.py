@@ -23,7 +23,10 @@ warm), or an earlier lease did and they were unpacked into the checkout:
 5. The ``paper`` step keeps an experiment's main setting on the build of its recorded seeds (the folder they are
    in: ``tm_gpu`` or ``tm_gpu_warp``), so that the table cell that has seeds is completed first; the ``sweeps``
    step keeps a sweep on the build of its recorded points (the most common where they differ), so that the points
-   still missing join the line that has the most (each build is a line of its own).
+   still missing join the line that has the most (each build is a line of its own). A tie goes to one thread, in
+   every call. Rule 5 comes first, and it holds without ``--threads-per-clause`` as well (then rules 1-4 give way
+   to the default, one thread): a call that names no build never starts a second copy of a recorded cell in the
+   other build. Only a number (``--threads-per-clause 1`` or ``32``) overrides it.
 
 :func:`bench_estimate_s` estimates a run's seconds from the benchmark (of the same GPU where there is one), for
 runs no record of the same threads per clause can estimate.
@@ -251,14 +254,11 @@ def kept_settings(config: dict, name: str, keep: str) -> tuple[list[str], str]:
 KEEP_RECORDED = {"paper": "main", "sweeps": "sweep"}
 
 
-def choose_threads(step, experiments, keep: str | None = None) -> dict[str, dict]:
+def choose_threads(step, experiments, keep: str | None = None, rules: bool = True) -> dict[str, dict]:
     """``{experiment: {"threads": k, "reason": text}}`` by the rules of this module's docstring (``keep``: rule 5's
-    ``main`` or ``sweep``; None: rules 1-4 alone)."""
+    ``main`` or ``sweep``; None: rules 1-4 alone). ``rules`` False (a step called without
+    ``--threads-per-clause``): rule 5, else the step's default, without rules 1-4."""
     default = getattr(step, "default_threads", 1)
-    tests, evidence = gpu_tests_verdict(step), warp_evidence(step)
-    words = {name: literal_words(step, name) for name in set(experiments) | set(evidence)}
-    bad = [f"{n}: {e['metric']} {e['warp_metric']:.2f} with a warp, below {e['floor']:.2f}"
-           for n, e in sorted(evidence.items()) if not e["accurate"]]
     out = {}
     for name in experiments:
         if keep:
@@ -266,7 +266,16 @@ def choose_threads(step, experiments, keep: str | None = None) -> dict[str, dict
             k = recorded_threads(step, name, params)
             if k is not None:
                 out[name] = {"threads": k, "reason": why}
-                continue
+    if not rules:
+        return {name: out.get(name) or {"threads": default, "reason": "no recorded seeds of its setting and no "
+                                        "--threads-per-clause: the default"} for name in experiments}
+    tests, evidence = gpu_tests_verdict(step), warp_evidence(step)
+    words = {name: literal_words(step, name) for name in set(experiments) | set(evidence)}
+    bad = [f"{n}: {e['metric']} {e['warp_metric']:.2f} with a warp, below {e['floor']:.2f}"
+           for n, e in sorted(evidence.items()) if not e["accurate"]]
+    for name in experiments:
+        if name in out:
+            continue
         if tests is None and not evidence:
             out[name] = {"threads": default, "reason": "no GPU tests or benchmark of this code: the default"}
         elif tests is not True:
@@ -291,14 +300,15 @@ def choose_threads(step, experiments, keep: str | None = None) -> dict[str, dict
                 (f"a warp was faster on {', '.join(sorted(faster_below))}" if k == WARP else
                  f"slower with a warp on {', '.join(sorted(slower_above))}" if slower_above else
                  "no benchmarked setting with as few words was faster with a warp"))}
-    return out
+    return {name: out[name] for name in experiments}  # in the order asked (the log's)
 
 
 def bench_estimate_s(step, name: str, params: str, threads: int, eval_s: float | None = None) -> float | None:
     """Seconds a GPU run should take, from the GPU benchmark at the same clauses, T and s and threads per
-    clause (its build, tm_gpu or tm_gpu_warp): its set-up and warm-up epoch, then median epochs, each with an evaluation (the benchmark's evaluation
-    time; where it has none, ``eval_s``, else an epoch's), plus a process's start, times a margin; from another
-    GPU's benchmark (where this one's has none), times :data:`OTHER_GPU_FACTOR` as well."""
+    clause (its build, tm_gpu or tm_gpu_warp): its set-up and warm-up epoch, then median epochs, each with an
+    evaluation (the benchmark's evaluation time; where it has none, ``eval_s``, else an epoch's), plus a process's
+    start, times a margin; from another GPU's benchmark (where this one's has none), times
+    :data:`OTHER_GPU_FACTOR` as well."""
     impl = BENCH_IMPL.get(threads)
     if impl is None:
         return None

@@ -19,7 +19,9 @@ an ``unpack`` in between, its tarball holds only what this call adds, and a run 
 device call's end, shared by its steps: what one step leaves unused goes to the next), ``--budget`` after a given
 number of seconds, whichever comes first; the ``sweeps`` and ``paper`` steps choose each experiment's GPU build
 with ``--threads-per-clause auto`` (:mod:`asynctm.campaign.choice`): one thread per clause runs ``tm_gpu`` (the
-paper's design), a warp ``tm_gpu_warp``, each into its own record folder.
+paper's design), a warp ``tm_gpu_warp``, each into its own record folder. With ``auto`` or without the option,
+an experiment stays on the build of its recorded seeds (rule 5 there), so that a call again after ``unpack`` finds
+its runs recorded; only a number names the build of every experiment.
 """
 
 from __future__ import annotations
@@ -201,6 +203,9 @@ class Step:
         self.threads: dict[str, int] = {}  # per experiment, where --threads-per-clause chose (else default_threads)
         self.default_threads = 1  # --threads-per-clause K: every experiment's (1: tm_gpu, the paper's design)
         self.auto_threads = False  # --threads-per-clause auto: the training steps choose (choose)
+        # --threads-per-clause K named: every experiment in that build; else the training steps keep an experiment
+        # on the build of its recorded seeds (rule 5 of asynctm.campaign.choice), with or without auto
+        self.named_threads = False
         self.later_s = float(later_s)  # seconds of this step in the lease's next call (--later): runs may continue
         stamp = datetime.fromtimestamp(self.started, timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         # The kernels' and backends' digests: results of another commit with the same ones are of this code too
@@ -774,7 +779,7 @@ def _tm_runs(step: Step, runs: list[tuple]) -> None:
     this step) is passed over for the next one; so is a run that an earlier call had to kill at a budget at least as
     large as this one's. Each run pauses (``--stop-at``) before an epoch that would end after the step; its
     checkpoint stays in the work folder, and the step's next call on this machine resumes it (:func:`resumable`)."""
-    if step.auto_threads:
+    if step.auto_threads or (step.name in KEEP_RECORDED and not step.named_threads):
         choose(step, runs)
     took: dict[tuple[str, int], float] = {}  # seconds of this step's last run, per experiment and threads
     killed_before = past_budget(step)
@@ -923,12 +928,14 @@ def ablation_runs(config: dict) -> list[tuple[str, str, int, str]]:
     return runs
 
 
-def choose(step: Step, runs: list[tuple[str, str, int]]) -> None:
-    """``--threads-per-clause auto``: each experiment's threads per clause (:func:`~.choice.choose_threads`; the
-    ``paper`` step keeps a main setting's recorded threads, the ``sweeps`` step a sweep's), in the log and the
-    manifest."""
-    names = list(dict.fromkeys(n for n, _, _ in runs))
-    chosen = choose_threads(step, names, keep=KEEP_RECORDED.get(step.name))
+def choose(step: Step, runs: list[tuple]) -> None:
+    """Each experiment's threads per clause (:func:`~.choice.choose_threads`; the ``paper`` step keeps a main
+    setting's recorded build, the ``sweeps`` step a sweep's), in the log and the manifest: with
+    ``--threads-per-clause auto`` from the GPU tests and benchmark where nothing is recorded, without the option
+    the default there (one thread). A run whose record is in the tree or the work folder for that build is not
+    trained again, whichever way the step was called."""
+    names = list(dict.fromkeys(run[0] for run in runs))
+    chosen = choose_threads(step, names, keep=KEEP_RECORDED.get(step.name), rules=step.auto_threads)
     step.threads = {n: c["threads"] for n, c in chosen.items()}
     step.manifest["threads_per_clause"] = {n: c for n, c in chosen.items()}
     for n, c in chosen.items():
@@ -969,13 +976,13 @@ def run_step(name: str, campaign_dir: Path | None = None, out_dir: Path | None =
              select: str | None = None, tree: Path | None = None, threads_per_clause: int | str | None = None,
              until: float | None = None, later_s: float = 0.0) -> int:
     """Run one step; returns the exit status (0: it ran, even if it stopped at its budget).
-    ``threads_per_clause`` (sweeps, paper): every experiment's GPU build, 1 (tm_gpu, the paper's design and the
-    default) or 32 (tm_gpu_warp), so that a call can choose it on the GPU machine after the benchmark, without
-    staging again; ``"auto"`` chooses per experiment from the GPU tests and benchmark of this code
-    (:mod:`~.choice`). ``until`` (UNIX time) ends the
-    step then, if that comes before the budget. ``later_s``: seconds the same step gets in the next call of this
-    lease, on this machine (a run that needs more than this call has left starts where the two together fit,
-    pauses at this call's end and resumes in that one)."""
+    ``threads_per_clause`` (sweeps, paper): every experiment's GPU build, 1 (tm_gpu, the paper's design) or 32
+    (tm_gpu_warp), so that a call can choose it on the GPU machine after the benchmark, without staging again;
+    ``"auto"`` chooses per experiment from the GPU tests and benchmark of this code (:mod:`~.choice`); None keeps
+    each experiment on the build of its recorded seeds, else one thread (:mod:`~.choice`, rule 5). ``until``
+    (UNIX time) ends the step then, if that comes before the budget. ``later_s``: seconds the same step gets in
+    the next call of this lease, on this machine (a run that needs more than this call has left starts where the
+    two together fit, pauses at this call's end and resumes in that one)."""
     if name not in STEPS:
         raise StageError(f"unknown step {name!r}; the steps are, in order: {', '.join(STEPS)}")
     if threads_per_clause is not None and (name not in ("sweeps", "paper")
@@ -991,6 +998,7 @@ def run_step(name: str, campaign_dir: Path | None = None, out_dir: Path | None =
         step.manifest["threads_per_clause"] = "auto"  # replaced by the choice, per experiment
     elif threads_per_clause is not None:
         step.default_threads = step.manifest["threads_per_clause"] = threads_per_clause
+        step.named_threads = True
     try:
         if do_install:
             install(campaign_dir, step.campaign, say=step.say)
