@@ -53,8 +53,13 @@ def code_digests() -> dict:
     pkg = Path(__file__).resolve().parent
     files = sorted(p for p in kernel_dir().iterdir() if p.suffix in (".cu", ".cuh", ".h"))
     files += sorted((pkg / "backends").glob("*.py")) + [pkg / "estimators.py", pkg / "encoding.py"]
+    return file_digests(files)
+
+
+def file_digests(files) -> dict:
+    """``{path: sha256}`` of these files, each path relative to the checkout where it lies in it."""
     out = {}
-    for p in files:
+    for p in map(Path, files):
         try:
             key = p.relative_to(REPO).as_posix()
         except ValueError:

@@ -70,17 +70,10 @@ def provenance(what: str, seeds=None, code=()) -> dict:
     """Where an evidence record came from: the checkout's commit and modified tracked files (as run records
     count them), the sha256 of this module and of ``code`` (the further modules whose code made the numbers),
     whether each is committed, host, platform, CPU, versions, the seeds used, when and by which command."""
-    from ..provenance import REPO, cpu_info, git_info, versions
+    from ..provenance import REPO, cpu_info, file_digests, git_info, versions
 
     git = git_info()
-    files = [Path(__file__).resolve(), *(Path(p).resolve() for p in code)]
-    digests = {}
-    for path in files:
-        try:
-            key = path.relative_to(REPO).as_posix()
-        except ValueError:
-            key = path.as_posix()
-        digests[key] = _sha256(path)
+    digests = file_digests([Path(__file__).resolve(), *(Path(p).resolve() for p in code)])
     cpu = cpu_info()
     return {"what": what, "git_commit": git["commit"], "git_dirty": git["tracked_files_modified"],
             "code_sha256": digests, "code_committed": _committed(REPO, digests),
@@ -642,22 +635,17 @@ def main(argv=None) -> int:
     runs.add_argument("--repeat", action="append", default=[], help="LABEL=LABEL: compare these groups' common seeds")
     runs.add_argument("--out", required=True)
     blog = sub.add_parser("blogfeedback", help="the BlogFeedback baselines evidence record")
-    blog.add_argument("--data-dir", required=True)
-    blog.add_argument("--results", required=True)
-    blog.add_argument("--reference", default="paper_tables/reference/paper_numbers.csv")
-    blog.add_argument("--config", default="config/config.yaml", help="names the main setting of our records")
-    blog.add_argument("--split-seeds", type=int, nargs="*", default=[0, 1, 2, 3, 4])
-    blog.add_argument("--seed", type=int, default=0, help="the regressors' random_state")
-    blog.add_argument("--threads", type=int, default=1, help="OpenMP threads for the regressor")
-    blog.add_argument("--out", required=True)
     bike = sub.add_parser("bike-sharing", help="the Bike Sharing leak baselines evidence record")
-    bike.add_argument("--data-dir", required=True)
-    bike.add_argument("--results", required=True)
-    bike.add_argument("--reference", default="paper_tables/reference/paper_numbers.csv")
-    bike.add_argument("--config", default="config/config.yaml", help="names the main setting of our records")
-    bike.add_argument("--seed", type=int, default=0, help="the regressors' random_state")
-    bike.add_argument("--threads", type=int, default=1, help="OpenMP threads for the regressor")
-    bike.add_argument("--out", required=True)
+    blog.add_argument("--split-seeds", type=int, nargs="*", default=[0, 1, 2, 3, 4])
+    for baselines in (blog, bike):
+        baselines.add_argument("--data-dir", required=True)
+        baselines.add_argument("--results", required=True)
+        baselines.add_argument("--reference", default="paper_tables/reference/paper_numbers.csv")
+        baselines.add_argument("--config", default="config/config.yaml", help="names the main setting of our records")
+        baselines.add_argument("--seed", type=int, default=0, help="the regressors' random_state")
+        baselines.add_argument("--threads", type=int, default=1, help="OpenMP threads for the regressor")
+        baselines.add_argument("--out", required=True)
+
     rend = sub.add_parser("render", help="paper_tables/evidence_<name>.md from every evidence record")
     rend.add_argument("--evidence", required=True)
     rend.add_argument("--tables-dir", required=True)
