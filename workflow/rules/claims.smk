@@ -21,7 +21,7 @@ from asynctm.artifacts.rules import (
     inputs_manifest_path,
     remove_stamps,
     run_artifact,
-    stale_stamp,
+    with_stamp,
 )
 from asynctm.io import write_text_atomic
 
@@ -59,8 +59,7 @@ _CLAIMS_CLI = lambda name, input, out_dir: cli_args(
 
 rule claims_page:
     input:
-        records=lambda wc: _CLAIMS_RECORDS("claims"),
-        stale=lambda wc: stale_stamp("claims", TABLES_DIR, _CLAIMS_RECORDS("claims")),
+        unpack(with_stamp("claims", TABLES_DIR, lambda wc: _CLAIMS_RECORDS("claims"))),
         config=CLAIMS_CONFIG,
         reference=PAPER_NUMBERS,
     output:
@@ -75,8 +74,7 @@ rule claims_page:
 
 rule fig_claims_forest:
     input:
-        records=lambda wc: _CLAIMS_RECORDS("fig_claims_forest"),
-        stale=lambda wc: stale_stamp("fig_claims_forest", TABLES_DIR, _CLAIMS_RECORDS("fig_claims_forest")),
+        unpack(with_stamp("fig_claims_forest", TABLES_DIR, lambda wc: _CLAIMS_RECORDS("fig_claims_forest"))),
         config=CLAIMS_CONFIG,
         reference=PAPER_NUMBERS,
     output:

@@ -9,16 +9,15 @@
 import sys
 from pathlib import Path
 
-from asynctm.artifacts.rules import inputs_manifest_path, report_record_input, run_artifact, stale_stamp
+from asynctm.artifacts.rules import inputs_manifest_path, report_record_input, run_artifact, with_stamp
 
 
 rule report:
     input:
+        unpack(with_stamp("report", TABLES_DIR, report_record_input(config, record_paths, RESULTS))),
         tables=rules.tables.input,
         figures=rules.figures.input,
         claims=rules.claims.input,  # the verdicts it opens on (claims.smk)
-        records=report_record_input(config, record_paths, RESULTS),
-        stale=lambda wc: stale_stamp("report", TABLES_DIR, report_record_input(config, record_paths, RESULTS)(wc)),
         config=ARTIFACTS_CONFIG,
     output:
         f"{TABLES_DIR}/report.html",

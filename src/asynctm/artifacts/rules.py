@@ -137,14 +137,20 @@ def changed_stamp(name: str, path, text: str) -> list[str]:
     return [_stamp(name, text)]
 
 
-def record_input_with_stamp(name: str, config: dict, record_paths, results, tables_dir):
-    """A Snakemake input function: ``{"records": [...], "stale": [...]}`` (see :func:`stale_stamp`)."""
+def with_stamp(name: str, tables_dir, records_of):
+    """A Snakemake input function (for ``unpack``): ``{"records": records_of(wildcards), "stale": [...]}``, the
+    records listed once and their stamp from that same list (see :func:`stale_stamp`)."""
 
     def inputs(wildcards):
-        records = declared_records(name, config, record_paths, results)
+        records = records_of(wildcards)
         return {"records": records, "stale": stale_stamp(name, tables_dir, records)}
 
     return inputs
+
+
+def record_input_with_stamp(name: str, config: dict, record_paths, results, tables_dir):
+    """:func:`with_stamp` of artifact ``name``'s declared records (:func:`record_input`)."""
+    return with_stamp(name, tables_dir, record_input(name, config, record_paths, results))
 
 
 def remove_stamps(stamps) -> None:
