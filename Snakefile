@@ -5,8 +5,7 @@ import os
 from snakemake.utils import min_version, validate
 
 from asynctm import messages as MESSAGES
-from asynctm.config_check import (ConfigError, check_config, coerce_config, config_sources, load_schema,
-                                  read_config_file)
+from asynctm.config_check import ConfigError, check_config, coerce_config, config_sources, load_schema, read_config_file
 
 min_version("9.0")
 
@@ -29,8 +28,11 @@ configfile: "config/config.yaml"
 # front, one line per problem: the key, what is wrong, the fix, and where it was set (--config or a file's line).
 coerce_config(config, "config/schema.yaml")
 with MESSAGES.refusing(ConfigError):
-    check_config(config, load_schema("config/schema.yaml"), config_sources(
-        workflow.config_settings.configfiles, workflow.config_settings.config, "config/config.yaml"))
+    check_config(
+        config,
+        load_schema("config/schema.yaml"),
+        config_sources(workflow.config_settings.configfiles, workflow.config_settings.config, "config/config.yaml"),
+    )
 validate(config, "config/schema.yaml")  # passes now; it fills in the schema's defaults
 
 

@@ -3,11 +3,13 @@
 
 One command, one process, per setting: our CPU build with 1 thread and with all cores, pyTsetlinMachine
 ``indexed=True`` and ``indexed=False`` (1 thread, as in the paper), pyTsetlinMachineParallel on all cores (in
-a worker process run by its own virtual environment, ``benchmarks/setup_pytm_parallel.sh``), and, when a CUDA
-GPU is present, our CUDA backend and PyTsetlinMachineCUDA. Identical hyperparameters and data for all
-(mapping and the differences by design: :mod:`asynctm.peers`). Prints a table and writes
-``benchmarks/results/<name>.json``, then its Markdown table ``<name>.md`` (``benchmarks/report.py``, which
-renders it again from the JSON alone).
+a worker process run by its own virtual environment, ``benchmarks/setup_pytm_parallel.sh``), tmu on its CPU
+clause bank and green-tsetlin at each of our thread counts (``tmu_cpu``, ``green_tsetlin``: worker processes of
+their own environments, ``benchmarks/setup_tm_peers.sh``, driven by ``benchmarks/worker_peers.py``), and, when a
+CUDA GPU is present, our CUDA backend and PyTsetlinMachineCUDA. Identical hyperparameters and data for all
+(mapping and the differences by design: :mod:`asynctm.peers`, and ``worker_peers.py`` for tmu and
+green-tsetlin). Prints a table and writes ``benchmarks/results/<name>.json``, then its Markdown table
+``<name>.md`` (``benchmarks/report.py``, which renders it again from the JSON alone).
 
     python benchmarks/bench_tm.py                          # apple and bike, default epochs
     python benchmarks/bench_tm.py --settings all --seeds 0,1,2   # all four settings (the speed goals' table)
@@ -50,7 +52,8 @@ from asynctm.provenance import code_digests, cpu_info, git_info, gpu_info, versi
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))  # report.py beside this script, also when it is loaded from elsewhere (tests)
-import report
+import report  # noqa: E402  (found through the sys.path entry just above)
+import worker_peers  # noqa: E402  (likewise)
 
 DEFAULT_OUT = HERE / "results"
 DEFAULT_CONFIG = REPO / "config" / "config.yaml"
@@ -79,7 +82,9 @@ SETTINGS = {
              "goal": {"peer": "pyTM indexed", "min_speedup": 25.0}},
 }
 ALL_SETTINGS = ("apple", "bike", "semeval", "imdb")
-DEFAULT_PEERS = ",".join(PEERS)
+# tmu and green-tsetlin (the worker peers) run only when named: they take dense input, and a dense SemEval is
+# gigabytes in their workers (tmu: uint32).
+DEFAULT_PEERS = ",".join(p for p in PEERS if p not in benchmarking.WORKER_PEERS)
 
 
 # --- a setting: its experiment, sizes and verdict ------------------------------------------------------------
@@ -115,7 +120,9 @@ def run_setting(name: str, args, config: dict, gpu: bool) -> dict:
                                         setup=PARALLEL_SETUP, build_missing=args.setup_pytm_parallel)
     opts = benchmarking.Options(data_dir=Path(args.data_dir), seeds=list(args.seeds_list), subsample_seed=args.seed,
                                 threads=args.threads_list, peers=args.peers_set, gpu=gpu,
-                                parallel_threads=args.parallel_threads, parallel=parallel)
+                                parallel_threads=args.parallel_threads, parallel=parallel,
+                                workers=worker_peers.factories({"tmu_cpu": args.tmu_python,
+                                                                "green_tsetlin": args.green_tsetlin_python}))
     evaluate = args.eval or spec.get("evaluate", "every")
     setting = benchmarking.run_setting(name, exp, epochs, max_train, max_test, evaluate, opts)
     setting["comparison"] = report.compare(exp["task"], setting["results"], spec.get("goal"))
@@ -140,7 +147,8 @@ def _int_list(text: str, what: str, p) -> list[int]:
 def parse_args(argv=None):
     from asynctm.backends.cpu import default_threads
 
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--settings", default="apple,bike",
                    help="comma-separated, of: " + ", ".join(SETTINGS) + "; or all (= " + ",".join(ALL_SETTINGS) + ")")
     p.add_argument("--epochs", type=int, default=None,
@@ -162,8 +170,9 @@ def parse_args(argv=None):
                    help="test metric after every epoch or after the last only (default per setting: imdb final, "
                         "others every)")
     p.add_argument("--peers", default=DEFAULT_PEERS,
-                   help="which implementations: asynctm (CPU), pytm, pytm_parallel, asynctm_cuda, pytm_cuda (GPU ones "
-                        "only when a GPU is present)")
+                   help="which implementations: asynctm (CPU), pytm, pytm_parallel, tmu_cpu, green_tsetlin, "
+                        "asynctm_cuda, pytm_cuda (GPU ones only when a GPU is present; default all but tmu_cpu and "
+                        "green_tsetlin)")
     p.add_argument("--parallel-threads", type=int, default=None,
                    help=f"OpenMP threads of pyTsetlinMachineParallel (default: all usable cores, {default_threads()})")
     p.add_argument("--pytm-parallel-python",
@@ -172,6 +181,12 @@ def parse_args(argv=None):
                         "or benchmarks/.venv-pytmparallel/bin/python)")
     p.add_argument("--setup-pytm-parallel", action="store_true",
                    help="build that environment first (benchmarks/setup_pytm_parallel.sh) when it is missing")
+    for peer, flag, var in (("tmu_cpu", "tmu", "ASYNCTM_TMU_PYTHON"),
+                            ("green_tsetlin", "green-tsetlin", "ASYNCTM_GREEN_TSETLIN_PYTHON")):
+        env = worker_peers.ENVS[peer]
+        p.add_argument(f"--{flag}-python", default=os.environ.get(var, str(env.python)),
+                       help=f"python of {env.library}'s own environment (default: ${var} or "
+                            f"{env.python.relative_to(REPO)}; `{env.setup_command}` builds it)")
     p.add_argument("--data-dir", default="data",
                    help="the pipeline's data folder: processed datasets in <data-dir>/processed/<dataset>/<protocol> "
                         "(default data; `snakemake --cores all data` prepares them)")
@@ -244,13 +259,17 @@ def main(argv=None) -> int:
         "gpu": gpu_info(),
         "threads": {"asynctm_cpu": args.threads_list, "pyTsetlinMachine": 1,
                     "pyTsetlinMachineParallel": args.parallel_threads if "pytm_parallel" in args.peers_set else None,
+                    "tmu": 1 if "tmu_cpu" in args.peers_set else None,
+                    "green_tsetlin": args.threads_list if "green_tsetlin" in args.peers_set else None,
                     "env": {k: v for k, v in os.environ.items() if k.startswith(("OMP_", "ASYNCTM_", "GOMP_"))}},
         "config": str(args.config),
         "seed": args.seed,
         "seeds": args.seeds_list,
         "quick": args.quick,
         "timing": "wall clock per fit_epoch call (library fit(X, y, epochs=1, incremental=True); "
-                  "pyTsetlinMachineParallel timed inside its worker process); one warm-up epoch per implementation "
+                  "pyTsetlinMachineParallel timed inside its worker process; tmu: one fit(X, y) call, "
+                  "green-tsetlin: one executor train_epoch(), each timed inside its worker process); "
+                  "one warm-up epoch per implementation "
                   "and seed reported apart; timed epochs round-robin across implementations; median over all "
                   "seeds' timed epochs; test metric outside the timed region, mean over seeds",
         "load_average_start": list(os.getloadavg()),

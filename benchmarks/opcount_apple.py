@@ -219,7 +219,8 @@ def main(argv=None) -> int:
         "mask": {"pairs_per_type_i": pairs, "pairs_per_draw": MASK_BLOCK_PAIRS,
                  "max_draws_per_type_i": -(-pairs // MASK_BLOCK_PAIRS)},
         "pytm_draws_per_type_i": {"forgotten_literals": L / s,
-                                  "expected_pcg32_draws_with_retries": float(sum(L / (L - i) for i in range(int(L / s)))) + 2},
+                                  "expected_pcg32_draws_with_retries":
+                                      float(sum(L / (L - i) for i in range(int(L / s)))) + 2},
         "snapshots": rows,
         "reference_replay": replay,
     }

@@ -75,7 +75,8 @@ class Worker:
             omp_threads = None
         # Asked here, not through asynctm.provenance.dist_version: this runs in pyTsetlinMachineParallel's own
         # environment, where asynctm is not installed.
-        return {"library": "pyTsetlinMachineParallel", "version": importlib.metadata.version("pyTsetlinMachineParallel"),
+        return {"library": "pyTsetlinMachineParallel",
+                "version": importlib.metadata.version("pyTsetlinMachineParallel"),
                 "numpy": np.__version__, "python": sys.version.split()[0], "class": type(self.model).__name__,
                 "omp_max_threads": omp_threads, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"),
                 "pid": os.getpid()}

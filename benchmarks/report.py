@@ -165,11 +165,16 @@ def _row_name(r: dict) -> str:
         return "ours, CUDA"
     if r["peer"] == "pytm_parallel":
         return "pyTMParallel"
+    if r["peer"] == "tmu_cpu":
+        return "tmu (CPU)"
+    if r["peer"] == "green_tsetlin":
+        n = r["options"].get("n_threads")
+        return f"green-tsetlin, {n} thread{'s' if n != 1 else ''}"
     return r["label"]
 
 
 def _row_order(r: dict) -> tuple:
-    order = {"asynctm": 0, "pytm": 1, "pytm_parallel": 2, "pytm_cuda": 3}
+    order = {"asynctm": 0, "pytm": 1, "pytm_parallel": 2, "tmu_cpu": 3, "green_tsetlin": 4, "pytm_cuda": 5}
     return (order.get(r["peer"], 9), r["options"].get("backend") == "cuda", r["options"].get("n_threads") or 0,
             not r["options"].get("indexed", False))
 

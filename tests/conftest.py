@@ -79,7 +79,8 @@ def _quick_scontrol(tmp_path_factory) -> Path | None:
         return None
     folder = tmp_path_factory.mktemp("quick-scontrol")
     stub = folder / "scontrol"
-    stub.write_text(f'#!/bin/sh\nif [ "$1" = show ] && [ "$2" = config ]; then exit 1; fi\nexec {shlex.quote(real)} "$@"\n')
+    stub.write_text('#!/bin/sh\nif [ "$1" = show ] && [ "$2" = config ]; then exit 1; fi\n'
+                    f'exec {shlex.quote(real)} "$@"\n')
     stub.chmod(0o755)
     return folder
 
@@ -141,7 +142,8 @@ def valid_tm_record(record: dict) -> dict:
         hyper.setdefault(key, value)
     metric = "mae" if rec.get("task") == "regression" else "accuracy"
     last = epochs[-1] if epochs else {}
-    final = rec.setdefault("final", {k: v for k, v in last.items() if k not in ("epoch", "train_s", "eval_s", "diagnostics")})
+    final = rec.setdefault("final", {k: v for k, v in last.items()
+                                     if k not in ("epoch", "train_s", "eval_s", "diagnostics")})
     final.setdefault(metric, 50.0)
     if rec.get("task") != "regression":
         final.setdefault("f1", final[metric])

@@ -12,6 +12,7 @@ import pytest
 import yaml
 from conftest import copy_workflow, valid_tm_record
 
+from asynctm import store
 from asynctm.artifacts import ablation
 from asynctm.experiments import plan
 
@@ -82,7 +83,8 @@ def _record(experiment, params, variant, seed, metric, values, literals, task):
         "schema": 1, "status": "complete", "kind": "tm", "experiment": experiment, "impl": "tm_cpu",
         "params": params, "seed": seed, "scale": "paper", "task": task,
         "hyperparameters": {"n_clauses": clauses, "tally": tally, "regression_rule": rule},
-        "epochs": epochs, "provenance": {"threads": 1, "cpu_model": "Test CPU", "load_average_1min_at_end": 2.5 + seed}})
+        "epochs": epochs,
+        "provenance": {"threads": 1, "cpu_model": "Test CPU", "load_average_1min_at_end": 2.5 + seed}})
 
 
 def _write(root: Path, rec: dict, variant: str) -> Path:
@@ -112,13 +114,13 @@ def test_table_and_figures_from_records_alone(records, tmp_path):
     md = (tmp_path / "t" / "ablation.md").read_text()
     csv = (tmp_path / "t" / "ablation.csv").read_text().splitlines()
     # WSD apple async: seeds 0 and 1 end at 80+11 and 81+11 -> final 91.50 ± 0.71; last 10 epochs 2..11.
-    assert ("| WSD Apple | CPU (Test CPU) | 300 | async | linear | dataset | 2 | accuracy (%) | 91.50 ± 0.71 | 87.00 ± 0.71 | "
-            "109.0 ± 0.0 | 111.0 ± 0.0 | 83.2 ± 0.0 |") in md
+    assert ("| WSD Apple | CPU (Test CPU) | 300 | async | linear | dataset | 2 | accuracy (%) | 91.50 ± 0.71 | "
+            "87.00 ± 0.71 | 109.0 ± 0.0 | 111.0 ± 0.0 | 83.2 ± 0.0 |") in md
     assert "| WSD Apple | CPU (Test CPU) | 300 | sync | linear | dataset | 2 | accuracy (%) | 81.50 ± 0.71 |" in md
     assert "75 / 20 / 30" in md  # Type Ia per epoch: mean of 30..120 over the last 10 epochs
     assert "load average at the end of the runs 2.50-3.50" in md
     assert csv[1].startswith("wsd_apple,tm_cpu,n300_T50_s5_e12,300,async,linear,dataset,,2,accuracy,91.5,0.707107,")
-    assert [l.split(",")[3] for l in csv[1:]] == ["300"] * 2 + ["40", "40", "1280", "1280"]
+    assert [row.split(",")[3] for row in csv[1:]] == ["300"] * 2 + ["40", "40", "1280", "1280"]
     assert sorted(p.name for p in (tmp_path / "f").iterdir()) == sorted(
         f"{n}.{e}" for n in ablation.FIGURES for e in ("png", "pdf", "caption.txt"))
     assert "4 records" in (tmp_path / "f" / "fig_ablation_vs_clauses.caption.txt").read_text()
@@ -151,7 +153,8 @@ def test_the_staggered_order_and_the_gpu_build_get_rows_and_lines_of_their_own(r
     apple = [line for line in md.splitlines() if line.startswith("| WSD Apple |")]
     assert [line.split(" | ")[1:6] for line in apple] == [
         ["CPU (Test CPU)", "300", "async", "linear", "dataset"], ["CPU (Test CPU)", "300", "sync", "linear", "dataset"],
-        ["CPU (Test CPU)", "300", "async", "linear", "staggered"], ["GPU (Test GPU)", "300", "async", "linear", "dataset"],
+        ["CPU (Test CPU)", "300", "async", "linear", "staggered"],
+        ["GPU (Test GPU)", "300", "async", "linear", "dataset"],
         ["GPU, a warp per clause (Test GPU)", "300", "async", "linear", "dataset"]]
     assert "| GPU (Test GPU) | 300 | async | linear | dataset | 1 | accuracy (%) | 60.00 |" in md
     assert "GPU Test GPU, threads per clause 1" in md
@@ -165,15 +168,15 @@ def test_the_staggered_order_and_the_gpu_build_get_rows_and_lines_of_their_own(r
     # A staggered folder whose record does not say so is refused.
     del staggered["hyperparameters"]["order"]
     _write(records, staggered, "async_linear_staggered")
-    with pytest.raises(ablation.AblationRecordError, match="make variant 'async_linear', its folder is "
-                                                             "'async_linear_staggered'"):
+    with pytest.raises(store.RecordError, match="make variant 'async_linear', its folder is "
+                                                "'async_linear_staggered'"):
         ablation.load(records)
     _write(records, {**staggered, "hyperparameters": {**staggered["hyperparameters"], "order": "staggered"}},
            "async_linear_staggered")
     # A warp's folder whose record ran one thread per clause is refused too.
     del warp["hyperparameters"]["threads_per_clause"]
     warp_path.write_text(json.dumps(warp))
-    with pytest.raises(ablation.AblationRecordError, match="make variant 'async_linear', its folder is 'async_linear_warp'"):
+    with pytest.raises(store.RecordError, match="make variant 'async_linear', its folder is 'async_linear_warp'"):
         ablation.load(records)
 
 
@@ -192,8 +195,8 @@ def test_a_bad_record_is_named_and_nothing_is_written(records, tmp_path, capsys)
 def test_the_ablation_dag_end_to_end_on_the_mirror(repo_root, tmp_path, mirror):
     """`snakemake ablation` at smoke scale, cut to Bike Sharing (both tallies x both update rules x both example
     orders; its sweep point equals the main setting) to keep it short: every record, with the switches in its
-    hyperparameters and the diagnostics in every epoch entry, then the table and figures. (Classification records go through the
-    same runner in the main smoke DAG, tests/test_workflow.py.)"""
+    hyperparameters and the diagnostics in every epoch entry, then the table and figures. (Classification records go
+    through the same runner in the main smoke DAG, tests/test_workflow.py.)"""
     copy_workflow(tmp_path)
     cfg_path = tmp_path / "config" / "config.yaml"
     cfg = yaml.safe_load(cfg_path.read_text())

@@ -1,4 +1,5 @@
-"""The peers (asynctm.peers: ours and the baseline adapters of asynctm.baselines) and the benchmark script, in a few seconds each.
+"""The peers (asynctm.peers: ours and the baseline adapters of asynctm.baselines) and the benchmark script, in a
+few seconds each.
 
 pyTsetlinMachine tests skip cleanly where it is not installed; the benchmark test needs the dataset
 mirror (skipped with the reason without it), prepares WSD apple and Bike Sharing from it and runs on a tiny

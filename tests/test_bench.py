@@ -208,7 +208,8 @@ def _synthetic_record(report):
                "skipped": [{"label": "PyTsetlinMachineCUDA", "reason": "no GPU | here"}],
                "results": rows}
     setting["comparison"] = report.compare("classification", rows, {"peer": "pyTM indexed", "min_speedup": 25.0})
-    return {"generated_by": "benchmarks/bench_tm.py", "name": "synthetic", "date_utc": "2026-11-22", "git": {"commit": "0123456789abcdef", "tracked_files_modified": 0},
+    return {"generated_by": "benchmarks/bench_tm.py", "name": "synthetic", "date_utc": "2026-11-22",
+            "git": {"commit": "0123456789abcdef", "tracked_files_modified": 0},
             "cpu": {"model": "Test CPU", "logical_cores": 2, "usable_cores": 2}, "command": ["bench_tm.py", "--x"],
             "seeds": [0, 1, 2], "load_average_start": [0.1, 0.2, 0.3], "load_average_end": [1.0, 0.5, 0.3],
             "settings": [setting]}

@@ -26,8 +26,8 @@ import scipy.sparse as sp
 
 from asynctm.campaign import stage as stage_mod
 from asynctm.campaign import steps as steps_mod
-from asynctm.campaign.steps import past_budget
 from asynctm.campaign.stage import StageError, load_config, stage
+from asynctm.campaign.steps import past_budget
 from asynctm.campaign.unpack import unpack
 from asynctm.datasets.base import ProcessedDataset, save_processed
 from asynctm.experiments import plan
@@ -418,7 +418,8 @@ def test_benchmark_comparison_and_goal():
     c = compare("semeval", "classification", "accuracy", {"tm_gpu": res(1.0, [88, 88, 88]),
                                                           "pytm_cuda": res(2.5, [90, 90, 90])})
     assert c["goal"]["speed_met"] and not c["goal"]["accuracy_within"] and not c["goal"]["met"]
-    assert goal_miss(c, "accuracy") == " (accuracy 2.00 points below PyTsetlinMachineCUDA's, outside 1 point either way)"
+    assert goal_miss(c, "accuracy") == (" (accuracy 2.00 points below PyTsetlinMachineCUDA's, "
+                                        "outside 1 point either way)")
     c = compare("wsd_apple", "classification", "accuracy", {"tm_gpu": res(1.0, [93, 94, 95]),
                                                             "tm_cpu": res(3.0, [92, 95, 98])})
     assert c["tm_gpu_within_spread"]["tm_cpu"]["within"] and c["goal"] is None
@@ -676,7 +677,8 @@ def _junit_case(name, outcome="", learning=False, scores=None):
     props = ('<property name="learning" value="1"/>' if learning else "") + (
         f'<property name="scores" value="{html.escape(json.dumps(scores))}"/>' if scores else "")
     props = f"<properties>{props}</properties>" if props else ""
-    body = {"": "", "assertion": '<failure message="AssertionError: [0.9605, 0.824, 0.869]&#10;assert 0.869 &gt;= 0.9"/>',
+    body = {"": "",
+            "assertion": '<failure message="AssertionError: [0.9605, 0.824, 0.869]&#10;assert 0.869 &gt;= 0.9"/>',
             "failure": '<failure message="TypeError: fit() got an unexpected keyword"/>', "error": "<error/>"}[outcome]
     return f'<testcase classname="tests.test_estimators" name="{name}">{props}{body}</testcase>'
 
@@ -693,7 +695,7 @@ def test_a_missed_learning_bar_alone_still_vouches_for_the_gpu_builds(tmp_path, 
               1: _junit_case("test_exact[cuda]")}
 
     def children(jobs):
-        for i, (cmd, log, env) in enumerate(jobs):
+        for i, (cmd, log, _env) in enumerate(jobs):
             log.write_text("1 failed, 1 passed in 0.1s\n" if i == 0 else "1 passed in 0.1s\n")
             xml = Path(next(a for a in cmd if a.startswith("--junitxml=")).split("=", 1)[1])
             xml.write_text(f'<testsuite name="pytest" tests="2" failures="{1 - i}">{suites[i]}</testsuite>')
@@ -722,7 +724,8 @@ def test_a_missed_learning_bar_alone_still_vouches_for_the_gpu_builds(tmp_path, 
     bench.close()
     # Anything else that failed, broke or crashed still counts against them.
     learning_fail = {"test": "t::a", "kind": "assertion", "learning": True}
-    for result in ({"returncode": 1, "failed": [learning_fail, {"test": "t::b", "kind": "assertion", "learning": False}]},
+    for result in ({"returncode": 1,
+                    "failed": [learning_fail, {"test": "t::b", "kind": "assertion", "learning": False}]},
                    {"returncode": 1, "failed": [{**learning_fail, "kind": "error"}]},
                    {"returncode": 1, "failed": [{**learning_fail, "kind": "failure"}]},  # an exception, no bar
                    {"returncode": -11, "failed": [learning_fail]}, {"returncode": 1, "failed": []},
@@ -760,7 +763,7 @@ def test_a_crashed_gpu_test_process_fails_the_step(tmp_path, monkeypatch):
     monkeypatch.setattr(os, "cpu_count", lambda: 16)  # two tests: two processes, whatever this machine has
 
     def children(jobs):
-        for (cmd, log, env), text in zip(jobs, ("1 passed in 0.1s\n", "Segmentation fault\n")):
+        for (_cmd, log, env), text in zip(jobs, ("1 passed in 0.1s\n", "Segmentation fault\n")):
             log.write_text(text)
             assert env["PYCUDA_CACHE_DIR"].startswith(str(tmp_path / "cache" / "tests-"))
         return [1, -11]  # a failed test beside the crash: the crash is what the step reports
@@ -1051,11 +1054,8 @@ def test_the_goal_seeds_budget_holds_one_seed_of_every_goal_setting_on_the_h100(
 
 
 def test_the_readme_shows_the_calls_that_commands_prints():
-    from asynctm.campaign import DEVICE_CALLS, TRAINING_CALLS
-    from asynctm.campaign.lease import call_commands
-
-    from asynctm.campaign import EXTRA_CALL
-    from asynctm.campaign.lease import device_command
+    from asynctm.campaign import DEVICE_CALLS, EXTRA_CALL, TRAINING_CALLS
+    from asynctm.campaign.lease import call_commands, device_command
 
     page = REPO / "docs" / "gpu-and-clusters.md"
     shown = [ln for ln in page.read_text().splitlines() if ln.startswith("export PYTHONPATH=src;")]
@@ -1081,7 +1081,8 @@ def _seed_rows(seeds, epoch, acc, peer_fails=False):
         skipped["pytm_cuda"] = "failed in its first epoch"
     else:
         results["pytm_cuda"] = bench.aggregate(rows(4 * epoch, acc), "accuracy")
-    return {"setting": "semeval", "task": "classification", "metric": "accuracy", "dataset": {"n_train": 6000, "n_test": 2000, "n_features": 100},
+    return {"setting": "semeval", "task": "classification", "metric": "accuracy",
+            "dataset": {"n_train": 6000, "n_test": 2000, "n_features": 100},
             "hyperparameters": {"n_clauses": 40, "T": 15, "s": 3.9}, "epochs": {"warmup": 1, "timed": 1},
             "results": results, "skipped": skipped}
 
@@ -1102,7 +1103,8 @@ def test_goals_pool_the_seeds_of_one_gpu_and_code(tmp_path):
     assert goals.seeds_done([folder], "NVIDIA H100 80GB HBM3", code) == {"semeval": {0, 1}}
     assert goals.seeds_done([folder], "NVIDIA H200", code) == {}
     # one more seed: per earlier seed both implementations' preparation, warm-up, epochs and evaluations
-    per_seed = [(2 + 1 + 1 + 1) + (2 + 4 + 4 + 1), (2 + 3 + 3 + 1) + (2 + 12 + 12 + 1), (2 + 2 + 2 + 1) + (2 + 8 + 8 + 1)]
+    per_seed = [(2 + 1 + 1 + 1) + (2 + 4 + 4 + 1), (2 + 3 + 3 + 1) + (2 + 12 + 12 + 1),
+                (2 + 2 + 2 + 1) + (2 + 8 + 8 + 1)]
     assert goals.seed_cost_s([folder], "semeval", "NVIDIA H100 80GB HBM3") == pytest.approx(
         goals.SEED_MARGIN * (goals.SEED_OVERHEAD_S + sorted(per_seed)[1]))
     written = goals.write(tmp_path, say=lambda m: None)
@@ -1160,12 +1162,9 @@ def test_every_step_command_of_both_leases_parses(tmp_path):
     """The device calls' step commands, as printed, are valid command lines of the campaign (flags and values)."""
     import shlex
 
-    from asynctm.campaign import DEVICE_CALLS, TRAINING_CALLS
+    from asynctm.campaign import DEVICE_CALLS, EXTRA_CALL, TRAINING_CALLS
     from asynctm.campaign.__main__ import parser
-    from asynctm.campaign.lease import call_commands
-
-    from asynctm.campaign import EXTRA_CALL
-    from asynctm.campaign.lease import device_command
+    from asynctm.campaign.lease import call_commands, device_command
 
     parsed = []
     commands = [command for calls in (DEVICE_CALLS, TRAINING_CALLS) for _, command in call_commands(calls, "c" * 40, 0)]

@@ -422,3 +422,52 @@ def test_the_readme_holds_the_generated_claims_block():
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert claims.block_in(readme) == claims.readme_block_file(), (
         "README.md's claims block is stale: run `.venv/bin/python -m asynctm.artifacts.claims README.md`")
+
+
+# ---- gaps: explained or open ------------------------------------------------------------------------------------
+
+def _explain(root: Path, entries) -> None:
+    (root / "evidence").mkdir(parents=True, exist_ok=True)
+    (root / claims.EXPLANATIONS).write_text(yaml.safe_dump(entries, sort_keys=False))
+
+
+def test_gaps_are_within_the_threshold_open_or_explained_with_their_evidence(setup, tmp_path):
+    root, _, reference = setup
+    rows = verdicts(root, reference)
+    assert find(rows, "C1", part="WSD Apple").gap == claims.WITHIN
+    assert find(rows, "C1", part="Bike Sharing").gap.startswith("open: no evidence")
+    (root / "evidence").mkdir()
+    (root / "evidence" / "bike_order.json").write_text("{}")
+    _explain(root, [{"claim": "C1", "part": "Bike Sharing", "status": "explained", "cause": "the example\n order",
+                     "evidence": ["bike_order"]}])
+    row = find(verdicts(root, reference), "C1", part="Bike Sharing")
+    assert (row.gap, row.evidence) == ("explained: the example order", "evidence_bike_order.md")
+    build("claims", root, CONFIG, tmp_path / "out", host_gpu=False, reference_path=reference)
+    page = (tmp_path / "out" / "claims.md").read_text()
+    assert "explained: the example order (evidence: [evidence_bike_order.md](evidence_bike_order.md))" in page
+    assert "gaps: 1 explained" in (tmp_path / "out" / "claims_readme.md").read_text()
+
+
+@pytest.mark.parametrize("entry, message", [
+    ({"claim": "C1", "part": "WSD Apple", "status": "explained", "cause": "x", "evidence": ["e"]},
+     "is reproduced, so it has no gap to explain"),
+    ({"claim": "C1", "part": "Bike Sharing", "status": "explained", "cause": "x", "evidence": ["missing"]},
+     "its evidence 'missing' has no"),
+    ({"claim": "C1", "part": "Atlantis", "status": "open", "cause": "x", "evidence": []}, "no row C1 'Atlantis'"),
+    ({"claim": "C1", "part": "Bike Sharing", "status": "solved", "cause": "x", "evidence": ["e"]}, "status 'solved'"),
+    ({"claim": "C1", "part": "Bike Sharing", "status": "explained", "cause": "x", "evidence": []},
+     "an explained gap needs at least one item"),
+])
+def test_an_explanation_that_does_not_fit_the_rows_stops_with_one_line_and_writes_nothing(setup, tmp_path, entry,
+                                                                                           message):
+    root, _, reference = setup
+    (root / "evidence").mkdir()
+    (root / "evidence" / "e.json").write_text("{}")
+    _explain(root, [entry])
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(CONFIG))
+    r = subprocess.run([sys.executable, "-m", "asynctm.artifacts", "claims", "--results", str(root), "--config",
+                        str(config), "--out", str(tmp_path / "out"), "--reference", str(reference)],
+                       capture_output=True, text=True)
+    assert r.returncode == 1 and r.stderr.count("\n") == 1 and message in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and not list((tmp_path / "out").glob("claims*"))

@@ -15,7 +15,8 @@ import pytest
 import yaml
 from conftest import copy_workflow
 
-from asynctm.config_check import T_MAX, ConfigError, check_config, coerce, load_config, load_schema, semantic_errors
+from asynctm.config_check import ConfigError, check_config, coerce, load_config, load_schema, semantic_errors
+from asynctm.limits import T_MAX
 
 DOCS = ("README.md", "docs/running.md", "docs/configuration.md", "docs/gpu-and-clusters.md", "config/README.md")
 REPO = Path(__file__).resolve().parents[1]

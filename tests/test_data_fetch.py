@@ -243,7 +243,8 @@ def test_failure_in_a_later_source_leaves_no_manifest(tmp_path, mirror_dir):
 def test_verify_detects_a_change_after_fetch(tmp_path, mirror_dir):
     raw = tmp_path / "raw"
     fetch(dataset(FILE_SOURCE, TAR_SOURCE), raw, mirror_dir)
-    assert verify(dataset(FILE_SOURCE, TAR_SOURCE), raw)["raw_digest"] == json.loads((raw / MANIFEST).read_text())["raw_digest"]
+    assert (verify(dataset(FILE_SOURCE, TAR_SOURCE), raw)["raw_digest"]
+            == json.loads((raw / MANIFEST).read_text())["raw_digest"])
     (raw / "docs" / "a" / "new.txt").write_bytes(b"added later")
     with pytest.raises(ChecksumError, match="docs/a"):
         verify(dataset(FILE_SOURCE, TAR_SOURCE), raw)

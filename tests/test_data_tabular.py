@@ -14,8 +14,15 @@ import csv
 import numpy as np
 import pytest
 
-from asynctm.datasets import bike_sharing, blogfeedback, load_processed, prepare_dataset, thermometer
-from asynctm.datasets import wsd_apple, wsd_java
+from asynctm.datasets import (
+    bike_sharing,
+    blogfeedback,
+    load_processed,
+    prepare_dataset,
+    thermometer,
+    wsd_apple,
+    wsd_java,
+)
 from asynctm.datasets.fetch import fetch, read_manifest
 
 NAMES = ("bike_sharing", "blogfeedback", "wsd_apple", "wsd_java")

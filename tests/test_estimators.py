@@ -162,7 +162,7 @@ def test_save_load_round_trip(tmp_path, xor_data):
     with pytest.raises(ValueError, match="TMClassifier, not a TMRegressor"):
         TMRegressor.load(path)
     (tmp_path / "junk.npz").write_bytes(b"not a model")
-    with pytest.raises(Exception):
+    with pytest.raises(ValueError, match="junk.npz: not an asynctm model file: not a NumPy .npz archive"):
         TMClassifier.load(tmp_path / "junk.npz")
 
 

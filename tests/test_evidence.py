@@ -249,3 +249,43 @@ def test_records_without_diagnostics_show_mae_and_time_only(tmp_path):
     [path] = evidence.render(tmp_path / "ev", tmp_path / "tables")
     row = next(line for line in path.read_text().splitlines() if line.startswith("| older records |"))
     assert "| 4.50 ± 0.71 |" in row and "| 50.00 | – | – |" in row  # no literals/clause, no feedback events
+
+
+def _protocol_setup(tmp_path):
+    """Paper-protocol records of bike_sharing's main setting, clean ones beside, and the two preparations' meta."""
+    import yaml
+
+    config = {"experiments": {"bike_sharing": {"dataset": "bike_sharing", "protocol": "paper", "task": "regression",
+                                               "clauses": 8, "T": 8, "s": 1.5}},
+              "tm": {"epochs": 12}, "impls": ["tm_cpu"], "seeds": [0, 1]}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    results, clean = tmp_path / "results", tmp_path / "clean"
+    for seed in (0, 1):
+        _write(results, f"bike_sharing/tm_cpu/n8_T8_s1.5_e12/seed{seed}.json", _record(seed, [20.0 + seed] * 12))
+        _write(clean, f"bike_sharing/tm_cpu/n8_T8_s1.5_e12/seed{seed}.json",
+               _record(seed, [90.0 + 2 * seed] * 12, protocol="clean"))
+    for protocol, features in (("paper", ["hr", "casual", "registered"]), ("clean", ["hr"])):
+        _write(tmp_path / "data", f"processed/bike_sharing/{protocol}/meta.json",
+               {"source_features": features, "n_features": len(features) * 10, "split": "file order"})
+    return results, clean, tmp_path / "data", tmp_path / "config.yaml"
+
+
+def test_protocols_compare_the_main_setting_under_both_preparations(tmp_path, repo_root):
+    results, clean, data, config = _protocol_setup(tmp_path)
+    ev = evidence.build_protocols(results, clean, data, repo_root / "paper_tables/reference/paper_numbers.csv", config)
+    (row,) = ev["rows"]
+    assert (row["impl"], row["metric"]) == ("tm_cpu", "mae")
+    assert row["paper_protocol"]["last10"] == [20.5, pytest.approx(0.7071, abs=1e-4)]
+    assert row["clean_protocol"]["last10"][0] == 91.0 and row["clean_protocol"]["distinct_runs"] == 2
+    assert [p["implementation"] for p in row["the_paper"]] == ["tm_gpu"]
+    assert ev["datasets"]["bike_sharing"] == {"source_features": [["hr", "casual", "registered"], ["hr"]],
+                                              "n_features": [30, 10]}
+    text = evidence.render_protocols(ev, "x.json")
+    assert "drops casual, registered" in text and "| 20.50 ± 0.71 | 91.00 ± 1.41 | +70.50 |" in text
+
+
+def test_protocols_refuse_records_of_the_wrong_protocol_in_one_line(tmp_path, repo_root):
+    results, clean, data, config = _protocol_setup(tmp_path)
+    _write(clean, "bike_sharing/tm_cpu/n8_T8_s1.5_e12/seed1.json", _record(1, [90.0] * 12, protocol="paper"))
+    with pytest.raises(evidence.EvidenceError, match=r"field 'dataset.protocol' is \['clean', 'paper'\]"):
+        evidence.build_protocols(results, clean, data, repo_root / "paper_tables/reference/paper_numbers.csv", config)

@@ -18,16 +18,16 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import REPO, copy_workflow
 
 from asynctm import store
 from asynctm.artifacts.records import load_records
 
-from conftest import REPO, copy_workflow
-
 CONFIG = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
 TM_REL = Path("wsd_apple/tm_cpu/n300_T50_s5_e100/seed0.json")
 SVM_REL = Path("wsd_apple/svm/linear_C1/seed0.json")
-ABL_REL = next(p.relative_to(REPO / "results") for p in sorted((REPO / "results" / "ablation").glob("*/*/*/*/seed0.json")))
+ABL_REL = next(p.relative_to(REPO / "results")
+               for p in sorted((REPO / "results" / "ablation").glob("*/*/*/*/seed0.json")))
 
 
 def committed(rel: Path) -> dict:

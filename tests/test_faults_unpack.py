@@ -191,7 +191,7 @@ def test_a_name_in_two_tarballs_is_kept_once_and_a_different_copy_is_named(tmp_p
     said = []
     assert unpack(out, into=tmp_path / "tree2", say=said.append) == [RECORD]
     assert (tmp_path / "tree2" / RECORD).read_bytes() == _committed(RECORD)
-    assert any(f"left out 1 later copies" in line and f"{RECORD} (sweeps.tar.gz)" in line for line in said), said
+    assert any("left out 1 later copies" in line and f"{RECORD} (sweeps.tar.gz)" in line for line in said), said
 
 
 def test_a_non_canonical_seed_name_beside_a_committed_record_is_refused(tmp_path, out):

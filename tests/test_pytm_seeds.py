@@ -13,8 +13,8 @@ import sys
 
 import pytest
 
-from asynctm.peers import make_peer
 from asynctm.baselines.pytm import _libc, libc_seed
+from asynctm.peers import make_peer
 
 pytm = pytest.importorskip("pyTsetlinMachine.tm", reason="pyTsetlinMachine is not installed")
 

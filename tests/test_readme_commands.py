@@ -101,8 +101,8 @@ def clone(tmp_path_factory):
     root = tmp_path_factory.mktemp("clone")
     repo = copy_workflow(root / "repo", copy=shutil.copy2)
     shutil.copytree(REPO / "results", repo / "results", ignore=shutil.ignore_patterns("smoke"))
-    shutil.copytree(REPO / "paper_tables", repo / "paper_tables", ignore=shutil.ignore_patterns("report.html", "reference"),
-                    dirs_exist_ok=True)
+    shutil.copytree(REPO / "paper_tables", repo / "paper_tables",
+                    ignore=shutil.ignore_patterns("report.html", "reference"), dirs_exist_ok=True)
     shutil.copytree(REPO / "figures", repo / "figures")
     (root / "shared" / "datasets").mkdir(parents=True)
     (repo / ".venv" / "bin").mkdir(parents=True)
@@ -146,7 +146,8 @@ def test_rerun_one_experiment(clone):
 def test_rerun_one_implementation(clone):
     planned, jobs, _ = _dry_run(clone, _recipes()["one implementation"])
     # the novelty MLP stages trained on those runs' class sums follow them
-    assert planned == _committed("results/*/tm_cpu/*/seed*.json") | _committed("results/*/mlp_novelty/tm_cpu.*/seed*.json")
+    assert planned == (_committed("results/*/tm_cpu/*/seed*.json")
+                       | _committed("results/*/mlp_novelty/tm_cpu.*/seed*.json"))
     assert _committed("results/*/tm_cpu/*/seed*.json")
     assert {"table3_performance", "table5_regression", "figures", "report"} <= set(jobs)
 
@@ -182,8 +183,8 @@ def test_tables_follow_a_changed_config(tmp_path):
     nothing: the rule artifacts_config writes the settings when the jobs run."""
     repo = copy_workflow(tmp_path / "repo", copy=shutil.copy2)
     shutil.copytree(REPO / "results", repo / "results", ignore=shutil.ignore_patterns("smoke"))
-    shutil.copytree(REPO / "paper_tables", repo / "paper_tables", ignore=shutil.ignore_patterns("report.html", "reference"),
-                    dirs_exist_ok=True)
+    shutil.copytree(REPO / "paper_tables", repo / "paper_tables",
+                    ignore=shutil.ignore_patterns("report.html", "reference"), dirs_exist_ok=True)
     settings = repo / "paper_tables" / "artifacts_config.yaml"
     (repo / ".venv" / "bin").mkdir(parents=True)
     (repo / ".venv" / "bin" / "snakemake").symlink_to(Path(sys.executable).with_name("snakemake"))

@@ -196,7 +196,8 @@ def test_mask_independent_across_clauses_examples_and_epochs():
 
 def test_participate_frequency_is_one_over_c_minus_one():
     n_classes = 4
-    hits = [ref.participates(ref.rng_key(11, ep, e), g, n_classes) for ep in range(3) for e in range(500) for g in range(8)]
+    hits = [ref.participates(ref.rng_key(11, ep, e), g, n_classes)
+            for ep in range(3) for e in range(500) for g in range(8)]
     assert stats.binomtest(sum(hits), len(hits), 1 / 3).pvalue > 1e-4, np.mean(hits)
     # with two classes the non-target class always takes part
     assert all(ref.participates(ref.rng_key(11, 0, e), g, 2) for e in range(200) for g in range(4))

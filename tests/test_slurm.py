@@ -25,7 +25,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-
 IN_CI = os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
 RECORD = "results/smoke/wsd_apple/tm_cpu/n20_T50_s5_e2/seed0.json"
 TARGET = "results/smoke/paper_tables/table3_performance.csv"

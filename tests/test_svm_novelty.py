@@ -16,9 +16,9 @@ import scipy.sparse as sp
 from sklearn.metrics import accuracy_score, f1_score
 
 from asynctm.baselines import thundersvm as svmmod
+from asynctm.baselines.thundersvm import SVMUnavailableError, available_libraries, run_svm
 from asynctm.experiments.metrics import regression_metrics
 from asynctm.experiments.novelty import load_scores, run_mlp_novelty, save_scores
-from asynctm.baselines.thundersvm import SVMUnavailableError, available_libraries, run_svm
 
 RECORD_PARTS = {"implementation", "hyperparameters", "final", "metric_names", "timing"}
 CLS_PARAMS = {"kernel": "linear", "C": 1.0}
@@ -145,7 +145,8 @@ def test_thundersvm_dense_input_that_would_not_fit_falls_to_sparse_sklearn(monke
     need = svmmod.DENSE_BYTES_PER_ENTRY * Xtr.size + 12 * Xte.size
     # Plenty of memory: ThunderSVM runs.
     monkeypatch.setattr(svmmod, "_available_memory", lambda: 100 * need)
-    assert run_svm("classification", Xtr, ytr, Xte, yte, CLS_PARAMS, seed=0)["implementation"]["library"] == "ThunderSVM"
+    rec = run_svm("classification", Xtr, ytr, Xte, yte, CLS_PARAMS, seed=0)
+    assert rec["implementation"]["library"] == "ThunderSVM"
     # Too little: the automatic choice falls to scikit-learn, and the record says why.
     monkeypatch.setattr(svmmod, "_available_memory", lambda: need)
     rec = run_svm("classification", sp.csr_matrix(Xtr), ytr, sp.csr_matrix(Xte), yte, CLS_PARAMS, seed=0)

@@ -145,7 +145,8 @@ def test_speedup_leaves_out_times_taken_on_a_busy_machine(tmp_path):
               load=6.5 if seed == 0 else 1.1)
     r = row(build(tmp_path, "table3_performance"), "tm_cpu").loc["wsd_apple"]
     assert r["speedup"] == pytest.approx(2.0 / 0.05)
-    assert "1 of 5 pytm_indexed records left out of the speed-up: timed on a busy machine (1-minute load average 6.5 at the end on 2 cores; plan --busy times them again)" in r["note"]
+    assert ("1 of 5 pytm_indexed records left out of the speed-up: timed on a busy machine (1-minute load average "
+            "6.5 at the end on 2 cores; plan --busy times them again)") in r["note"]
     # Every record busy: no speed-up, and the note says why.
     for seed in range(5):
         write(tmp_path, "wsd_apple", "pytm_indexed", APPLE, seed, accuracy_epochs(rng), 6.0, load=7.0)
@@ -467,7 +468,8 @@ def test_time_figures_draw_each_gpu_model_as_its_own_line(tmp_path):
 
     rng = np.random.default_rng(11)
     # the sweep's ends timed on an H200, a point between on an H100: one line per GPU, never one joined curve
-    for clauses, gpu, speed in ((20, "NVIDIA H200", 14.3), (40, "NVIDIA H100 80GB HBM3", 15.8), (15000, "NVIDIA H200", 17.0)):
+    for clauses, gpu, speed in ((20, "NVIDIA H200", 14.3), (40, "NVIDIA H100 80GB HBM3", 15.8),
+                                (15000, "NVIDIA H200", 17.0)):
         write(tmp_path, "semeval", "tm_gpu", f"n{clauses}_T15_s3.9_e5", 0, accuracy_epochs(rng, 5), speed)
         path = tmp_path / "semeval/tm_gpu" / f"n{clauses}_T15_s3.9_e5" / "seed0.json"
         record = json.loads(path.read_text())

@@ -44,7 +44,7 @@ def test_apple_accuracy_is_within_2_points_of_pytsetlinmachine(apple):
     ours = []
     for seed in (1, 2):
         tm = TMClassifier(**SETTING, backend="cpu", seed=seed)
-        ours.append(_last3_accuracy(lambda: tm.fit(X_train, y_train, epochs=1, incremental=True), tm.predict,
+        ours.append(_last3_accuracy(lambda tm=tm: tm.fit(X_train, y_train, epochs=1, incremental=True), tm.predict,
                                     X_test, y_test))
     peer = pytm.MultiClassTsetlinMachine(SETTING["n_clauses"], SETTING["T"], SETTING["s"],
                                          boost_true_positive_feedback=1, number_of_state_bits=8, indexed=True)

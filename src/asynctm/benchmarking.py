@@ -4,7 +4,8 @@ our Tsetlin Machine and the paper's baselines on one setting, with identical hyp
 One setting (:func:`run_setting`) reads an experiment's processed dataset through the dataset registry
 (:func:`load_data`), subsamples it (:func:`subsample`), builds every planned implementation
 (:func:`planned_runners`, :func:`build_peer`: our CPU build, pyTsetlinMachine, pyTsetlinMachineParallel in a
-worker process, and with a GPU our CUDA backend and PyTsetlinMachineCUDA) for each seed, trains one warm-up
+worker process, tmu and green-tsetlin in worker processes built by the caller's factories (``Options.workers``),
+and with a GPU our CUDA backend and PyTsetlinMachineCUDA) for each seed, trains one warm-up
 epoch each, then the timed epochs round-robin (:func:`train_seed`), and pools the seeds (:func:`aggregate`).
 What the benchmark script keeps is its own: the settings (epochs timed, subsamples, when the metric is taken,
 the goals), the command line and the record around the settings. The verdicts and tables are
@@ -26,7 +27,10 @@ import numpy as np
 import scipy.sparse as sp
 
 TM_SETTINGS = ("state_bits", "boost_true_positive", "append_negated", "batch_size")
-PEERS = ("asynctm", "pytm", "pytm_parallel", "asynctm_cuda", "pytm_cuda")
+PEERS = ("asynctm", "pytm", "pytm_parallel", "asynctm_cuda", "pytm_cuda", "tmu_cpu", "green_tsetlin")
+# Peers built by the benchmark's own code (each in a worker process of its own environment), not by this package:
+# the caller passes their factories in Options.workers (benchmarks/worker_peers.py).
+WORKER_PEERS = ("tmu_cpu", "green_tsetlin")
 
 
 @dataclass(frozen=True)
@@ -43,17 +47,19 @@ class ParallelEnv:
 @dataclass(frozen=True)
 class Options:
     """How every setting of one benchmark run is measured: the processed data's folder, training seeds, the
-    seed of the subsample draw, our thread counts, which implementations, whether a GPU is present, and
-    pyTsetlinMachineParallel's threads and environment."""
+    seed of the subsample draw, our thread counts, which implementations, whether a GPU is present,
+    pyTsetlinMachineParallel's threads and environment, and the factories of the worker peers
+    (:data:`WORKER_PEERS`: ``{name: factory(task, n_clauses, T, s, seed=..., **options) -> Peer}``)."""
 
     data_dir: Path
     seeds: list[int]
     subsample_seed: int
     threads: list[int]
-    peers: set[str] = field(default_factory=lambda: set(PEERS))
+    peers: set[str] = field(default_factory=lambda: set(PEERS) - set(WORKER_PEERS))
     gpu: bool = False
     parallel_threads: int | None = None
     parallel: ParallelEnv | None = None
+    workers: dict = field(default_factory=dict)
 
 
 # --- data and hyperparameters: the pipeline's --------------------------------------------------------------
@@ -141,6 +147,11 @@ def planned_runners(task: str, threads: list[int], peers: set[str], gpu: bool,
     if "pytm_parallel" in peers:
         n = parallel_threads or max(threads)
         plan.append({"label": f"pyTMParallel {n}t", "peer": "pytm_parallel", "options": {"n_threads": n}})
+    if "tmu_cpu" in peers:  # tmu's CPU clause bank is single-threaded
+        plan.append({"label": "tmu CPU", "peer": "tmu_cpu", "options": {"n_threads": 1}})
+    if "green_tsetlin" in peers:  # at each of our thread counts (Trainer n_jobs)
+        for n in threads:
+            plan.append({"label": f"green-tsetlin {n}t", "peer": "green_tsetlin", "options": {"n_threads": n}})
     if gpu and "asynctm_cuda" in peers:
         plan.append({"label": "asynctm cuda", "peer": "asynctm", "options": {"backend": "cuda"}})
     if gpu and "pytm_cuda" in peers:
@@ -190,7 +201,8 @@ def parallel_python(env: ParallelEnv) -> Path:
     return python
 
 
-def build_peer(runner: dict, task: str, hp: dict, seed: int, parallel: ParallelEnv | None = None):
+def build_peer(runner: dict, task: str, hp: dict, seed: int, parallel: ParallelEnv | None = None,
+               workers: dict | None = None):
     """One planned implementation (:func:`planned_runners`) with the setting's hyperparameters and ``seed``;
     pyTsetlinMachineParallel runs in a worker process of its own environment ``parallel``."""
     from .peers import make_peer
@@ -205,17 +217,23 @@ def build_peer(runner: dict, task: str, hp: dict, seed: int, parallel: ParallelE
             raise FileNotFoundError(f"{python} does not exist: build pyTsetlinMachineParallel's environment with "
                                     f"`bash benchmarks/{parallel.setup.name}` (or pass --setup-pytm-parallel)")
         return PyTMParallelPeer(task, seed=seed, python=python, worker=parallel.worker, **hp, **runner["options"])
+    if runner["peer"] in WORKER_PEERS:
+        if runner["peer"] not in (workers or {}):
+            raise FileNotFoundError(f"no factory for the worker peer {runner['peer']} (benchmarks/bench_tm.py "
+                                    "passes benchmarks/worker_peers.py's)")
+        return workers[runner["peer"]](task, seed=seed, **hp, **runner["options"])
     return make_peer(runner["peer"], task, seed=seed, **hp, **runner["options"])
 
 
 def train_seed(task: str, data: dict, dense: dict, plan: list[dict], hp: dict, seed: int, epochs: int,
-               evaluate: str, parallel: ParallelEnv | None = None) -> tuple[list[dict], list[dict]]:
+               evaluate: str, parallel: ParallelEnv | None = None,
+               workers: dict | None = None) -> tuple[list[dict], list[dict]]:
     """Every planned implementation with one seed: a warm-up epoch, then ``epochs`` timed epochs round-robin.
     Returns (per-implementation results, skipped). ``dense``: the dense copies that pyTM peers get."""
     runners, skipped = [], []
     for r in plan:
         try:
-            peer = build_peer(r, task, hp, seed, parallel)
+            peer = build_peer(r, task, hp, seed, parallel, workers)
         except Exception as exc:  # noqa: BLE001 - a missing library or device is reported, not fatal
             skipped.append({"label": r["label"], "reason": f"{type(exc).__name__}: {exc}"})
             print(f"   skipped {r['label']} (seed {seed}): {exc}", flush=True)
@@ -349,7 +367,7 @@ def run_setting(name: str, exp: dict, epochs: int, max_train: int | None, max_te
     by_label: dict[str, list[dict]] = {}
     skipped: dict[str, dict] = {}
     for s in seeds:
-        results, skip = train_seed(task, data, dense, plan, hp, s, epochs, evaluate, opts.parallel)
+        results, skip = train_seed(task, data, dense, plan, hp, s, epochs, evaluate, opts.parallel, opts.workers)
         for r in results:
             by_label.setdefault(r["label"], []).append(r)
         for sk in skip:

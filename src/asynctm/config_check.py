@@ -19,13 +19,14 @@ from __future__ import annotations
 import difflib
 import os
 import re
+from datetime import date, datetime
 from pathlib import Path
 
 import yaml
 
 # The kernels' 32-bit bounds (T, clause counts), defined on the library side so that the estimators enforce the
 # same ones without importing the pipeline.
-from .limits import INT32_MAX, T_MAX  # noqa: F401 - re-exported for the pipeline and its tests
+from .limits import INT32_MAX, T_MAX
 
 
 class ConfigError(ValueError):
@@ -92,6 +93,8 @@ def coerce(value, schema: dict | None):
         return [coerce(v, items) for v in value]
     if isinstance(value, str):
         return _typed(schema, value)
+    if isinstance(value, (date, datetime)) and "string" in _types(schema):  # an unquoted YAML timestamp
+        return value.isoformat()
     return value
 
 
@@ -150,7 +153,7 @@ def schema_errors(config: dict, schema: dict, sources: list[Source] = ()) -> lis
                                and not any(re.search(p, str(k)) for p in patterns)), key=str):
                 lines.append(_unknown_key(keys, key, allowed) + where(sources, [*keys, key]))
             continue
-        fix = ""
+        fix = f"; use {DEADLINE_FORMS}" if keys == ["deadline"] else ""
         if err.validator == "enum" and isinstance(err.instance, str):
             close = difflib.get_close_matches(err.instance, [v for v in err.validator_value if isinstance(v, str)],
                                               n=1, cutoff=0.6)
@@ -342,6 +345,9 @@ def _semantic_problems(config: dict) -> list[tuple[tuple, str]]:
         clauses = exp.get("clauses")
         if isinstance(clauses, int) and clauses > INT32_MAX:
             problem(("experiments", name, "clauses"), f"{clauses} is out of range; allowed: 1 to {INT32_MAX}")
+    late = deadline_problem(config.get("deadline"))
+    if late:
+        problem(("deadline",), late)
     # Sweeps and reduced protocols name experiments: a typo would silently run nothing.
     for key in ("sweeps", "reduced"):
         for name in sorted(config.get(key) or {}):
@@ -353,6 +359,69 @@ def _semantic_problems(config: dict) -> list[tuple[tuple, str]]:
                 if big:
                     problem(("sweeps", name, "clauses"), f"{big[0]} is out of range; allowed: 1 to {INT32_MAX}")
     return errors
+
+
+# --- the deadline -------------------------------------------------------------------------------------------
+
+#: The forms of config ``deadline``; the refusal of any other value names them.
+DEADLINE_FORMS = ("an ISO-8601 time with its timezone (2026-11-27T18:00:00+00:00, or Z for UTC) or a duration "
+                  "from the start of the command (3h, 45m, 5400s, 3h50m)")
+_NUMBER = r"\s*(\d+(?:\.\d*)?|\.\d+)\s*"
+_DURATION = re.compile("".join(f"(?:{_NUMBER}{unit})?" for unit in "dhms") + r"\s*", re.IGNORECASE)
+_UNIT_S = (86400.0, 3600.0, 60.0, 1.0)
+
+
+def parse_deadline(value) -> tuple[str, float] | None:
+    """Config ``deadline`` read: None (no deadline), ``("at", unix_time)`` for a wall-clock time, or
+    ``("after", seconds)`` for a duration from the start of the command; :class:`ConfigError` (one line naming
+    the key and the accepted forms) for anything else."""
+    problem = deadline_problem(value)
+    if problem:
+        raise ConfigError(f"config deadline: {problem}")
+    if value is None:
+        return None
+    text = value.isoformat() if isinstance(value, datetime) else value.strip()
+    seconds = _duration_s(text)
+    return ("after", seconds) if seconds is not None else ("at", datetime.fromisoformat(text).timestamp())
+
+
+def _duration_s(text: str) -> float | None:
+    """The seconds of a duration such as ``3h50m`` (None: not one)."""
+    parts = _DURATION.fullmatch(text)
+    if not parts or all(n is None for n in parts.groups()):
+        return None
+    return sum(float(n) * unit for n, unit in zip(parts.groups(), _UNIT_S) if n is not None)
+
+
+def deadline_problem(value) -> str | None:
+    """What is wrong with a config ``deadline`` (None: nothing), as the rest of its one-line refusal."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):  # an unquoted YAML timestamp in a config file
+        value = value.isoformat()
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        return f"{value!r} is not a deadline; use {DEADLINE_FORMS}"
+    if not isinstance(value, str):
+        return f"{value!r} has no unit; use {DEADLINE_FORMS}"
+    seconds = _duration_s(value.strip())
+    if seconds is not None:
+        return None if seconds > 0 else f"{value!r} is no time at all; use {DEADLINE_FORMS}"
+    try:
+        at = datetime.fromisoformat(value.strip())
+    except ValueError:
+        return f"{value!r} is not a deadline; use {DEADLINE_FORMS}"
+    if at.tzinfo is None:
+        return f"{value!r} has no timezone; use {DEADLINE_FORMS}"
+    return None
+
+
+def resolve_deadline(value, now: float) -> float | None:
+    """Config ``deadline`` as a UNIX time (None: no deadline); a duration counts from ``now``."""
+    parsed = parse_deadline(value)
+    if parsed is None:
+        return None
+    kind, t = parsed
+    return now + t if kind == "after" else t
 
 
 def check_config(config: dict, schema: dict | None = None, sources: list[Source] = ()) -> None:

@@ -22,20 +22,39 @@ process below this one (the job shells, Snakemake subprocesses and our runs), ki
 removes their outputs and incomplete markers and releases its lock. A run writes its record last and
 atomically, so an interrupted run leaves none (asynctm.baselines.pytm.interruptible keeps pyTsetlinMachine's
 C epochs from delaying the signal).
+
+A deadline (config ``deadline``: the end of a SLURM allocation, of a preemptible or time-boxed machine) is
+resolved once, by the main Snakemake process (a duration counts from the start of the command), and reaches the
+jobs through the environment (:func:`share_deadline`, :data:`DEADLINE_ENV`): Snakemake reads the Snakefile
+again in every job process, where the clock has moved on. :func:`run_module` starts no job after it, and a TM
+run gets ``--stop-at`` :data:`DEADLINE_MARGIN_S` before it (:func:`stop_at_args`): it pauses before an epoch
+that would end later, keeping its checkpoint, and the job fails with one line (:class:`JobPaused`) saying so and
+that the same command resumes it.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
 import threading
+import time
 import traceback
 from datetime import datetime
 from pathlib import Path
 
 GRACE_S = 5.0  # seconds the processes get between SIGTERM and SIGKILL
+#: The exit status of a TM run paused at its ``--stop-at`` (asynctm.experiments; sysexits' EX_TEMPFAIL: try again
+#: later).
+EXIT_PAUSED = 75
+#: This invocation's deadline as a UNIX time, set by the main Snakemake process for its jobs (local job processes
+#: inherit it; the SLURM executor plugin submits with ``--export=ALL``).
+DEADLINE_ENV = "ASYNCTM_DEADLINE"
+#: A TM run's ``--stop-at`` comes this long before the deadline: time for the pause's checkpoint write, the
+#: process's exit and Snakemake's clean-up.
+DEADLINE_MARGIN_S = 60.0
 
 _stopping = threading.Event()
 
@@ -44,17 +63,99 @@ class JobFailed(RuntimeError):
     """A job's process failed or was stopped by a signal; the message names its log."""
 
 
+class JobPaused(JobFailed):
+    """A job paused at the deadline, or did not start because it had passed; the same command resumes it."""
+
+
 def run_module(module: str, *args, log) -> None:
     """Run ``python -m MODULE ARGS --log LOG`` (this interpreter) as its own process; raise JobFailed naming the
-    log if it fails or a signal stops it. SIGINT or SIGTERM to snakemake stops it within seconds
-    (:func:`install_signal_handlers`)."""
+    log if it fails or a signal stops it, JobPaused if it paused at the deadline (exit status
+    :data:`EXIT_PAUSED`) or the deadline had passed before it could start. SIGINT or SIGTERM to snakemake stops it
+    within seconds (:func:`install_signal_handlers`)."""
+    what = f"python -m {module}" + (f" {args[0]}" if args and not str(args[0]).startswith("-") else "")
+    due = deadline()
+    if due is not None and time.time() >= due:
+        raise JobPaused(f"{what} not started: the deadline ({_clock(due)}) had passed; rerun the same command to "
+                        "resume")
     Path(log).parent.mkdir(parents=True, exist_ok=True)
     done = subprocess.run([sys.executable, "-m", module, *map(str, args), "--log", str(log)])
-    what = f"python -m {module}" + (f" {args[0]}" if args and not str(args[0]).startswith("-") else "")
     if done.returncode < 0:
         raise JobFailed(f"{what} stopped by {signal.Signals(-done.returncode).name}; see {log}")
+    if done.returncode == EXIT_PAUSED:
+        raise JobPaused(f"{what} {paused_line(log)}; see {log}")
     if done.returncode != 0:
         raise JobFailed(f"{what} failed; see {log}")
+
+
+# -- the deadline ------------------------------------------------------------------------------------------
+
+def share_deadline(due: float | None, environ=None) -> float | None:
+    """Hand ``due`` (the main Snakemake process's deadline as a UNIX time, resolved once from config ``deadline``:
+    asynctm.config_check.resolve_deadline; None: none) to its jobs through the environment (``environ``, default
+    ``os.environ``), replacing whatever was there; a job process, which reads the Snakefile again later, takes it
+    from there (:func:`deadline`). Returns ``due``."""
+    environ = os.environ if environ is None else environ
+    if due is None:
+        environ.pop(DEADLINE_ENV, None)
+    else:
+        environ[DEADLINE_ENV] = repr(float(due))
+    return due
+
+
+def deadline(environ=None) -> float | None:
+    """The deadline the main Snakemake process shared (:func:`share_deadline`), as a UNIX time; None: none."""
+    raw = (os.environ if environ is None else environ).get(DEADLINE_ENV)
+    try:
+        return float(raw) if raw else None
+    except ValueError:
+        return None
+
+
+def stop_at_args() -> list[str]:
+    """A TM run's ``--stop-at`` under this invocation's deadline (nothing without one)."""
+    due = deadline()
+    return [] if due is None else ["--stop-at", f"{due - DEADLINE_MARGIN_S:.3f}"]
+
+
+def deadline_note(due: float, now: float | None = None) -> str:
+    """The line that says, at the start, when the command stops and what that means."""
+    left = due - (time.time() if now is None else now)
+    when = f"passed {_span(-left)} ago: no job will start" if left <= 0 else (
+        f"in {_span(left)}: no job starts after it, and a TM run pauses with its checkpoint "
+        f"{_span(DEADLINE_MARGIN_S)} before it")
+    return f"Deadline {_clock(due)} (config deadline), {when}; the same command resumes what it stopped."
+
+
+# run.py's line for a pause (asynctm.experiments.run.run_tm): "paused before epoch K/N: ...; checkpoint ... resumes
+# it" or "...; no checkpoint: a rerun starts from epoch 1".
+_PAUSED = re.compile(r"paused before epoch (\d+)/(\d+):.*")
+
+
+def paused_line(log) -> str:
+    """A paused run's state in one line, from the last pause its log records."""
+    try:
+        found = list(_PAUSED.finditer(Path(log).read_text(encoding="utf-8", errors="replace")))
+    except OSError:
+        found = []
+    if not found:
+        return "paused at the deadline; rerun the same command to resume"
+    last = found[-1]
+    done, n = int(last.group(1)) - 1, int(last.group(2))
+    lost = "no checkpoint" in last.group(0)
+    return (f"paused at the deadline after epoch {done} of {n}; rerun the same command to "
+            + ("start it again (it has no checkpoint)" if lost else "resume"))
+
+
+def _clock(t: float) -> str:
+    """A UNIX time as this host's local date and time, with its offset."""
+    return datetime.fromtimestamp(t).astimezone().isoformat(sep=" ", timespec="seconds")
+
+
+def _span(seconds: float) -> str:
+    seconds = max(0, round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    minutes, s = divmod(rest, 60)
+    return f"{hours} h {minutes:02d} min" if hours else f"{minutes} min {s:02d} s" if minutes else f"{s} s"
 
 
 class JobLog:

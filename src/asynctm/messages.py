@@ -12,6 +12,8 @@ say little about the fix:
 - Ctrl-C (SIGINT) or SIGTERM: the run ends with one line saying what stopped and how to resume, instead of
   an "Error in rule" block per stopped job, the job processes' stack frames and "At least one job did not
   complete successfully".
+- a job paused at the deadline (:class:`asynctm.jobs.JobPaused`): its one line (where it stopped, that the
+  same command resumes it), without the stack frames Snakemake shows for a failed ``run:`` block.
 
 How, in Snakemake 9: every message goes through the ``snakemake.logging`` logger, so :func:`install` adds a
 filter to its stream handlers. The target names are those of Snakemake's own DAG settings once the DAG fails
@@ -170,6 +172,9 @@ class _Messages(logging.Filter):
             return True
 
     def _filter(self, record: logging.LogRecord) -> bool:
+        paused = _paused_line(record)
+        if paused:
+            record.msg, record.args = paused, ()
         if not self.main:
             # The shell that ran this job subprocess is gone: the main process stopped it, and reports for it.
             return not (self.job_subprocess and os.environ.get(RUN_MARKER) and os.getppid() != self.ppid)
@@ -201,6 +206,18 @@ class _Messages(logging.Filter):
         with self.lock:
             line = stop_line(list(self.stopped_jobs), planning)
         print(line, file=sys.stderr, flush=True)
+
+
+def _paused_line(record: logging.LogRecord) -> str | None:
+    """The one line of a job paused at the deadline, from the error Snakemake logs for its ``run:`` block
+    ("JobPaused in file ..., line N:", the line, then the stack frames); None for any other record."""
+    if getattr(record, "exception", None) != "RuleException" or not isinstance(record.msg, str):
+        return None
+    lines = record.msg.splitlines()
+    for k, line in enumerate(lines[:-1]):
+        if line.startswith(f"{jobs.JobPaused.__name__} in "):
+            return lines[k + 1]
+    return None
 
 
 def _stream_handlers(logger: logging.Logger) -> list[logging.Handler]:

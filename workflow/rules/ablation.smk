@@ -12,7 +12,11 @@ ABLATION_RUNS = PLAN.ablation_runs(config)
 # The artifacts' declared inputs, which the CLI reads alone: the requested records (with run_missing: false, only
 # those on disk: nothing is trained) and every other ablation record on disk (e.g. made on a GPU host).
 ABLATION_RECORDS = sorted(
-    {p for p in (PLAN.ablation_record_path(config, r) for r in ABLATION_RUNS) if config["run_missing"] or Path(p).is_file()}
+    {
+        p
+        for p in (PLAN.ablation_record_path(config, r) for r in ABLATION_RUNS)
+        if config["run_missing"] or Path(p).is_file()
+    }
     | {p.as_posix() for p in ABLATION.record_files(RESULTS)}
 )
 
@@ -31,14 +35,14 @@ rule run_ablation:
         params=r"n\d+_T\d+_s[^/]+_e\d+",
         variant=r"(async|sync)_(linear|quadratic)(_staggered)?(_warp)?",
         seed=r"\d+",
+    threads: config["ablation"]["threads"]
+    resources:
+        gpu=lambda wc: int(wc.impl == "tm_gpu"),
     params:
         settings=lambda wc: json.dumps(
             PLAN.ablation_run_settings(config, wc.experiment, wc.impl, wc.params, wc.variant, int(wc.seed)),
             sort_keys=True,
         ),
-    threads: config["ablation"]["threads"]
-    resources:
-        gpu=lambda wc: int(wc.impl == "tm_gpu"),
     run:
         run_tm_job(input, output, params, threads, log)
 
@@ -52,17 +56,23 @@ rule ablation_artifacts:
         csv=f"{TABLES_DIR}/ablation.csv",
         figures=[
             f"{FIGURES_DIR}/{name}.{ext}"
-            for name in ("fig_ablation_literals_over_epochs", "fig_ablation_metric_over_epochs",
-                         "fig_ablation_vs_clauses")
+            for name in (
+                "fig_ablation_literals_over_epochs",
+                "fig_ablation_metric_over_epochs",
+                "fig_ablation_vs_clauses",
+            )
             for ext in ("png", "pdf", "caption.txt")
         ],
         inputs=RULES.inputs_manifest_path("ablation", TABLES_DIR),
     log:
         f"{RESULTS}/{PLAN.ABLATION_DIR}/artifacts.log",
     run:
+        # fmt: off
+        # Kept as written: Snakemake reruns a finished job when the text of its run block changes.
         RULES.run_artifact(JOBS, "asynctm.artifacts.ablation", ["--results", RESULTS, "--tables-dir", TABLES_DIR,
                            "--figures-dir", FIGURES_DIR, "--records", *input.records], log[0], output.inputs, input.records,
                            input.stale)
+        # fmt: on
 
 
 # The records, the table and the figures of the ablation.

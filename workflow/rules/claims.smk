@@ -46,14 +46,25 @@ rule claims_config:
 
 
 # The records a claims artifact reads (the cells it reports, requested or on disk, and the ablation's on disk), and
-# its CLI's arguments: it reads exactly those records.
+# its CLI's arguments: it reads exactly those records (and, for the page, the evidence under {RESULTS}/evidence).
 _CLAIMS_RECORDS = lambda name: sorted(
     set(declared_records(name, config, record_paths, RESULTS))
     | {p.as_posix() for p in CLAIMS_ABLATION.record_files(RESULTS)}
 )
 _CLAIMS_CLI = lambda name, input, out_dir: cli_args(
-    name, results=RESULTS, config_file=input.config, reference=input.reference, out_dir=out_dir, host_gpu=False,
+    name,
+    results=RESULTS,
+    config_file=input.config,
+    reference=input.reference,
+    out_dir=out_dir,
+    host_gpu=False,
     records=input.records,
+)
+
+
+# Where each gap stands (explained or open) and the evidence records it cites: results/evidence/explanations.yaml.
+_CLAIMS_EVIDENCE = lambda wc: sorted(
+    str(p) for p in Path(RESULTS, "evidence").glob("*") if p.suffix in (".json", ".yaml")
 )
 
 
@@ -62,14 +73,18 @@ rule claims_page:
         unpack(with_stamp("claims", TABLES_DIR, lambda wc: _CLAIMS_RECORDS("claims"))),
         config=CLAIMS_CONFIG,
         reference=PAPER_NUMBERS,
+        evidence=_CLAIMS_EVIDENCE,
     output:
         **catalog.output_paths("claims", TABLES_DIR),
         inputs=inputs_manifest_path("claims", TABLES_DIR),
     log:
         f"{ARTIFACTS_LOGS}/claims.log",
     run:
+        # fmt: off
+        # Kept as written: Snakemake reruns a finished job when the text of its run block changes.
         run_artifact(JOBS, "asynctm.artifacts", _CLAIMS_CLI("claims", input, Path(output.md).parent), log[0],
                      output.inputs, input.records, input.stale)
+        # fmt: on
 
 
 rule fig_claims_forest:
@@ -83,12 +98,18 @@ rule fig_claims_forest:
     log:
         f"{ARTIFACTS_LOGS}/fig_claims_forest.log",
     run:
+        # fmt: off
+        # Kept as written: Snakemake reruns a finished job when the text of its run block changes.
         run_artifact(JOBS, "asynctm.artifacts", _CLAIMS_CLI("fig_claims_forest", input, Path(output.png).parent),
                      log[0], output.inputs, input.records, input.stale)
+        # fmt: on
 
 
 # The verdicts page, its CSV, the README's block and the forest plot.
 rule claims:
     input:
-        [path for name in catalog.CLAIMS for path in catalog.output_paths(name, TABLES_DIR if name == "claims"
-                                                                           else FIGURES_DIR).values()],
+        [
+            path
+            for name in catalog.CLAIMS
+            for path in catalog.output_paths(name, TABLES_DIR if name == "claims" else FIGURES_DIR).values()
+        ],

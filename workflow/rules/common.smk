@@ -3,6 +3,7 @@
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
@@ -36,10 +37,20 @@ onstart:
     JOBS.install_signal_handlers()
 
 
+# The deadline (config deadline): resolved once, here in the main process (a duration counts from now), and handed
+# through the environment to the job processes, which read this file again later (asynctm.jobs). No job starts
+# after it, and a TM run pauses with its checkpoint a margin before it (run_tm_job's --stop-at).
+from asynctm.config_check import resolve_deadline
+
+if workflow.is_main_process:
+    _deadline = JOBS.share_deadline(resolve_deadline(config["deadline"], time.time()))
+    if _deadline is not None:
+        print(JOBS.deadline_note(_deadline), file=sys.stderr)
+
+
 def mirror_args():
     """The fetch CLI's mirror option; the pipeline reaches a mirror only through config."""
     return [] if config["data_mirror"] is None else ["--mirror", config["data_mirror"]]
-
 
 
 # -- experiments (workflow/rules/experiments.smk; record layout: results/README.md) -----------------------
@@ -63,8 +74,10 @@ RUNS = PLAN.requested_runs(config, HOST_GPU)
 # such job fails with a clear error if the machine it runs on has none.
 _inactive = sorted(set(EXPERIMENTS) - set(PLAN.active_experiments(config)))
 if _inactive:
-    print(f"Note: experiments not requested because config datasets leaves out their data: {', '.join(_inactive)}",
-          file=sys.stderr)
+    print(
+        f"Note: experiments not requested because config datasets leaves out their data: {', '.join(_inactive)}",
+        file=sys.stderr,
+    )
 
 
 # The record gate (asynctm.store): every record below the results folder is checked before anything reads it
@@ -114,8 +127,12 @@ def run_data_input(wildcards):
     (--forcerun/-R naming the record or its rule, --forceall, --force on it as a target: the data is then
     prepared first, in the same invocation). A finished record (e.g. committed, on a fresh clone) otherwise
     never waits for, nor is redone because of, the data being rebuilt."""
-    run = {"experiment": wildcards.experiment, "impl": getattr(wildcards, "impl", "svm"),
-           "params": wildcards.params, "seed": wildcards.seed}
+    run = {
+        "experiment": wildcards.experiment,
+        "impl": getattr(wildcards, "impl", "svm"),
+        "params": wildcards.params,
+        "seed": wildcards.seed,
+    }
     record = PLAN.record_path(config, run)
     if Path(record).is_file() and not _forced(record, {"run_svm"} if run["impl"] == "svm" else _TM_RULES):
         return []
@@ -124,8 +141,15 @@ def run_data_input(wildcards):
 
 def _mlp_tm_record(wildcards):
     """The record of the TM run whose class sums an MLP novelty stage trains on."""
-    return PLAN.record_path(config, {"experiment": wildcards.experiment, "impl": wildcards.tm_impl,
-                                     "params": wildcards.tm_params, "seed": wildcards.seed})
+    return PLAN.record_path(
+        config,
+        {
+            "experiment": wildcards.experiment,
+            "impl": wildcards.tm_impl,
+            "params": wildcards.tm_params,
+            "seed": wildcards.seed,
+        },
+    )
 
 
 def mlp_scores_path(wildcards):
@@ -139,10 +163,19 @@ def mlp_scores_input(wildcards):
     finished pair (e.g. committed, on a fresh clone, where checkout order sets the files' times) is otherwise
     never redone because the scores file happens to be newer than the record."""
     tm_record = _mlp_tm_record(wildcards)
-    record = PLAN.record_path(config, {"experiment": wildcards.experiment, "impl": "mlp_novelty",
-                                       "params": f"{wildcards.tm_impl}.{wildcards.tm_params}", "seed": wildcards.seed})
-    if Path(record).is_file() and Path(tm_record).is_file() and not (
-        _forced(record, {"run_mlp_novelty"}) or _forced(tm_record, _TM_RULES)
+    record = PLAN.record_path(
+        config,
+        {
+            "experiment": wildcards.experiment,
+            "impl": "mlp_novelty",
+            "params": f"{wildcards.tm_impl}.{wildcards.tm_params}",
+            "seed": wildcards.seed,
+        },
+    )
+    if (
+        Path(record).is_file()
+        and Path(tm_record).is_file()
+        and not (_forced(record, {"run_mlp_novelty"}) or _forced(tm_record, _TM_RULES))
     ):
         return {}
     return {"scores": mlp_scores_path(wildcards)}
@@ -157,8 +190,12 @@ def _forced(path, rules):
     dag = workflow.dag_settings
     path = os.path.normpath(path)
     forcerun = {os.path.normpath(str(f)) for f in dag.forcerun}
-    return (dag.forceall or path in forcerun or bool(forcerun & set(rules))
-            or (dag.forcetargets and path in {os.path.normpath(str(t)) for t in dag.targets}))
+    return (
+        dag.forceall
+        or path in forcerun
+        or bool(forcerun & set(rules))
+        or (dag.forcetargets and path in {os.path.normpath(str(t)) for t in dag.targets})
+    )
 
 
 def tm_threads(wildcards):
@@ -176,6 +213,16 @@ def tm_settings(wildcards):
 
 def run_tm_job(input, output, params, threads, log):
     JOBS.run_module(
-        "asynctm.experiments", "tm", "--settings", params.settings, "--data-dir", DATA, "--out", output.record,
-        "--threads", threads, log=log[0],
+        "asynctm.experiments",
+        "tm",
+        "--settings",
+        params.settings,
+        "--data-dir",
+        DATA,
+        "--out",
+        output.record,
+        "--threads",
+        threads,
+        *JOBS.stop_at_args(),
+        log=log[0],
     )

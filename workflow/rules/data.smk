@@ -14,10 +14,13 @@ rule fetch:
     wildcard_constraints:
         dataset="|".join(DATASET_NAMES),
     run:
+        # fmt: off
+        # Kept as written: Snakemake reruns a finished job when the text of its run block changes.
         JOBS.run_module(
             "asynctm.datasets",
             "fetch", wildcards.dataset, "--raw-dir", Path(output.manifest).parent, *mirror_args(), log=log[0]
         )
+        # fmt: on
 
 
 # Re-verifies the raw members, prepares one protocol, writes the folder atomically; meta.json

@@ -23,11 +23,11 @@ rule run_tm:
         experiment=_NONNOVEL,
         impl=_TM_IMPL,
         seed=r"\d+",
-    params:
-        settings=tm_settings,
     threads: tm_threads
     resources:
         gpu=lambda wc: int(wc.impl in PLAN.GPU_IMPLS),
+    params:
+        settings=tm_settings,
     run:
         run_tm_job(input, output, params, threads, log)
 
@@ -45,11 +45,11 @@ rule run_tm_novelty:
         experiment=_NOVEL,
         impl=_TM_IMPL,
         seed=r"\d+",
-    params:
-        settings=tm_settings,
     threads: tm_threads
     resources:
         gpu=lambda wc: int(wc.impl in PLAN.GPU_IMPLS),
+    params:
+        settings=tm_settings,
     run:
         run_tm_job(input, output, params, threads, log)
 
@@ -65,17 +65,20 @@ rule run_svm:
     wildcard_constraints:
         experiment=_EXP,
         seed=r"\d+",
+    # ThunderSVM on every core; scikit-learn (an experiment's svm_library) is single-threaded
+    threads: lambda wc: ESTIMATE.run_threads(config, "svm", workflow.cores, wc.experiment)
     params:
         settings=lambda wc: json.dumps(
             PLAN.svm_run_settings(config, wc.experiment, wc.params, int(wc.seed)), sort_keys=True
         ),
-    # ThunderSVM on every core; scikit-learn (an experiment's svm_library) is single-threaded
-    threads: lambda wc: ESTIMATE.run_threads(config, "svm", workflow.cores, wc.experiment)
     run:
+        # fmt: off
+        # Kept as written: Snakemake reruns a finished job when the text of its run block changes.
         JOBS.run_module(
             "asynctm.experiments", "svm", "--settings", params.settings, "--data-dir", DATA, "--out",
             output.record, "--threads", threads, log=log[0],
         )
+        # fmt: on
 
 
 # Novelty detection, second stage: an MLP on the class sums of one TM run (params = <tm impl>.<tm params>).
@@ -97,10 +100,13 @@ rule run_mlp_novelty:
         ),
         scores=mlp_scores_path,
     run:
+        # fmt: off
+        # Kept as written: Snakemake reruns a finished job when the text of its run block changes.
         JOBS.run_module(
             "asynctm.experiments", "mlp", "--settings", params.settings, "--scores", params.scores, "--out",
             output.record, log=log[0],
         )
+        # fmt: on
 
 
 # Every requested run; and one target per experiment (its main setting, all impls and seeds, svm, mlp)
@@ -133,5 +139,7 @@ for _name in config["sweeps"]:
             [
                 PLAN.record_path(config, r)
                 for r in RUNS
-                if r["experiment"] == _name and r["kind"] == "tm" and r["params"] in PLAN.sweep_points(config, _name)["params"]
+                if r["experiment"] == _name
+                and r["kind"] == "tm"
+                and r["params"] in PLAN.sweep_points(config, _name)["params"]
             ],

@@ -9,7 +9,6 @@ from pathlib import Path
 from asynctm.artifacts import catalog
 from asynctm.artifacts.rules import artifact_job, inputs_manifest_path, record_input_with_stamp
 
-
 for _name in catalog.FIGURES:
 
     rule:
@@ -23,11 +22,11 @@ for _name in catalog.FIGURES:
             pdf=f"{FIGURES_DIR}/{_name}.pdf",
             caption=f"{FIGURES_DIR}/{_name}.caption.txt",
             inputs=inputs_manifest_path(_name, TABLES_DIR),
+        log:
+            f"{ARTIFACTS_LOGS}/{_name}.log",
         params:
             artifact=_name,
             host_gpu=HOST_GPU,
-        log:
-            f"{ARTIFACTS_LOGS}/{_name}.log",
         run:
             artifact_job(JOBS, params.artifact, input, output, log, RESULTS, params.host_gpu)
 

@@ -25,16 +25,24 @@ rule report:
     log:
         f"{ARTIFACTS_LOGS}/report.log",
     run:
+        # fmt: off
+        # Kept as written: Snakemake reruns a finished job when the text of its run block changes.
         run_artifact(JOBS, "asynctm.artifacts.report", ["--tables", TABLES_DIR, "--figures", FIGURES_DIR, "--config",
                      input.config, "--out", output[0], "--records", *input.records], log[0], output.inputs, input.records,
                      input.stale)
+        # fmt: on
 
 
 # A workflow has one onsuccess: add other end-of-run steps here. After a run, say where the results are.
 onsuccess:
     if Path(rules.report.output[0]).is_file():
-        print(f"\nResults: open {rules.report.output[0]} in a browser (summary, Tables 3-5, figures, provenance); "
-              f"tables in {TABLES_DIR}/, figures in {FIGURES_DIR}/, run records under {RESULTS}/.", file=sys.stderr)
+        print(
+            f"\nResults: open {rules.report.output[0]} in a browser (summary, Tables 3-5, figures, provenance); "
+            f"tables in {TABLES_DIR}/, figures in {FIGURES_DIR}/, run records under {RESULTS}/.",
+            file=sys.stderr,
+        )
         if SMOKE:
-            print("Smoke scale: these numbers check that every step runs; they are not comparable to the paper's.",
-                  file=sys.stderr)
+            print(
+                "Smoke scale: these numbers check that every step runs; they are not comparable to the paper's.",
+                file=sys.stderr,
+            )

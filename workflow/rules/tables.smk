@@ -28,8 +28,20 @@ PAPER_NUMBERS = "paper_tables/reference/paper_numbers.csv"
 # The config the artifacts are built from as Snakemake sees it (--config overrides included), cut to the
 # keys they read, so that e.g. another data_mirror does not rebuild them.
 ARTIFACTS_CONFIG = f"{TABLES_DIR}/artifacts_config.yaml"
-ARTIFACTS_CONFIG_KEYS = ("scale", "results_dir", "gpu", "datasets", "seeds", "impls", "tm", "experiments", "sweeps",
-                         "reduced", "svm", "smoke")
+ARTIFACTS_CONFIG_KEYS = (
+    "scale",
+    "results_dir",
+    "gpu",
+    "datasets",
+    "seeds",
+    "impls",
+    "tm",
+    "experiments",
+    "sweeps",
+    "reduced",
+    "svm",
+    "smoke",
+)
 ARTIFACTS_LOGS = f"logs/artifacts/{config['scale']}"
 
 
@@ -69,11 +81,11 @@ for _name in catalog.TABLES:
             tex=f"{TABLES_DIR}/{_name}.tex",
             caption=f"{TABLES_DIR}/{_name}.caption.txt",
             inputs=inputs_manifest_path(_name, TABLES_DIR),
+        log:
+            f"{ARTIFACTS_LOGS}/{_name}.log",
         params:
             artifact=_name,
             host_gpu=HOST_GPU,  # words the gap of a missing tm_gpu run; a param, so a change rebuilds
-        log:
-            f"{ARTIFACTS_LOGS}/{_name}.log",
         run:
             artifact_job(JOBS, params.artifact, input, output, log, RESULTS, params.host_gpu)
 
@@ -86,10 +98,10 @@ rule results_summary:
     output:
         md=f"{TABLES_DIR}/results_summary.md",
         inputs=inputs_manifest_path("results_summary", TABLES_DIR),
-    params:
-        host_gpu=HOST_GPU,
     log:
         f"{ARTIFACTS_LOGS}/results_summary.log",
+    params:
+        host_gpu=HOST_GPU,
     run:
         artifact_job(JOBS, "results_summary", input, output, log, RESULTS, params.host_gpu)
 

@@ -9,9 +9,9 @@ ARTIFACT: table3_performance, table4_svm_time, table5_regression, results_summar
 claims_readme.md) and fig_claims_forest (their forest plot), which also read the ablation's records and the
 config's `claims:` thresholds (`list` prints them all). --config: the pipeline config (the Snakemake rules
 pass the effective one they wrote); --records: read only these record files below --results (the rules
-pass their declared inputs; default: every record there); --host-gpu: whether this host has a GPU, which only words the gap of a
-missing tm_gpu run (auto: ask PyCUDA). Prints the files written; exit status 1 with an `error:` line when a
-record is malformed or an input is missing.
+pass their declared inputs; default: every record there); --host-gpu: whether this host has a GPU, which
+only words the gap of a missing tm_gpu run (auto: ask PyCUDA). Prints the files written; exit status 1 with
+an `error:` line when a record is malformed or an input is missing.
 """
 
 from __future__ import annotations

@@ -21,6 +21,14 @@ A GPU claim is judged for the paper's design (``tm_gpu``, one thread per clause)
 (``tm_gpu_warp``, a warp per clause) is reported beside it, never mixed in. Per-epoch times leave out the first
 ``claims.warm_up_epochs`` epochs. A verdict resting on a record of a modified checkout (``provenance.git_dirty``
 > 0) says so. The same records, reference and config give the same bytes.
+
+Every row that is not reproduced also says where its gap stands (column "Gap"): **explained** (a cause, with the
+evidence that shows it) or **open** (what is known, and that no evidence settles it yet); reproduced rows are
+**within the threshold**. The causes are read from ``<results>/evidence/explanations.yaml`` (one entry per row:
+claim, part as in claims.csv, status, cause, evidence); each evidence item is an evidence record
+``<results>/evidence/<name>.json`` (its table: ``evidence_<name>.md``) or ``ablation`` (the tally ablation). An entry
+for a row that does not exist, that is reproduced or not testable, or whose evidence is missing stops the build with
+one line naming the entry.
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import yaml
 
 from ..experiments import plan
 from . import catalog
@@ -305,6 +314,8 @@ class Row:
     counts: bool = True
     section: str = ""
     statement: str = ""
+    gap: str = ""
+    evidence: str = ""
 
 
     @property
@@ -1103,6 +1114,99 @@ def _claim_row(claim: str, parts: list[Row]) -> Row:
                statement=statement)
 
 
+# ---- gaps: explained or open (results/evidence/explanations.yaml) ----------------------------------------------
+
+EXPLANATIONS = Path("evidence") / "explanations.yaml"  # relative to the results folder
+EXPLAINED, OPEN, WITHIN = "explained", "open", "within the threshold"
+ABLATION_EVIDENCE = "ablation"  # the tally ablation's table (ablation.md), from the records under <results>/ablation
+
+
+class ExplanationsError(ValueError):
+    """An entry of the explanations file that does not fit the rows or the evidence on disk."""
+
+
+def evidence_page(item: str) -> str:
+    """The page (beside claims.md) that shows evidence ``item``."""
+    return "ablation.md" if item == ABLATION_EVIDENCE else f"evidence_{item}.md"
+
+
+def load_explanations(results_dir) -> list[dict]:
+    """The entries of ``<results>/evidence/explanations.yaml`` (none where the file is missing), each checked for
+    its fields and its evidence on disk."""
+    root = Path(results_dir)
+    path = root / EXPLANATIONS
+    if not path.is_file():
+        return []
+    try:
+        entries = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ExplanationsError(f"{path}: not readable YAML ({str(exc).splitlines()[0]}); fix the file") from None
+    if not isinstance(entries, list):
+        raise ExplanationsError(f"{path}: expected a list of entries (claim, part, status, cause, evidence)")
+    out = []
+    for k, entry in enumerate(entries, 1):
+        where = f"{path}: entry {k}"
+        if not isinstance(entry, dict) or set(entry) != {"claim", "part", "status", "cause", "evidence"}:
+            raise ExplanationsError(f"{where}: needs exactly the fields claim, part, status, cause, evidence")
+        if entry["status"] not in (EXPLAINED, OPEN):
+            raise ExplanationsError(f"{where}: status {entry['status']!r} is neither {EXPLAINED!r} nor {OPEN!r}")
+        items = entry["evidence"] or []
+        if not isinstance(items, list) or (entry["status"] == EXPLAINED and not items):
+            raise ExplanationsError(f"{where}: evidence must be a list, and an explained gap needs at least one item")
+        for item in items:
+            source = root / (plan.ABLATION_DIR if item == ABLATION_EVIDENCE else Path("evidence") / f"{item}.json")
+            if not source.exists():
+                raise ExplanationsError(f"{where}: its evidence {item!r} has no {source}; build that evidence first "
+                                        "(python -m asynctm.artifacts.evidence) or fix the name")
+        out.append({**entry, "evidence": list(items), "where": where})
+    return out
+
+
+def apply_explanations(rows: list[Row], entries: list[dict]) -> list[Row]:
+    """Set every row's ``gap`` (and ``evidence``): within the threshold, explained or open. An entry that names no
+    row, or a row that is reproduced or not testable, is an error: the file must follow the verdicts."""
+    by_key = {}
+    for entry in entries:
+        key = (entry["claim"], entry["part"])
+        if key in by_key:
+            raise ExplanationsError(f"{entry['where']}: a second entry for {entry['claim']} {entry['part']!r}")
+        by_key[key] = entry
+    seen = set()
+    for row in rows:
+        entry = by_key.get((row.claim, row.part)) if row.level != "claim" else None
+        if entry is not None:
+            seen.add((row.claim, row.part))
+            if row.verdict in (REPRODUCED, UNTESTABLE):
+                raise ExplanationsError(f"{entry['where']}: {row.claim} {row.part!r} is {row.verdict}, so it has no "
+                                        "gap to explain; remove the entry")
+            row.gap = f"{entry['status']}: {' '.join(str(entry['cause']).split())}"
+            row.evidence = "; ".join(evidence_page(item) for item in entry["evidence"])
+        elif row.level != "claim" and row.verdict == REPRODUCED:
+            row.gap = WITHIN
+        elif row.level != "claim" and row.verdict in (NOT_REPRODUCED, PARTLY):
+            row.gap = f"{OPEN}: no evidence on record yet"
+    for key, entry in by_key.items():
+        if key not in seen:
+            raise ExplanationsError(f"{entry['where']}: no row {key[0]} {key[1]!r} in the claims (claims.csv lists "
+                                    "the parts); fix the part's name")
+    return rows
+
+
+def gap_tally(rows: list[Row], claim: str) -> str:
+    """'k explained, m open' over a claim's counted rows that are not reproduced ('' where none)."""
+    gaps = [r.gap.split(":", 1)[0] for r in rows if r.claim == claim and r.level != "claim" and r.counts
+            and r.verdict in (NOT_REPRODUCED, PARTLY)]
+    counts = [(n, what) for what in (EXPLAINED, OPEN) if (n := gaps.count(what))]
+    return ", ".join(f"{n} {what}" for n, what in counts)
+
+
+def _gap_md(row: Row) -> str:
+    if not row.evidence:
+        return row.gap
+    links = ", ".join(f"[{page}]({page})" for page in row.evidence.split("; "))
+    return f"{row.gap} (evidence: {links})"
+
+
 # ---- outputs ----------------------------------------------------------------------------------------------------
 
 def csv_text(rows: list[Row]) -> str:
@@ -1151,20 +1255,25 @@ def markdown(rows: list[Row], th: Thresholds, config: dict) -> str:
              "tm_gpu_warp (a warp per clause) and our CPU build tm_cpu are reported beside, never mixed in. "
              f"Per-epoch times ({warm_text(th)}; config claims.warm_up_epochs): {th['warm_up_reason'].strip()} "
              "Speed-ups pair records of one host. † marks a verdict resting on records of a modified checkout "
-             "(provenance.git_dirty > 0).", ""]
+             "(provenance.git_dirty > 0).", "",
+             f"Gap: where a row is not reproduced, **{EXPLAINED}** (its cause, and the evidence that shows it: an "
+             f"evidence table beside this page, built from records under results/evidence/) or **{OPEN}** (what is "
+             f"known; no evidence settles it yet); reproduced rows are {WITHIN}. The causes are listed in "
+             f"results/{EXPLANATIONS.as_posix()}.", ""]
     if config.get("scale") == "smoke":
         lines += ["**Smoke scale: these records check that every step runs; their verdicts mean nothing.**", ""]
     lines += ["## Verdicts", ""]
-    lines += _table(["Claim", "The paper's words", "Section", "Verdict", "Parts"],
-                    [[r.claim, r.statement, r.section, _verdict_md(r), r.ours] for r in claims])
+    lines += _table(["Claim", "The paper's words", "Section", "Verdict", "Parts", "Gaps"],
+                    [[r.claim, r.statement, r.section, _verdict_md(r), r.ours, gap_tally(rows, r.claim)]
+                     for r in claims])
     for claim in [r for r in claims if r.claim.startswith("C")]:
         parts = [r for r in rows if r.claim == claim.claim and r.level == "part"]
         lines += [f"## {claim.claim}: {SHORT[claim.claim]}", "", f"{claim.statement} ({claim.section}). Tested: "
                   f"{claim.tested}. Overall: {_verdict_md(claim)} ({claim.ours}).", ""]
-        lines += _table(["Part", "What was tested", "Records", "Threshold", "Ours", "Paper", "Verdict",
+        lines += _table(["Part", "What was tested", "Records", "Threshold", "Ours", "Paper", "Verdict", "Gap",
                          "Our builds beside", "Note"],
-                        [[r.part, r.tested, r.records, r.threshold, r.ours, r.paper, _verdict_md(r), r.beside, r.note]
-                         for r in parts])
+                        [[r.part, r.tested, r.records, r.threshold, r.ours, r.paper, _verdict_md(r), _gap_md(r),
+                          r.beside, r.note] for r in parts])
     lines += ["## The cells of Tables 3-5", "",
               "Ours: the mean over seeds of each run's mean over its last 10 epochs (the tables' compared value; the "
               "final value for the novelty MLP stage), ± the sample sd; Δ = ours − the paper. tm_gpu_warp rows set "
@@ -1181,9 +1290,9 @@ def markdown(rows: list[Row], th: Thresholds, config: dict) -> str:
                   f"{float(th['speedup']['within_factor']):g}, one host (faster by less: partly)"}[table]
         lines += [f"### {CLAIMS[table][1]}", "", f"Overall: {_verdict_md(head)} ({head.ours}; cells of our own builds "
                   f"beside, not counted). Thresholds: {thresholds}.", ""]
-        lines += _table(["Cell", "Ours", "Paper", "Verdict", "Records", "Note"],
-                        [[r.part + ("" if r.counts else " (beside)"), r.ours, r.paper, _verdict_md(r), r.records,
-                          r.note] for r in cells])
+        lines += _table(["Cell", "Ours", "Paper", "Verdict", "Gap", "Records", "Note"],
+                        [[r.part + ("" if r.counts else " (beside)"), r.ours, r.paper, _verdict_md(r), _gap_md(r),
+                          r.records, r.note] for r in cells])
     lines += ["## Thresholds and their reasons (config `claims:`)", ""]
     lines.append(f"- **warm_up_epochs** = {th.warm}: {th['warm_up_reason'].strip()}")
     for key, subkeys in THRESHOLD_KEYS.items():
@@ -1204,7 +1313,9 @@ def readme_block(rows: list[Row], link: str = "paper_tables/claims.md") -> str:
     for r in rows:
         if r.level == "claim":
             dirty = " †" if r.dirty_records else ""
-            lines.append(f"- **{r.claim}** {SHORT[r.claim]}: **{r.verdict}**{dirty} ({r.ours})")
+            gaps = gap_tally(rows, r.claim)
+            lines.append(f"- **{r.claim}** {SHORT[r.claim]}: **{r.verdict}**{dirty} ({r.ours}"
+                         f"{f'; gaps: {gaps}' if gaps else ''})")
     if any(r.level == "claim" and r.dirty_records for r in rows):
         lines += ["", "† rests on records of a modified checkout."]
     text = "\n".join(lines) + "\n"
@@ -1236,8 +1347,9 @@ def block_in(readme_text: str) -> str | None:
 def verdict_rows(results_dir, config: dict, reference: pd.DataFrame, records=None, source: str = "the config"):
     """(rows, evidence, thresholds) from the records under ``results_dir`` (``records``: only these files)."""
     th = Thresholds.from_config(config, source)
+    entries = load_explanations(results_dir)
     ev = load_inputs(results_dir, config, th, records)
-    return evaluate(ev, config, reference, th), ev, th
+    return apply_explanations(evaluate(ev, config, reference, th), entries), ev, th
 
 
 def build(name: str, results_dir, config: dict, out_dir, reference, records=None) -> list[str]:

@@ -306,8 +306,8 @@ def _paper_claims(series: list[Series], experiment: str) -> list[Claim]:
 def _claims_caption(claims: list[Claim]) -> str:
     if not claims:
         return ""
-    return (" Grey: the paper's claim for its design, anchored at the first point of our tm_gpu line with the most points: "
-            + "; ".join(c.label.removeprefix("the paper's claim: ") for c in claims) + ".")
+    return (" Grey: the paper's claim for its design, anchored at the first point of our tm_gpu line with the most "
+            "points: " + "; ".join(c.label.removeprefix("the paper's claim: ") for c in claims) + ".")
 
 
 def _versus_clauses(records, config, host_gpu, name, experiment, column, ylabel, title, paper_caption, what,

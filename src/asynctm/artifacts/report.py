@@ -8,7 +8,8 @@ reads the tables and figures already built (``<tables>/<name>.{csv,md,caption.tx
 ``<tables>/results_summary.md``, ``<tables>/claims.{csv,md}``, ``<figures>/<name>.{png,caption.txt}``, the forest
 plot ``<figures>/fig_claims_forest.{png,caption.txt}``) and the run records they were built
 from (``--records``: those files, as the Snakemake rule ``report`` passes its declared inputs; ``--results``:
-every record under that root that a table or figure reads), and writes ``<tables>/report.html`` (or ``--out``):
+every record under that root that a table or figure reads; both listed and read through the record store,
+asynctm.store, whose gate refuses a bad record with one line), and writes ``<tables>/report.html`` (or ``--out``):
 figures embedded as data URIs, links only to the table and figure files (relative to the page). No timestamps:
 the same inputs give the same bytes. The rule ``report`` (workflow/rules/report.smk) runs it.
 """
@@ -18,13 +19,13 @@ from __future__ import annotations
 import argparse
 import base64
 import html
-import json
 import os
 import re
 import sys
 from collections import Counter
 from pathlib import Path
 
+from .. import store
 from ..experiments.plan import TM_IMPLS
 from ..jobs import JobLog
 from . import catalog, load_config
@@ -154,14 +155,11 @@ def _summary_preamble(path: Path) -> list[str]:
 
 
 def used_records(results_dir, config: dict) -> list[Path]:
-    """The complete records under ``results_dir`` that any table or figure reads (catalog.reads)."""
+    """The record files under ``results_dir`` (asynctm.store.record_files, the ablation's left out) that any table
+    or figure reads (catalog.reads)."""
     root = Path(results_dir)
-    out = []
-    for path in sorted(root.glob("*/*/*/seed*.json")):
-        rel = path.relative_to(root)
-        if any(catalog.reads(name, config, rel) for name in catalog.ARTIFACTS):
-            out.append(path)
-    return out
+    return [path for path in store.record_files(root, ablation=False)
+            if any(catalog.reads(name, config, path.relative_to(root)) for name in catalog.ARTIFACTS)]
 
 
 # -- sections ----------------------------------------------------------------------------------------------
@@ -206,9 +204,9 @@ def summary_section(tables_dir: Path, config: dict) -> str:
                 f'<td>{notes.cell(row.get("note", ""))}</td>']) + "</tr>")
     parts.append("<p>Each implementation that has records, on its main setting: ours (mean over seeds of each run's "
                  "mean over its last 10 epochs; the final value where a run has no epochs, the novelty MLP stage; "
-                 "Tables 3 and 5 below give both) beside the paper's, Δ = ours − paper; speed-up: per-epoch time of pyTsetlinMachine over ours on our "
-                 "hardware, beside the paper's (CUDA on its hardware). F1, times and spreads are in the tables below."
-                 "</p>")
+                 "Tables 3 and 5 below give both) beside the paper's, Δ = ours − paper; speed-up: per-epoch time of "
+                 "pyTsetlinMachine over ours on our hardware, beside the paper's (CUDA on its hardware). F1, times and "
+                 "spreads are in the tables below.</p>")
     if rows:
         parts += ['<table id="summary-table"><thead><tr><th>Dataset</th><th>Implementation</th><th>metric</th>'
                   "<th class=r>ours</th><th class=r>paper</th><th class=r>Δ</th><th class=r>speed-up</th>"
@@ -218,7 +216,8 @@ def summary_section(tables_dir: Path, config: dict) -> str:
         parts.append('<table id="summary-table"><tbody><tr><td>No implementation has a record yet.</td></tr>'
                      "</tbody></table>")
     if gaps:
-        listed = "; ".join(f"{_esc(reason)} ({n})" for reason, n in sorted(gaps.items(), key=lambda kv: (-kv[1], kv[0])))
+        listed = "; ".join(f"{_esc(reason)} ({n})"
+                           for reason, n in sorted(gaps.items(), key=lambda kv: (-kv[1], kv[0])))
         parts.append(f"<p>Gaps: {sum(gaps.values())} of {cells} dataset × implementation cells of Tables 3 and 5 "
                      f"have no record: {listed}.</p>")
     parts.append("</section>")
@@ -341,7 +340,7 @@ def provenance_section(records: list[Path], config: dict) -> str:
              "fields: results/README.md; the protocols: config/README.md.</p>"]
     groups: dict[tuple, list[dict]] = {}
     for path in records:
-        rec = json.loads(path.read_text(encoding="utf-8"))
+        rec = store.read_record(path)  # through the gate, below the results root its path names
         groups.setdefault(_group_key(rec), []).append(rec)
     commits = Counter()
     if groups:
@@ -425,6 +424,9 @@ def main(argv=None) -> int:
         config = load_config(args.config)
         records = args.records if args.records is not None else used_records(args.results, config)
         log(str(write_report(args.tables, args.figures, records, config, args.out)), stream=sys.stdout)
+    except store.RecordError as exc:  # its line names the file, the field and the fix
+        log(f"error: {exc}")
+        return 1
     except (OSError, ValueError, KeyError) as exc:
         log(f"error: {exc} (build the tables, figures and claims first: snakemake --cores all tables figures "
             "claims)")

@@ -5,21 +5,23 @@ arguments of the CLI.
 Every record an artifact reads is a declared input, so Snakemake rebuilds the artifact when one appears,
 changes or goes: the records this configuration requests (on disk, or started by this invocation within the
 budget), and every other record on disk under the results root for a cell the artifact reports (e.g. tm_gpu
-records made on a GPU host and copied in, where this host has none and so requests none).
+records made on a GPU host and copied in, where this host has none and so requests none), as the record store
+lists them (asynctm.store.record_files).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from .. import store
 from . import catalog
 
 
 def records_on_disk(name: str, config: dict, results) -> list[str]:
     """The record files under ``results`` that artifact ``name`` reads (catalog.reads), whoever made them."""
     root = Path(results)
-    return sorted(p.as_posix() for exp in catalog.experiments(name, config)
-                  for p in (root / exp).glob("*/*/seed*.json") if catalog.reads(name, config, p.relative_to(root)))
+    return sorted(p.as_posix() for p in store.record_files(root, catalog.experiments(name, config), ablation=False)
+                  if catalog.reads(name, config, p.relative_to(root)))
 
 
 def declared_records(name: str, config: dict, record_paths, results) -> list[str]:

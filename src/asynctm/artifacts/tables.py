@@ -428,7 +428,8 @@ def _metric_grid(rows, metrics: dict, headers: dict, speedup_header: str) -> Gri
     columns = [("Dataset", "Dataset", "l"), ("Implementation", "Implementation", "l"), ("n", "$n$", "r")]
     for metric in metrics:
         md, tex = headers[metric]
-        columns += [(f"{md} final", f"{tex} final", "r"), (f"{md} last {LAST_EPOCHS}", f"{tex} last {LAST_EPOCHS}", "r"),
+        columns += [(f"{md} final", f"{tex} final", "r"),
+                    (f"{md} last {LAST_EPOCHS}", f"{tex} last {LAST_EPOCHS}", "r"),
                     ("paper", "paper", "r"), ("Δ", r"$\Delta$", "r")]
     columns += [("s/epoch", "s/epoch", "r"), (speedup_header, render.tex_escape(speedup_header), "r"),
                 ("paper speed-up", "paper speed-up", "r"), ("note", "note", "l")]
@@ -478,7 +479,8 @@ def compared_note(rows: list[dict], used: pd.DataFrame, metric: str, unit: str) 
     swing = epoch_swing(used, metric)
     sd_final = [r[f"{metric}_std"] for r in rows if finite(r[f"{metric}_std"]) and r[f"{metric}_std"] > 0]
     sd_last = [r[f"{metric}_{LAST}_std"] for r in rows if finite(r[f"{metric}_std"]) and r[f"{metric}_std"] > 0]
-    paper_sd = [r[f"{metric}_paper_std"] for r in rows if finite(r[f"{metric}_paper_std"]) and r[f"{metric}_paper_std"] > 0]
+    paper_sd = [r[f"{metric}_paper_std"] for r in rows
+                if finite(r[f"{metric}_paper_std"]) and r[f"{metric}_paper_std"] > 0]
     if finite(swing):
         text += f" (in these records by {swing:.2f} {unit} on average over the last {LAST_EPOCHS} epochs"
         if sd_final and all(finite(x) for x in sd_last):

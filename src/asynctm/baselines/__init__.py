@@ -1,7 +1,9 @@
-"""The paper's baselines, one module each; our own Tsetlin Machine and the interface they share are in
-:mod:`asynctm.peers` (:func:`asynctm.peers.make_peer` builds any of them by name).
+"""The paper's baselines, one module each, and the interface they share with our own Tsetlin Machine
+(:class:`~.base.Peer`); our adapter is in :mod:`asynctm.peers`, above this package (:func:`asynctm.peers.make_peer`
+builds any peer by name).
 
 =================  ======================================================================================
+``base``           :class:`~.base.Peer`, the interface, and :func:`~.base.dense01`, the baselines' dense 0/1 input
 ``pytm``           pyTsetlinMachine 0.6.6 (the paper's CPU baseline), ``indexed=True`` or ``False``
 ``pytm_cuda``      PyTsetlinMachineCUDA (the paper's own GPU code); only where a GPU is present
 ``pytm_parallel``  pyTsetlinMachineParallel 0.2.1 (OpenMP) in a worker process run by a separate virtual

@@ -1,4 +1,4 @@
-"""pyTsetlinMachine 0.6.6, the paper's CPU baseline, as a peer (:class:`asynctm.peers.Peer`).
+"""pyTsetlinMachine 0.6.6, the paper's CPU baseline, as a peer (:class:`asynctm.baselines.base.Peer`).
 
 The hyperparameter mapping and where the implementations differ by design: :mod:`asynctm.peers`. Here:
 the libc seed of its per-epoch shuffle (:func:`libc_seed`), the machines' keyword arguments
@@ -15,8 +15,8 @@ import threading
 
 import numpy as np
 
-from ..peers import Peer, dense01
 from ..provenance import dist_version
+from .base import Peer, dense01
 
 DISTRIBUTION = "pyTsetlinMachine"
 

@@ -1,4 +1,4 @@
-"""PyTsetlinMachineCUDA (the paper's own GPU code) as a peer (:class:`asynctm.peers.Peer`).
+"""PyTsetlinMachineCUDA (the paper's own GPU code) as a peer (:class:`asynctm.baselines.base.Peer`).
 
 PyTsetlinMachineCUDA is imported only when a CUDA GPU is found. It runs ``import pycuda.autoinit`` at
 import, which would create a second CUDA context beside ours; :func:`_share_our_context` puts a stand-in
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..peers import Peer, dense01
 from ..provenance import dist_version
+from .base import Peer, dense01
 
 # The names PyTsetlinMachineCUDA has been published under (PyPI normalises them; sdists and wheels differ).
 DISTRIBUTIONS = ("pyTsetlinMachineCUDA", "PyTsetlinMachineCUDA", "pytsetlinmachinecuda")

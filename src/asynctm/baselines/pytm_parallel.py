@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from ..peers import Peer
+from .base import Peer
 from .pytm import machine_arguments
 
 DIST = "pyTsetlinMachineParallel"

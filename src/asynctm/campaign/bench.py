@@ -25,7 +25,7 @@ import os
 import statistics
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -357,8 +357,9 @@ def main(argv=None) -> int:
     deadline = args.deadline or float("inf")
     record = {"generated_by": "python -m asynctm.campaign.bench", "name": args.name,
               "command": ["python", "-m", "asynctm.campaign.bench", *(sys.argv[1:] if argv is None else argv)],
-              "date_utc": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
-              "started_utc": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "git": git_info(), "code": code_digests(),
+              "date_utc": datetime.now(UTC).strftime("%Y-%m-%d"),
+              "started_utc": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "git": git_info(),
+              "code": code_digests(),
               "versions": versions(), "cpu": cpu_info(), "gpu": gpu_info(), "scale": config.get("scale", "paper"),
               "timing": "wall clock around one fit_epoch call (both libraries synchronise the GPU before returning); "
                         "1 warm-up epoch per implementation and seed reported apart; timed epochs round-robin",

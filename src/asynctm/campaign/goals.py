@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import statistics
 from pathlib import Path
 
@@ -26,6 +27,11 @@ from .choice import OTHER_GPU_FACTOR, bench_files, bench_started
 # the dataset and making its dense copy for PyTsetlinMachineCUDA.
 SEED_OVERHEAD_S = 30.0
 SEED_MARGIN = 1.2
+
+
+def slug(text: str) -> str:
+    """``text`` (a GPU's name) as part of a file name: lower case, each run of other characters one underscore."""
+    return re.sub(r"[^a-z0-9]+", "_", (text or "unknown").lower()).strip("_") or "unknown"
 
 
 def code_key(code: dict | None) -> str:
@@ -116,8 +122,6 @@ def seed_cost_s(folders, setting: str, gpu: str) -> float | None:
 def summaries(tree: Path) -> dict[str, tuple[dict, str]]:
     """``{name: (record, markdown)}`` of ``goals_<gpu>_<code>``, one per GPU and code with benchmark records in
     ``tree``'s ``benchmarks/results``."""
-    from .steps import slug
-
     groups: dict[tuple[str, str], list[dict]] = {}
     for rec in bench_files([Path(tree) / "benchmarks/results"]):
         groups.setdefault(((rec.get("gpu") or {}).get("name") or "unknown", code_key(rec.get("code"))), []).append(rec)

@@ -15,7 +15,6 @@ from ..provenance import REPO
 from . import DEVICE_CALLS, STEP_OPTIONS, TRAINING_CALLS
 from .choice import checkout_view, failed_gpu_tests, gpu_tests_verdict, warp_evidence
 
-
 DEVICE_COMMAND_LIMIT_S = 600  # the device tool runs one command for at most this long
 
 

@@ -54,8 +54,7 @@ def remaining(config: dict, tree: Path = REPO, gpu: str | None = None, threads: 
     run); ``threads``: None (one, tm_gpu), a number (1: tm_gpu, 32: tm_gpu_warp), or ``auto`` (``chosen``:
     ``{step: {experiment: threads}}``)."""
     from ..provenance import code_digests
-    from .steps import (ablation_runs, estimate_s, paper_runs, record_path, run_fields, run_impl, run_threads,
-                        sweep_runs)
+    from .steps import ablation_runs, estimate_s, paper_runs, record_path, run_fields, run_impl, run_threads, sweep_runs
 
     tree = Path(tree)
     gpu = gpu or newest_bench_gpu(tree)

@@ -38,15 +38,26 @@ import subprocess
 import sys
 import tarfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from ..experiments import plan
 from ..experiments.run import EXIT_PAUSED, checkpoint_path, read_checkpoint
 from ..provenance import REPO, code_digests
 from . import STAGE_DIR
-from .choice import (ESTIMATE_MARGIN, KEEP_RECORDED, RUN_OVERHEAD_S, bench_estimate_s, choose_threads,
-                     gpu_tests_verdict, json_files, sibling_work, source_commit, tests_sound)
+from .choice import (
+    ESTIMATE_MARGIN,
+    KEEP_RECORDED,
+    RUN_OVERHEAD_S,
+    bench_estimate_s,
+    choose_threads,
+    gpu_tests_verdict,
+    json_files,
+    sibling_work,
+    source_commit,
+    tests_sound,
+)
+from .goals import seed_cost_s, seeds_done, slug
 from .stage import StageError, load_campaign
 
 DEFAULT_BUDGET_S = 480  # a device command may run 600 s; the rest is install, start-up and packing
@@ -110,10 +121,6 @@ print(json.dumps(out))
 
 def steps() -> tuple[str, ...]:
     return tuple(STEPS)
-
-
-def slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "_", (text or "unknown").lower()).strip("_") or "unknown"
 
 
 # -- the environment on the GPU machine -----------------------------------------------------------------------
@@ -207,7 +214,7 @@ class Step:
         # on the build of its recorded seeds (rule 5 of asynctm.campaign.choice), with or without auto
         self.named_threads = False
         self.later_s = float(later_s)  # seconds of this step in the lease's next call (--later): runs may continue
-        stamp = datetime.fromtimestamp(self.started, timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        stamp = datetime.fromtimestamp(self.started, UTC).strftime("%Y%m%dT%H%M%SZ")
         # The kernels' and backends' digests: results of another commit with the same ones are of this code too
         # (asynctm.campaign.choice.same_code).
         self.code = code_digests()
@@ -265,7 +272,7 @@ class Step:
 
     # progress
     def say(self, msg: str) -> None:
-        line = f"{datetime.now(timezone.utc).strftime('%H:%M:%S')} [{self.name}] {msg}"
+        line = f"{datetime.now(UTC).strftime('%H:%M:%S')} [{self.name}] {msg}"
         print(line, flush=True)
         self.log_fh.write(line + "\n")
 
@@ -607,7 +614,6 @@ def step_goal_seeds(step: Step, select: str | None = None) -> None:
     process, until each has the benchmark's seeds (0, 1, 2) on this GPU with this code (:mod:`.goals` pools them);
     a seed starts only where its estimate (the setting's earlier seeds) fits the time left."""
     from .bench import GOAL_SETTINGS, SEEDS
-    from .goals import seed_cost_s, seeds_done
 
     gpu = step.gpu["name"]
     folders = [step.tree / "benchmarks/results", step.work / "benchmarks/results",

@@ -43,9 +43,9 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     log = JobLog(getattr(args, "log", None))
+    from ..io import is_disk_full
     from . import DATASETS, get_module, prepare_dataset
     from .base import folder_digest, sha256_file
-    from ..io import is_disk_full
     from .fetch import FetchError, fetch
 
     try:

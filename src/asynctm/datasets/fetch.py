@@ -31,12 +31,16 @@ import urllib.error
 import urllib.request
 import zipfile
 import zlib
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from types import ModuleType
-from typing import Callable
 
-from ..io import is_disk_full, make_staging_dir, remove_stale
-from ..io import write_json_atomic  # noqa: F401  (re-exported: the CLI and tests use it here)
+from ..io import (
+    is_disk_full,
+    make_staging_dir,
+    remove_stale,
+    write_json_atomic,  # noqa: F401  (re-exported: the CLI and tests use it here)
+)
 from .base import DEFAULT_MAX_UNPACKED, RawFile, RawFolder, Source, digest_lines, folder_digest, sha256_file
 
 MANIFEST = "MANIFEST.json"

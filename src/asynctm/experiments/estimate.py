@@ -74,12 +74,9 @@ def _key(ds: dict) -> tuple[str, str]:
 
 
 def _records(results_dir: Path):
-    """The paper-scale records below ``results_dir``, each through the gate (asynctm.store): a refused record
-    raises its one-line RecordError instead of estimating anything."""
-    for path in store.record_files(results_dir, ablation=False):
-        if path.parent.parent.parent.parent != results_dir:
-            continue  # not <experiment>/<impl>/<params>/seed<k>.json (e.g. results/smoke/...)
-        rec = store.read_record(path, results_dir)
+    """The paper-scale records below ``results_dir`` (the ablation's left out), each read through the record
+    store's gate (asynctm.store): a refused record raises its one-line RecordError instead of estimating anything."""
+    for _, rec in store.read_records(results_dir):
         if rec["scale"] == "paper":
             yield rec
 
@@ -458,10 +455,8 @@ TIMED_KINDS = ("tm", "svm")
 
 
 def busy_records(config: dict, runs: list[dict]) -> list[dict]:
-    """The requested records on disk that were timed on a busy machine (``artifacts.records.busy``): their
-    metrics stand, their times are left out of the tables' ratios until they are timed again."""
-    from ..artifacts.records import busy
-
+    """The requested records on disk that were timed on a busy machine (``asynctm.store.busy``): their metrics
+    stand, their times are left out of the tables' ratios until they are timed again."""
     out = []
     for run in runs:
         path = Path(plan.record_path(config, run))
@@ -470,7 +465,7 @@ def busy_records(config: dict, runs: list[dict]) -> list[dict]:
         rec = store.read_record(path, plan.results_root(config))
         prov = rec.get("provenance") or {}
         load, cores = prov.get("load_average_1min_at_end"), prov.get("logical_cores")
-        if rec.get("kind") in TIMED_KINDS and busy(load, cores):
+        if rec.get("kind") in TIMED_KINDS and store.busy(load, cores):
             out.append({"path": path.as_posix(), "load": float(load), "cores": int(cores),
                         "cpu": prov.get("cpu_model") or "unknown CPU", "threads": prov.get("threads")})
     return out

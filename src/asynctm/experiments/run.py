@@ -8,7 +8,8 @@ resumes from there, and the checkpoint is removed once the record is written. SI
 with "interrupted at epoch k" in its log, no record, the checkpoint kept, and ``RunInterrupted``. With
 ``stop_at`` (a UNIX time: the end of a time-limited allocation) a run that has time for no further epoch saves
 its checkpoint and ends with "paused before epoch k" and ``RunPaused``; the same command resumes it.
-``run_svm`` and ``run_mlp`` wrap the baselines of :mod:`asynctm.baselines.thundersvm` and :mod:`.novelty` into records the same way.
+``run_svm`` and ``run_mlp`` wrap the baselines of :mod:`asynctm.baselines.thundersvm` and :mod:`.novelty` into
+records the same way.
 """
 
 from __future__ import annotations
@@ -26,14 +27,14 @@ import threading
 import time
 import zipfile
 import zlib
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
 from ..datasets.base import ProcessedDataset, load_processed
 from ..io import atomic_open, write_json_atomic
-from ..jobs import JobLog
+from ..jobs import EXIT_PAUSED, JobLog  # noqa: F401 - EXIT_PAUSED: the command line's exit status for a pause
 from .metrics import evaluate
 from .plan import GPU_IMPLS
 
@@ -53,7 +54,6 @@ class RunPaused(Exception):
                          + (f"; {checkpoint.name} resumes it" if checkpoint else "; no checkpoint"))
 
 
-EXIT_PAUSED = 75  # the command line's exit status for a paused run (sysexits' EX_TEMPFAIL: try again later)
 # A paused run's margin beyond the next epoch's predicted time (its wall time last epoch, by PAUSE_FACTOR) and the
 # last checkpoint's write time.
 PAUSE_MARGIN_S = 3.0
@@ -190,7 +190,7 @@ def provenance(threads: int | None, gpu: bool, started: float, git: dict) -> dic
             "platform": platform.platform(), "host_id": host_id(), "cpu_model": cpu["model"],
             "logical_cores": cpu["logical_cores"],
             "usable_cores": cpu["usable_cores"], "threads": threads, "gpu": gpu_info() if gpu else None,
-            "started_utc": datetime.fromtimestamp(started, timezone.utc).isoformat(timespec="seconds"),
+            "started_utc": datetime.fromtimestamp(started, UTC).isoformat(timespec="seconds"),
             "wall_s": time.time() - started,
             # 1-minute load average at the end: how busy the machine was while this run was timed.
             "load_average_1min_at_end": os.getloadavg()[0]}
@@ -599,7 +599,7 @@ def run_tm(settings: dict, data_dir, out, log=None, threads: int | None = None,
 
 
 def _utc(t: float) -> str:
-    return datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="seconds")
+    return datetime.fromtimestamp(t, UTC).isoformat(timespec="seconds")
 
 
 def novelty_scores_path(record_path) -> Path:

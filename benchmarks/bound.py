@@ -1,0 +1,343 @@
+#!/usr/bin/env python
+"""How close our CPU builds come to what the host allows: per setting and build of a benchmark, the achieved
+per-epoch time against the cost model's bound (``asynctm.costmodel``) on the host's measured limits.
+
+    python benchmarks/bound.py benchmarks/results/<bench>.json --limits benchmarks/results/host_limits_<host>.json \\
+        [--results results] [--data-dir data] [--classes SETTING=K ...] [--out-dir benchmarks/results]
+
+Reads a ``bench_tm.py`` record and a ``host_limits.py`` record of the same host model (CPU model and usable
+cores; anything else is refused) and writes ``<bench>_bound.json`` and ``<bench>_bound.md`` beside the benchmark
+(or in ``--out-dir``). Only our builds (``asynctm``, CPU backend) are bounded: the peers run other algorithms.
+
+Feedback events: a benchmark record keeps none, so they are estimated from the run records of the same
+experiment and hyperparameters (``<results>/<experiment>/tm_cpu/n<clauses>_T<T>_s<s>_e*/seed*.json``, their
+``diagnostics``): the mean Type Ia / Ib / II events per clause visit over the epochs the benchmark timed (warm-up
+epoch 1, then epochs 2 .. timed + 1), scaled to the benchmark's training examples and clauses. The output names
+the records, the epochs and the rates used.
+
+Two bounds per row: **least work** (each evaluation reads the fewest words the counters allow, feedback acts in
+no chunk beyond its always-run tests) and **all work** (every word read, every chunk updated); each is the largest
+of compulsory bytes / bandwidth, word operations / word throughput and scalar operations / scalar throughput for
+the row's thread count. ``fraction`` = bound / achieved: 1 would be the host's limit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import hashlib
+import json
+import math
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+EVENT_KEYS = ("type_ia_feedback", "type_ib_feedback", "type_ii_feedback")
+
+
+class BoundError(ValueError):
+    """Input the bounds cannot be computed from; the message names the file, the field and the fix."""
+
+
+def _read(path: Path, what: str) -> dict:
+    try:
+        value = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BoundError(f"{path}: no such {what}; check the path") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BoundError(f"{path}: unreadable {what} ({exc}); rerun what writes it") from None
+    if not isinstance(value, dict):
+        raise BoundError(f"{path}: not a JSON object, so not a {what}; rerun what writes it")
+    return value
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _get(obj: dict, dotted: str, path: Path, fix: str):
+    value = obj
+    for key in dotted.split("."):
+        if not isinstance(value, dict) or key not in value:
+            raise BoundError(f"{path}: field {dotted!r} is missing; {fix}")
+        value = value[key]
+    return value
+
+
+def experiment_of(setting: dict) -> str:
+    """The experiment a benchmark setting ran: bench_tm.py's setting names map through its SETTINGS; the GPU
+    benchmarks name the experiment itself."""
+    name = setting["setting"]
+    try:
+        from bench_tm import SETTINGS
+    except Exception:  # noqa: BLE001 - bench_tm needs the pipeline; without it the names are taken as they are
+        SETTINGS = {}
+    return SETTINGS.get(name, {}).get("experiment", name)
+
+
+def _s_name(s: float) -> str:
+    return f"{float(s):g}"
+
+
+def event_rates(results: Path, experiment: str, hp: dict, n_classes: int, epochs: list[int]) -> dict:
+    """Mean Type Ia / Ib / II events per clause visit over ``epochs`` in the run records of ``experiment`` at the
+    benchmark's clauses, T and s (the folder with the most epochs), with the records used."""
+    pattern = f"{experiment}/tm_cpu/n{hp['n_clauses']}_T{hp['T']}_s{_s_name(hp['s'])}_e*"
+    folders = sorted(Path(p) for p in glob.glob(str(results / pattern)) if Path(p).is_dir())
+    if not folders:
+        raise BoundError(f"{results / pattern}: no run records of this setting, so no feedback counts; run the "
+                         f"experiment's tm_cpu records or pass --results")
+    folder = max(folders, key=lambda p: int(p.name.rsplit("_e", 1)[1]) if p.name.rsplit("_e", 1)[1].isdigit() else 0)
+    rates = {k: [] for k in EVENT_KEYS}
+    used, missing = [], []
+    for path in sorted(folder.glob("seed*.json")):
+        rec = _read(path, "run record")
+        n = _get(rec, "dataset.n_train", path, "rerun its run")
+        by_epoch = {e.get("epoch"): e for e in _get(rec, "epochs", path, "rerun its run")}
+        visits = float(n) * hp["n_clauses"] * n_classes
+        took = False
+        for k in epochs:
+            e = by_epoch.get(k)
+            diag = (e or {}).get("diagnostics")
+            if not isinstance(diag, dict) or any(key not in diag for key in EVENT_KEYS):
+                missing.append(k)
+                continue
+            for key in EVENT_KEYS:
+                rates[key].append(float(diag[key]) / visits)
+            took = True
+        if took:
+            used.append({"path": path.as_posix(), "sha256": _sha256(path), "n_train": n})
+    if not used:
+        raise BoundError(f"{folder}: no record has diagnostics for epochs {epochs[0]}-{epochs[-1]}; rerun the "
+                         "records with the current code (they count feedback events)")
+    return {"records": used, "epochs": epochs, "epochs_missing": sorted(set(missing)),
+            "per_visit": {k: float(sum(v) / len(v)) for k, v in rates.items()},
+            "samples": len(rates[EVENT_KEYS[0]])}
+
+
+def classes_of(setting: dict, experiment: str, data_dir: Path | None, given: dict) -> tuple[int, str]:
+    """Classes of a setting: 1 for regression, else --classes, else the processed dataset's class names."""
+    if setting["setting"] in given:
+        return given[setting["setting"]], "--classes"
+    if setting.get("task") == "regression":
+        return 1, "regression: one output"
+    why = ""
+    if data_dir is not None:
+        try:
+            from asynctm.config_check import load_config
+            from asynctm.experiments.plan import experiment as plan_experiment
+
+            exp = plan_experiment(load_config(HERE.parent / "config" / "config.yaml"), experiment)
+            meta = data_dir / "processed" / exp["dataset"] / exp.get("protocol", "paper") / "meta.json"
+            names = json.loads(meta.read_text(encoding="utf-8")).get("class_names")
+            if names:
+                return len(names), meta.as_posix()
+            why = f" ({meta} names no class_names)"
+        except Exception as exc:  # noqa: BLE001 - any failure here is a missing class count, reported below
+            why = f" ({type(exc).__name__}: {exc})"
+    raise BoundError(f"setting {setting['setting']!r}: the number of classes is unknown{why}; pass --classes "
+                     f"{setting['setting']}=K or --data-dir with its processed dataset")
+
+
+def bound_rows(bench: dict, bench_path: Path, limits: dict, results: Path, data_dir: Path | None,
+               classes: dict, clock: str = "cpu") -> list[dict]:
+    from asynctm import costmodel as cm
+
+    rows = []
+    for setting in _get(bench, "settings", bench_path, "rerun bench_tm.py"):
+        name = setting.get("setting")
+        hp = _get(setting, "hyperparameters", bench_path, "rerun bench_tm.py")
+        ds = _get(setting, "dataset", bench_path, "rerun bench_tm.py")
+        ours = [r for r in setting.get("results", []) if r.get("peer") == "asynctm"
+                and (r.get("options") or {}).get("backend") == "cpu" and r.get("median_epoch_s")]
+        if not ours:
+            continue
+        experiment = experiment_of(setting)
+        n_classes, classes_from = classes_of(setting, experiment, data_dir, classes)
+        timed = int(_get(setting, "epochs.timed", bench_path, "rerun bench_tm.py"))
+        warm = int((setting.get("epochs") or {}).get("warmup", 1))
+        rates = event_rates(results, experiment, hp, n_classes, list(range(warm + 1, warm + timed + 1)))
+        n, F = int(ds["n_train"]), int(ds["n_features"])
+        visits = float(n) * hp["n_clauses"] * n_classes
+        events = {k: rates["per_visit"][k] * visits for k in EVENT_KEYS}
+        for r in ours:
+            threads = int(r["options"].get("n_threads") or 1)
+            try:
+                host = cm.host_from_limits(limits, threads, clock)
+            except ValueError as exc:
+                raise BoundError(f"host limits: {exc}; run benchmarks/host_limits.py --threads {threads} (or pass "
+                                 "--clock wall for a record without CPU-clock rates)") from None
+            common = {"append_negated": hp.get("append_negated", True), "state_bits": hp.get("state_bits", 8),
+                      "type_ia": events["type_ia_feedback"], "type_ib": events["type_ib_feedback"],
+                      "type_ii": events["type_ii_feedback"], "batch_size": hp.get("batch_size", 100),
+                      "boost_true_positive": hp.get("boost_true_positive", True), "threads": threads}
+            least = cm.epoch_cost(n, hp["n_clauses"], F, n_classes, eval_words="min", acting=0.0, **common)
+            most = cm.epoch_cost(n, hp["n_clauses"], F, n_classes, eval_words="max", acting=1.0, **common)
+            achieved = float(r["median_epoch_s"])
+            cpu = sorted(float(v) for v in r.get("epoch_cpu_s") or [])
+            cpu_per_thread = cpu[len(cpu) // 2] / threads if cpu else None  # the median epoch's CPU s per thread
+            row = {"setting": name, "experiment": experiment, "label": r.get("label"), "threads": threads,
+                   "n_train": n, "n_features": F, "n_classes": n_classes, "classes_from": classes_from,
+                   "n_clauses": hp["n_clauses"], "words": least.sizes["words"],
+                   "achieved_median_epoch_s": achieved, "epochs_timed": len(r.get("epoch_s") or []),
+                   "cpu_per_wall": r.get("cpu_per_wall"), "cpu_s_per_thread": cpu_per_thread,
+                   "events_per_epoch": events}
+            for tag, cost in (("least_work", least), ("all_work", most)):
+                terms = cm.bound_terms(cost, host)
+                bound = cm.bound_s(cost, host)
+                row[tag] = {"bound_s": bound, "fraction": bound / achieved,
+                            "fraction_of_cpu_s": bound / cpu_per_thread if cpu_per_thread else None,
+                            "limit": cm.limiting_term(cost, host),
+                            "terms_s": terms, "word_ops": cost.word_ops, "scalar_ops": cost.scalar_ops,
+                            "bytes_compulsory": cost.bytes_compulsory, "bytes_streamed": cost.bytes_streamed}
+            row["feedback_source"] = {"records": [u["path"] for u in rates["records"]],
+                                      "epochs": f"{rates['epochs'][0]}-{rates['epochs'][-1]}",
+                                      "epochs_missing": rates["epochs_missing"], "samples": rates["samples"],
+                                      "records_n_train": sorted({u["n_train"] for u in rates["records"]}),
+                                      "per_visit": rates["per_visit"]}
+            rows.append(row)
+    if not rows:
+        raise BoundError(f"{bench_path}: no timed result of our CPU build (peer asynctm, backend cpu); pass a "
+                         "bench_tm.py record that ran asynctm")
+    return rows
+
+
+def check_same_host(bench: dict, bench_path: Path, limits: dict, limits_path: Path) -> None:
+    b, h = bench.get("cpu") or {}, limits.get("cpu") or {}
+    for key in ("model", "usable_cores"):
+        if b.get(key) is None or h.get(key) is None:
+            raise BoundError(f"{bench_path if b.get(key) is None else limits_path}: field 'cpu.{key}' is missing; "
+                             "rerun what writes it")
+    if (b["model"], b["usable_cores"]) != (h["model"], h["usable_cores"]):
+        raise BoundError(f"{limits_path}: measured on {h['model']} ({h['usable_cores']} cores), the benchmark ran on "
+                         f"{b['model']} ({b['usable_cores']} cores); run benchmarks/host_limits.py on the benchmark's "
+                         "host model (or the benchmark on this one)")
+
+
+def _g(x: float) -> str:
+    if x is None or not math.isfinite(x):
+        return "–"
+    return f"{x:.3g}"
+
+
+def _pct(b: dict) -> str:
+    cpu = b.get("fraction_of_cpu_s")
+    return f"{b['fraction']:.1%}" + (f" ({cpu:.1%})" if cpu is not None else "")
+
+
+def markdown(out: dict) -> str:
+    lim = out["host_limits"]
+    md = [f"<!-- generated by benchmarks/bound.py from {out['benchmark']['path']} and {lim['path']}; do not edit by "
+          "hand -->", "", f"# Achieved per-epoch time against the cost model's bound: {out['benchmark']['name']}", "",
+          f"Host: {lim['cpu_model']} ({lim['usable_cores']} cores); limits measured {lim['time_utc']} "
+          f"(1-minute load {lim['load']}), by the {lim['clock']} clock"
+          + (" (work per CPU second of the slowest thread: the limits when our threads have their cores)"
+             if lim["clock"] == "cpu" else "") + f". Benchmark: {out['benchmark']['time_utc']}, 1-, 5-, 15-minute "
+          f"load {', '.join(f'{v:.2f}' for v in out['benchmark']['load_average_start'] or [])} at its start.", "",
+          "| threads | copy GB/s | triad GB/s | word ops G/s | scalar ops G/s |", "|---:|---:|---:|---:|---:|"]
+    for t, m in sorted(lim["measurements"].items(), key=lambda kv: int(kv[0])):
+        md.append(f"| {t} | {m['copy_bytes_s'] / 1e9:.1f} | {m['triad_bytes_s'] / 1e9:.1f} | "
+                  f"{m['word_ops_s'] / 1e9:.1f} | {m['scalar_ops_s'] / 1e9:.1f} |")
+    md += ["", "| setting | build | examples x clauses x words | Ia / Ib / II per epoch (estimated) | achieved s/epoch "
+           "| CPU s/epoch per thread | bound, least work (limit) | fraction | bound, all work (limit) | fraction |",
+           "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in out["rows"]:
+        ev = r["events_per_epoch"]
+        lw, aw = r["least_work"], r["all_work"]
+        md.append(f"| {r['setting']} | {r['label']} | {r['n_train']:,} x {r['n_clauses'] * r['n_classes']:,} x "
+                  f"{r['words']:,} | {' / '.join(f'{ev[k]:,.0f}' for k in EVENT_KEYS)} | "
+                  f"{_g(r['achieved_median_epoch_s'])} | {_g(r['cpu_s_per_thread'])} | "
+                  f"{_g(lw['bound_s'])} ({lw['limit']}) | {_pct(lw)} | {_g(aw['bound_s'])} ({aw['limit']}) | "
+                  f"{_pct(aw)} |")
+    md += ["", "Bound: the largest of compulsory bytes / bandwidth (the faster of copy and triad), 32-bit word "
+           "operations / word throughput and scalar operations (draws included) / scalar throughput, for the "
+           "row's thread count (`asynctm.costmodel`). Least work: each clause evaluation reads one word, except "
+           "the Ia + II visits that must output 1, which read all; feedback runs only its always-run tests. All "
+           "work: every evaluation reads every word and every feedback chunk updates. fraction = bound / achieved "
+           "(in brackets: bound / the median epoch's CPU seconds per thread, which a busy machine inflates less "
+           "than the wall clock; the benchmark's cpu/wall per row says how much CPU it got).",
+           "", "Feedback events are not in the benchmark record; they are estimated from the run records of the "
+           "same experiment and hyperparameters: the mean events per clause visit over the epochs the benchmark "
+           "timed, scaled to its examples and clauses:", ""]
+    seen = set()
+    for r in out["rows"]:
+        src = r["feedback_source"]
+        if r["setting"] in seen:
+            continue
+        seen.add(r["setting"])
+        rate = src["per_visit"]
+        folder = src["records"][0].rsplit("/", 1)[0] if src["records"] else "–"
+        scaled = "" if src["records_n_train"] == [r["n_train"]] else (
+            f"; the records trained on {', '.join(f'{v:,}' for v in src['records_n_train'])} examples, the benchmark "
+            f"on {r['n_train']:,} (rates per visit carried over)")
+        md.append(f"- {r['setting']}: {len(src['records'])} records in `{folder}`, epochs {src['epochs']} "
+                  f"({src['samples']} record-epochs), Ia / Ib / II per visit "
+                  f"{' / '.join(f'{rate[k]:.4f}' for k in EVENT_KEYS)}{scaled}.")
+    md.append("")
+    return "\n".join(md)
+
+
+def build(bench_path: Path, limits_path: Path, results: Path, data_dir: Path | None, classes: dict,
+          clock: str = "cpu") -> dict:
+    from asynctm import costmodel as cm
+    from asynctm.provenance import git_info
+
+    bench, limits = _read(bench_path, "benchmark record"), _read(limits_path, "host limits record")
+    check_same_host(bench, bench_path, limits, limits_path)
+    rows = bound_rows(bench, bench_path, limits, results, data_dir, classes, clock)
+    loads = [m.get("load_1min_before") for m in (limits.get("measurements") or {}).values()]
+    return {"generated_by": "benchmarks/bound.py", "git": git_info(),
+            "benchmark": {"path": bench_path.as_posix(), "sha256": _sha256(bench_path), "name": bench.get("name"),
+                          "time_utc": bench.get("time_utc"), "load_average_start": bench.get("load_average_start")},
+            "host_limits": {"path": limits_path.as_posix(), "sha256": _sha256(limits_path),
+                            "cpu_model": limits["cpu"]["model"], "usable_cores": limits["cpu"]["usable_cores"],
+                            "time_utc": limits.get("time_utc"),
+                            "load": ", ".join(f"{v:.2f}" for v in loads if isinstance(v, (int, float))) or "–",
+                            "clock": clock,
+                            "measurements": {t: {k: m[k] for k in cm.LIMIT_FIELDS}
+                                             for t, m in limits[cm.CLOCKS[clock]].items()}},
+            "model": "asynctm.costmodel.epoch_cost (least work: eval_words='min', acting=0; all work: "
+                     "eval_words='max', acting=1), bound_s",
+            "rows": rows}
+
+
+def main(argv=None) -> int:
+    from asynctm.io import write_json_atomic, write_text_atomic
+
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("benchmark", help="a bench_tm.py record (JSON)")
+    p.add_argument("--limits", required=True, help="a host_limits.py record of the same host model")
+    p.add_argument("--results", default="results", help="the run records, for the feedback counts (default results)")
+    p.add_argument("--data-dir", default=None, help="processed datasets, for the number of classes")
+    p.add_argument("--classes", action="append", default=[], help="SETTING=K: the classes of a setting")
+    p.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
+                   help="the host's limits per CPU second of its threads (default: on a shared machine the wall clock "
+                        "also counts other processes' time) or by the wall clock")
+    p.add_argument("--out-dir", default=None, help="where <name>_bound.json/.md go (default: beside the benchmark)")
+    args = p.parse_args(argv)
+    try:
+        classes = {}
+        for item in args.classes:
+            key, sep, value = item.partition("=")
+            if not sep or not value.isdigit() or int(value) < 1:
+                raise BoundError(f"--classes {item!r}: expected SETTING=K with K a positive integer")
+            classes[key] = int(value)
+        bench_path = Path(args.benchmark)
+        out = build(bench_path, Path(args.limits), Path(args.results), Path(args.data_dir) if args.data_dir else None,
+                    classes, args.clock)
+    except BoundError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    out_dir = Path(args.out_dir) if args.out_dir else bench_path.parent
+    stem = bench_path.stem + "_bound"
+    write_json_atomic(out_dir / f"{stem}.json", out, sort_keys=False)
+    write_text_atomic(out_dir / f"{stem}.md", markdown(out))
+    print(markdown(out))
+    print(f"wrote {out_dir / (stem + '.json')} and {out_dir / (stem + '.md')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

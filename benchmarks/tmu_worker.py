@@ -1,0 +1,59 @@
+#!/usr/bin/env python
+"""Worker process of the ``tmu_cpu`` benchmark peer: tmu (cair/tmu) on its ``platform="CPU"`` clause bank, run by
+the python of its own environment (``benchmarks/setup_tm_peers.sh tmu`` builds ``benchmarks/.venv-tmu``; tmu
+0.8.3 needs NumPy < 2, which our environment does not have). The client is ``benchmarks/worker_peers.py``; the
+protocol is ``worker_protocol.py``'s.
+
+One epoch is one ``fit(X, y)`` call (tmu's ``fit`` trains exactly one epoch, visiting the examples in a fresh
+shuffle of its seeded ``RandomState``); predictions are ``predict(X)``. X is converted once to the dense uint32
+array that tmu's ``fit`` asserts, outside the timed region; tmu then hashes it (xxhash) on every call to reuse
+its encoding, which stays inside the epoch as its users pay it. ``TMClassifier`` for classification (one clause
+bank per class, half the clauses voting for, half against: ``number_of_clauses`` is per class, as ours),
+``TMRegressor`` for regression (it scales the targets to ``[0, T]`` by their training minimum and maximum itself).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import numpy as np
+from worker_protocol import Worker, serve
+
+
+def _import_tmu():
+    """tmu's models, with the warnings its import logs when PyCUDA is absent kept quiet (they say that only the
+    CPU clause banks are available, which is all this worker uses); whether CUDA was found is reported."""
+    logging.disable(logging.CRITICAL)
+    try:
+        from tmu.clause_bank import clause_bank_cuda
+        from tmu.models.classification.vanilla_classifier import TMClassifier
+        from tmu.models.regression.vanilla_regressor import TMRegressor
+    finally:
+        logging.disable(logging.NOTSET)
+    return TMClassifier, TMRegressor, bool(getattr(clause_bank_cuda, "cuda_installed", False))
+
+
+class TmuWorker(Worker):
+    library = "tmu"
+
+    def build(self) -> dict:
+        if self.arguments.get("platform") != "CPU":
+            raise ValueError(f"this worker runs tmu's CPU clause bank only, got {self.arguments.get('platform')!r}")
+        classifier, regressor, cuda = _import_tmu()
+        cls = classifier if self.task == "classification" else regressor
+        self.model = cls(**self.arguments)
+        return {"class": f"{cls.__module__}.{cls.__name__}", "pycuda_found": cuda, "threads": 1}
+
+    def convert(self, X, y):
+        return np.ascontiguousarray(X, dtype=np.uint32), y
+
+    def train_epoch(self, X, y) -> None:
+        self.model.fit(X, y)
+
+    def predict_array(self, X) -> np.ndarray:
+        return self.model.predict(X)
+
+
+if __name__ == "__main__":
+    sys.exit(serve(TmuWorker()))
