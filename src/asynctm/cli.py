@@ -1,0 +1,54 @@
+"""One command for every stage of the pipeline: ``asynctm <subcommand> [arguments]`` (or ``python -m asynctm``).
+
+Each subcommand is the command line of one module (the one the workflow's rules call); ``asynctm <subcommand>
+--help`` shows its arguments. ``asynctm --help`` lists them. The library (``TMClassifier``, ``TMRegressor``) needs
+none of this; the subcommands need the pipeline's dependencies (``pip install 'asynctm[pipeline]'``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+# subcommand -> (module whose main(argv) it runs, what it does)
+SUBCOMMANDS = {
+    "data": ("asynctm.datasets.__main__", "fetch, verify and prepare the datasets"),
+    "run": ("asynctm.experiments.__main__", "one run (tm, svm, mlp) and the plan of all runs (plan)"),
+    "store": ("asynctm.store.__main__", "check run records against the record gate; the schema page"),
+    "artifacts": ("asynctm.artifacts.__main__", "one table, figure or the claims page from the records"),
+    "ablation": ("asynctm.artifacts.ablation", "the tally ablation's table and figures"),
+    "report": ("asynctm.artifacts.report", "the HTML report of the records"),
+    "evidence": ("asynctm.artifacts.evidence", "evidence records for the gaps to the paper, and their tables"),
+    "evidence-cost": ("asynctm.artifacts.evidence_cost", "what the paper's Table 4 times imply (cost model)"),
+    "evidence-novelty": ("asynctm.artifacts.evidence_novelty", "the novelty MLP stage and WSD convergence"),
+    "campaign": ("asynctm.campaign.__main__", "stage, run and unpack work for a time-boxed GPU host"),
+}
+
+
+def usage() -> str:
+    width = max(map(len, SUBCOMMANDS))
+    lines = ["usage: asynctm <subcommand> [arguments]   (asynctm <subcommand> --help: its arguments)", "",
+             "subcommands:"]
+    lines += [f"  {name:<{width}}  {what}" for name, (_, what) in SUBCOMMANDS.items()]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(usage())
+        return 0 if argv else 2
+    name, rest = argv[0], argv[1:]
+    if name not in SUBCOMMANDS:
+        print(f"asynctm: unknown subcommand {name!r}; choose one of {', '.join(SUBCOMMANDS)} (asynctm --help)",
+              file=sys.stderr)
+        return 2
+    module_name = SUBCOMMANDS[name][0]
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        print(f"asynctm {name}: needs {exc.name!r}, a dependency of the pipeline; install it with "
+              "pip install 'asynctm[pipeline]'", file=sys.stderr)
+        return 1
+    sys.argv[0] = f"asynctm {name}"
+    return module.main(rest)
