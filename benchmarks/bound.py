@@ -31,6 +31,8 @@ import math
 import sys
 from pathlib import Path
 
+from asynctm.artifacts.evidence_common import dotted_field, read_json_object
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
@@ -42,15 +44,7 @@ class BoundError(ValueError):
 
 
 def _read(path: Path, what: str) -> dict:
-    try:
-        value = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise BoundError(f"{path}: no such {what}; check the path") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BoundError(f"{path}: unreadable {what} ({exc}); rerun what writes it") from None
-    if not isinstance(value, dict):
-        raise BoundError(f"{path}: not a JSON object, so not a {what}; rerun what writes it")
-    return value
+    return read_json_object(path, what, BoundError)
 
 
 def _sha256(path: Path) -> str:
@@ -58,12 +52,7 @@ def _sha256(path: Path) -> str:
 
 
 def _get(obj: dict, dotted: str, path: Path, fix: str):
-    value = obj
-    for key in dotted.split("."):
-        if not isinstance(value, dict) or key not in value:
-            raise BoundError(f"{path}: field {dotted!r} is missing; {fix}")
-        value = value[key]
-    return value
+    return dotted_field(obj, dotted, path, fix, BoundError)
 
 
 def experiment_of(setting: dict) -> str:

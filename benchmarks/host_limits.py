@@ -57,6 +57,22 @@ static double hl_thread_cpu(void)
 }
 typedef uint32_t u32;
 
+// The frame every measurement below times its passes in: HL_REPS_BEGIN opens `reps` repetitions of one pass (each
+// within a parallel region whose threads time their own share with hl_thread_cpu, into `slowest`, the region's max
+// reduction), HL_REPS_END closes them, keeping every repetition's wall seconds in times[r], its largest thread CPU
+// seconds in cpu[r] and the best wall seconds in `best`. Macros, not a function taking the pass, so that each
+// measurement compiles exactly as written out (its own pragmas and reductions, hl_scalar's vectorisation off).
+#define HL_REPS_BEGIN \
+    double best = 1e30; \
+    for (int r = 0; r < reps; ++r) { \
+        double t0 = omp_get_wtime(), slowest = 0;
+#define HL_REPS_END \
+        double t = omp_get_wtime() - t0; \
+        times[r] = t; \
+        cpu[r] = slowest; \
+        if (t < best) best = t; \
+    }
+
 // Arrays first touched by the threads that use them (static schedule, as the passes below).
 extern "C" void hl_fill(u64 *a, u64 *b, double *x, double *y, double *z, size_t n, int threads)
 {
@@ -68,9 +84,7 @@ extern "C" void hl_fill(u64 *a, u64 *b, double *x, double *y, double *z, size_t 
 // seconds (each thread times its own share, before the pass's closing barrier).
 extern "C" double hl_copy(const u64 *a, u64 *b, size_t n, int threads, int reps, double *times, double *cpu)
 {
-    double best = 1e30;
-    for (int r = 0; r < reps; ++r) {
-        double t0 = omp_get_wtime(), slowest = 0;
+    HL_REPS_BEGIN
 #pragma omp parallel num_threads(threads) reduction(max : slowest)
         {
             double c0 = hl_thread_cpu();
@@ -78,11 +92,7 @@ extern "C" double hl_copy(const u64 *a, u64 *b, size_t n, int threads, int reps,
             for (size_t i = 0; i < n; ++i) b[i] = a[i];
             slowest = hl_thread_cpu() - c0;
         }
-        double t = omp_get_wtime() - t0;
-        times[r] = t;
-        cpu[r] = slowest;
-        if (t < best) best = t;
-    }
+        HL_REPS_END
     return best;
 }
 
@@ -90,9 +100,7 @@ extern "C" double hl_copy(const u64 *a, u64 *b, size_t n, int threads, int reps,
 extern "C" double hl_triad(double *x, const double *y, const double *z, size_t n, double q, int threads, int reps,
                            double *times, double *cpu)
 {
-    double best = 1e30;
-    for (int r = 0; r < reps; ++r) {
-        double t0 = omp_get_wtime(), slowest = 0;
+    HL_REPS_BEGIN
 #pragma omp parallel num_threads(threads) reduction(max : slowest)
         {
             double c0 = hl_thread_cpu();
@@ -100,11 +108,7 @@ extern "C" double hl_triad(double *x, const double *y, const double *z, size_t n
             for (size_t i = 0; i < n; ++i) x[i] = y[i] + q * z[i];
             slowest = hl_thread_cpu() - c0;
         }
-        double t = omp_get_wtime() - t0;
-        times[r] = t;
-        cpu[r] = slowest;
-        if (t < best) best = t;
-    }
+        HL_REPS_END
     return best;
 }
 
@@ -114,10 +118,8 @@ extern "C" double hl_triad(double *x, const double *y, const double *z, size_t n
 // Best seconds of `passes` passes of bitwise arithmetic over HL_WORDS 32-bit words per thread.
 extern "C" double hl_bitwise(int threads, long passes, int reps, double *times, double *cpu, u64 *sink)
 {
-    double best = 1e30;
     u64 total = 0;
-    for (int r = 0; r < reps; ++r) {
-        double t0 = omp_get_wtime(), slowest = 0;
+    HL_REPS_BEGIN
 #pragma omp parallel num_threads(threads) reduction(^ : total) reduction(max : slowest)
         {
             double c0 = hl_thread_cpu();
@@ -142,11 +144,7 @@ extern "C" double hl_bitwise(int threads, long passes, int reps, double *times, 
             free(b);
             slowest = hl_thread_cpu() - c0;
         }
-        double t = omp_get_wtime() - t0;
-        times[r] = t;
-        cpu[r] = slowest;
-        if (t < best) best = t;
-    }
+        HL_REPS_END
     *sink = total;
     return best;
 }
@@ -154,10 +152,8 @@ extern "C" double hl_bitwise(int threads, long passes, int reps, double *times, 
 // Best seconds of `passes` passes of sum += popcount(a[i] & b[i]) over HL_WORDS 64-bit words per thread.
 extern "C" double hl_and_popcount(int threads, long passes, int reps, double *times, double *cpu, u64 *sink)
 {
-    double best = 1e30;
     u64 total = 0;
-    for (int r = 0; r < reps; ++r) {
-        double t0 = omp_get_wtime(), slowest = 0;
+    HL_REPS_BEGIN
 #pragma omp parallel num_threads(threads) reduction(+ : total) reduction(max : slowest)
         {
             double c0 = hl_thread_cpu();
@@ -174,11 +170,7 @@ extern "C" double hl_and_popcount(int threads, long passes, int reps, double *ti
             free(b);
             slowest = hl_thread_cpu() - c0;
         }
-        double t = omp_get_wtime() - t0;
-        times[r] = t;
-        cpu[r] = slowest;
-        if (t < best) best = t;
-    }
+        HL_REPS_END
     *sink = total;
     return best;
 }
@@ -197,10 +189,8 @@ static inline u64 hl_mix64(u64 z)
 extern "C" __attribute__((optimize("no-tree-vectorize"))) double hl_scalar(int threads, long draws, int reps,
                                                                           double *times, double *cpu, u64 *sink)
 {
-    double best = 1e30;
     u64 total = 0;
-    for (int r = 0; r < reps; ++r) {
-        double t0 = omp_get_wtime(), slowest = 0;
+    HL_REPS_BEGIN
 #pragma omp parallel num_threads(threads) reduction(^ : total) reduction(max : slowest)
         {
             double c0 = hl_thread_cpu();
@@ -214,11 +204,7 @@ extern "C" __attribute__((optimize("no-tree-vectorize"))) double hl_scalar(int t
             total ^= s0 ^ s1 ^ s2 ^ s3;
             slowest = hl_thread_cpu() - c0;
         }
-        double t = omp_get_wtime() - t0;
-        times[r] = t;
-        cpu[r] = slowest;
-        if (t < best) best = t;
-    }
+        HL_REPS_END
     *sink = total;
     return best;
 }

@@ -34,19 +34,11 @@ votes; tmu draws the other class uniformly, as pyTsetlinMachine does).
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
-import subprocess
-import tempfile
-import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-import scipy.sparse as sp
-
-from asynctm.peers import Peer
+from asynctm.baselines.worker import PipePeer
 
 HERE = Path(__file__).resolve().parent
 SETUP = HERE / "setup_tm_peers.sh"
@@ -79,30 +71,7 @@ ENVS = {
 }
 
 
-class WorkerError(RuntimeError):
-    """The worker process failed, or replied with an error."""
-
-
-def _stop(proc: subprocess.Popen, tmp: str) -> None:
-    try:
-        if proc.poll() is None:
-            try:
-                proc.stdin.write(json.dumps({"cmd": "close"}) + "\n")
-                proc.stdin.flush()
-                proc.wait(timeout=10)
-            except (OSError, ValueError, subprocess.TimeoutExpired):
-                proc.kill()
-                proc.wait(timeout=10)
-    finally:
-        for f in (proc.stdin, proc.stdout):
-            try:
-                f.close()
-            except (OSError, ValueError):
-                pass
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-class WorkerPeer(Peer):
+class WorkerPeer(PipePeer):
     """A peer whose library runs in a worker process started with ``python`` (its own environment)."""
 
     env: WorkerEnv
@@ -118,24 +87,9 @@ class WorkerPeer(Peer):
         if not self.env.worker.is_file():
             raise FileNotFoundError(f"no worker script at {self.env.worker}")
         self.python = str(python)
-        self.last_epoch_s: float | None = None
-        self.last_epoch_cpu_s: float | None = None
-        self.last_predict_s: float | None = None
         self.built: dict | None = None
-        env = {**os.environ, "OMP_NUM_THREADS": str(self.n_threads)}
-        env.pop("PYTHONPATH", None)  # the worker sees its own environment's packages only
-        self._tmp = tempfile.mkdtemp(prefix=f"asynctm-{self.peer}-")
-        self._proc = subprocess.Popen([self.python, str(self.env.worker)], stdin=subprocess.PIPE,
-                                      stdout=subprocess.PIPE, text=True, bufsize=1, env=env)
-        self._finalizer = weakref.finalize(self, _stop, self._proc, self._tmp)
-        self._loaded: dict[str, tuple] = {}
-        self._n_sent = 0
-        try:
-            self.worker_info = self._call("init", task=self.task, arguments=self.worker_arguments(),
-                                          seed=self.library_seed(), n_threads=self.n_threads)
-        except Exception:
-            self.close()
-            raise
+        self._start(self.python, str(self.env.worker), f"asynctm-{self.peer}-", task=self.task,
+                    arguments=self.worker_arguments(), seed=self.library_seed(), n_threads=self.n_threads)
 
     def check(self) -> None:
         """Refuse, before any process starts, what the library cannot do (one line)."""
@@ -150,88 +104,19 @@ class WorkerPeer(Peer):
         feedback block takes 0 to mean a random seed)."""
         return None if self.seed is None else int(self.seed) + 1
 
-    # -- the pipe -------------------------------------------------------------------------------------
-    def _call(self, cmd: str, **kwargs) -> dict:
-        what = f"{self.env.library} worker"
-        if self._proc.poll() is not None:
-            raise WorkerError(f"{what} exited with status {self._proc.returncode}")
-        try:
-            self._proc.stdin.write(json.dumps({"cmd": cmd, **kwargs}) + "\n")
-            self._proc.stdin.flush()
-            line = self._proc.stdout.readline()
-        except (BrokenPipeError, OSError) as exc:
-            raise WorkerError(f"{what}: {exc}") from None
-        if not line:
-            self._proc.wait(timeout=10)
-            raise WorkerError(f"{what} exited with status {self._proc.returncode} during {cmd!r} (its stderr is above)")
-        reply = json.loads(line)
-        if not reply.pop("ok", False):
-            raise WorkerError(f"{what}, {cmd}: {reply.get('error')}")
-        return reply
-
-    def _send(self, name: str, X, y=None) -> None:
-        """Load ``X`` (and ``y``) into the worker under ``name`` unless these very objects were loaded there last."""
-        prev = self._loaded.get(name)
-        if prev is not None and prev[0] is X and prev[1] is y:
-            return
-        self._n_sent += 1
-        path = Path(self._tmp) / f"{name}-{self._n_sent}.npz"
-        arrays = {}
-        if sp.issparse(X):
-            Xc = sp.csr_matrix(X)
-            arrays.update(X_data=Xc.data, X_indices=Xc.indices, X_indptr=Xc.indptr, X_shape=np.array(Xc.shape))
-        else:
-            arrays["X"] = np.ascontiguousarray(X, dtype=np.uint8)
-        if y is not None:
-            arrays["y"] = np.asarray(y)
-        np.savez(path, **arrays)
-        try:
-            self._call("load", name=name, path=str(path))
-        finally:
-            path.unlink(missing_ok=True)
-        self._loaded[name] = (X, y)
+    def _worker_name(self) -> str:
+        return f"{self.env.library} worker"
 
     # -- Peer -----------------------------------------------------------------------------------------
-    def _check_X(self, X):
-        from asynctm.encoding import check_binary_matrix
-
-        return check_binary_matrix(X)  # CSR stays CSR: the worker makes the dense array
-
     def _fit(self, X, y) -> None:
-        self._send("train", X, y)
-        out = self._call("fit_epoch", name="train")
-        self.last_epoch_s, self.last_epoch_cpu_s = float(out["epoch_s"]), float(out["cpu_s"])
+        out = self._fit_epoch(X, y)
         if out.get("built"):
             self.built = out["built"]
 
-    def _predict(self, X) -> np.ndarray:
-        from asynctm.encoding import check_binary_matrix
-
-        prev = self._loaded.get("predict")
-        if prev is None or prev[0] is not X:
-            self._send("predict", check_binary_matrix(X))
-            self._loaded["predict"] = (X, None)
-        out = self._call("predict", name="predict")
-        self.last_predict_s = float(out["predict_s"])
-        return np.asarray(out["y_pred"])
-
-    def version(self) -> str | None:
-        return getattr(self, "worker_info", {}).get("version")
-
     def metadata(self) -> dict:
-        meta = super().metadata()
-        meta.update(indexed=None, threads=self.n_threads,
-                    device=f"CPU, {self.n_threads} thread{'s' if self.n_threads != 1 else ''} (worker process)",
-                    worker={**getattr(self, "worker_info", {}), "executable": self.python,
-                            "script": str(self.env.worker)},
-                    env={"OMP_NUM_THREADS": str(self.n_threads)},
-                    timing="perf_counter around one epoch inside the worker; the pipe round trip is left out")
-        return meta
-
-    def close(self) -> None:
-        self._cache = None
-        if getattr(self, "_finalizer", None) is not None:
-            self._finalizer()
+        return self._worker_metadata(
+            super().metadata(), "thread", str(self.env.worker),
+            timing="perf_counter around one epoch inside the worker; the pipe round trip is left out")
 
 
 class TmuPeer(WorkerPeer):

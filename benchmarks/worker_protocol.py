@@ -1,5 +1,6 @@
 """The JSON-lines loop shared by the benchmark's worker scripts of the peers that live in their own virtual
-environments (``tmu_worker.py``, ``green_tsetlin_worker.py``; the client is ``worker_peers.py``).
+environments (``tmu_worker.py``, ``green_tsetlin_worker.py``, whose client is ``worker_peers.py``, and
+``pytm_parallel_worker.py``, whose client is :mod:`asynctm.baselines.pytm_parallel`).
 
 It imports NumPy only (never ``asynctm``): a worker runs with the python of its library's environment, where our
 package is not installed. The script's folder is on ``sys.path`` when a worker runs, which is how the workers
@@ -43,7 +44,7 @@ def dense_from_npz(z, dtype=np.uint8) -> np.ndarray:
 
 class Worker:
     """A library behind the protocol: subclasses implement ``build``, ``convert``, ``train_epoch`` and
-    ``predict_array`` (and may override ``info``)."""
+    ``predict_array`` (and may override ``version``, or ``init`` where its reply is their own)."""
 
     library = "?"
 

@@ -44,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..io import atomic_open, write_json_atomic
+from ..io import atomic_open
 from .evidence_common import (  # noqa: F401 (re-exported: the evidence records' shared conventions)
     HEADER,
     LAST,
@@ -57,7 +57,10 @@ from .evidence_common import (  # noqa: F401 (re-exported: the evidence records'
     _read_json,
     _sha256,
     _sig,
+    read_tm_run_record,
+    run_command,
     sha256_bytes,
+    write_record,
 )
 from .evidence_common import provenance as _provenance
 from .evidence_cost import render_time_model
@@ -406,10 +409,7 @@ def _metric_runs(folder: Path, results: Path, metric: str) -> list[dict]:
     """The complete TM run records of ``folder`` (one setting), each reduced to its per-epoch ``metric``."""
     runs = []
     for path in sorted(folder.glob("seed*.json")):
-        rec = _read_json(path, "run record")
-        if rec.get("kind") != "tm" or rec.get("status") != "complete":
-            raise EvidenceError(f"{path}: field 'kind'/'status' is {rec.get('kind')!r}/{rec.get('status')!r}, "
-                                "not a complete TM run record; rerun it or move it away")
+        rec = read_tm_run_record(path, "rerun it or move it away")
         epochs = _field(rec, "epochs", path)
         if not isinstance(epochs, list) or not epochs or any(metric not in e for e in epochs):
             raise EvidenceError(f"{path}: field 'epochs' needs a {metric!r} in every entry; rerun this record")
@@ -737,41 +737,37 @@ def main(argv=None) -> int:
     rend = sub.add_parser("render", help="paper_tables/evidence_<name>.md from every evidence record")
     rend.add_argument("--evidence", required=True)
     rend.add_argument("--tables-dir", required=True)
-    args = ap.parse_args(argv)
-    try:
-        if args.command == "runs":
-            ev = build_run_groups(args.name, args.question, args.results, _parse_pairs(args.group, "group"),
-                                  _parse_pairs(args.repeat, "repeat"))
-            if Path(args.out).stem != args.name:
-                raise EvidenceError(f"--out {args.out}: the file must be named {args.name}.json (--name)")
-            write_json_atomic(args.out, ev)
-            print(args.out)
-        elif args.command in ("blogfeedback", "bike-sharing"):
-            from threadpoolctl import threadpool_limits
+    return run_command(_command, ap.parse_args(argv))
 
-            with threadpool_limits(args.threads):
-                ev = (build_blogfeedback(args.data_dir, args.results, args.reference, args.split_seeds, args.seed,
-                                         args.config)
-                      if args.command == "blogfeedback" else
-                      build_bike_sharing(args.data_dir, args.results, args.reference, args.seed, args.config))
-            if Path(args.out).stem != ev["name"]:
-                raise EvidenceError(f"--out {args.out}: the file must be named {ev['name']}.json")
-            ev["provenance"]["threads"] = args.threads
-            write_json_atomic(args.out, ev)
-            print(args.out)
-        elif args.command == "protocols":
-            ev = build_protocols(args.results, args.clean, args.data_dir, args.reference, args.config)
-            if Path(args.out).stem != ev["name"]:
-                raise EvidenceError(f"--out {args.out}: the file must be named {ev['name']}.json")
-            write_json_atomic(args.out, ev)
-            print(args.out)
-        else:
-            for path in render(args.evidence, args.tables_dir):
-                print(path)
-    except EvidenceError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    return 0
+
+def _command(args) -> None:
+    """The work of one command line (``main``'s subcommands)."""
+    if args.command == "runs":
+        ev = build_run_groups(args.name, args.question, args.results, _parse_pairs(args.group, "group"),
+                              _parse_pairs(args.repeat, "repeat"))
+        if Path(args.out).stem != args.name:
+            raise EvidenceError(f"--out {args.out}: the file must be named {args.name}.json (--name)")
+        write_record(args.out, ev)
+    elif args.command in ("blogfeedback", "bike-sharing"):
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(args.threads):
+            ev = (build_blogfeedback(args.data_dir, args.results, args.reference, args.split_seeds, args.seed,
+                                     args.config)
+                  if args.command == "blogfeedback" else
+                  build_bike_sharing(args.data_dir, args.results, args.reference, args.seed, args.config))
+        if Path(args.out).stem != ev["name"]:
+            raise EvidenceError(f"--out {args.out}: the file must be named {ev['name']}.json")
+        ev["provenance"]["threads"] = args.threads
+        write_record(args.out, ev)
+    elif args.command == "protocols":
+        ev = build_protocols(args.results, args.clean, args.data_dir, args.reference, args.config)
+        if Path(args.out).stem != ev["name"]:
+            raise EvidenceError(f"--out {args.out}: the file must be named {ev['name']}.json")
+        write_record(args.out, ev)
+    else:
+        for path in render(args.evidence, args.tables_dir):
+            print(path)
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ import numpy as np
 
 from .. import costmodel as cm
 from ..io import write_json_atomic
-from .evidence_common import HEADER, SCHEMA, EvidenceError, _sha256
+from .evidence_common import HEADER, SCHEMA, EvidenceError, _sha256, read_tm_run_record
 from .evidence_common import _read_json as _read_evidence_json
 from .evidence_common import provenance as _provenance
 from .render import DATASET_LABELS
@@ -119,10 +119,7 @@ def _folders(results: Path, experiment: str, impl: str) -> list[Path]:
 def _records(folder: Path) -> list[tuple[Path, dict]]:
     out = []
     for path in sorted(folder.glob("seed*.json")):
-        rec = _read_json(path, "run record")
-        if rec.get("kind") != "tm" or rec.get("status") != "complete":
-            raise TimeModelError(f"{path}: field 'kind'/'status' is {rec.get('kind')!r}/{rec.get('status')!r}, not a "
-                                "complete TM run record; remove it or rerun its run")
+        rec = read_tm_run_record(path, "remove it or rerun its run", TimeModelError)
         for key in ("dataset", "hyperparameters", "epochs"):
             if key not in rec:
                 raise TimeModelError(f"{path}: field {key!r} is missing; rerun its run")

@@ -51,8 +51,20 @@ from pathlib import Path
 
 import numpy as np
 
-from ..io import write_json_atomic
-from .evidence_common import HEADER, LAST, SCHEMA, EvidenceError, _mean_sd, _num, _pm, _read_json, _sha256
+from .evidence_common import (
+    HEADER,
+    LAST,
+    SCHEMA,
+    EvidenceError,
+    _mean_sd,
+    _num,
+    _pm,
+    _read_json,
+    _sha256,
+    dotted_field,
+    run_command,
+    write_record,
+)
 from .evidence_common import provenance as _provenance
 from .reference import DEFAULT_REFERENCE
 from .render import DATASET_LABELS
@@ -96,12 +108,7 @@ FIXED = [
 
 
 def _get(record: dict, dotted: str, path: Path, what: str):
-    value = record
-    for key in dotted.split("."):
-        if not isinstance(value, dict) or key not in value:
-            raise EvidenceError(f"{path}: field {dotted!r} is missing; this is not a complete {what}, rerun its run")
-        value = value[key]
-    return value
+    return dotted_field(record, dotted, path, f"this is not a complete {what}, rerun its run")
 
 
 def _rel(path: Path, root: Path) -> str:
@@ -652,26 +659,24 @@ def main(argv=None) -> int:
                      help="shares of the MLP's rows held out (the configuration's always)")
     mlp.add_argument("--readings", nargs="+", default=list(READINGS), choices=list(READINGS))
     mlp.add_argument("--threads", type=int, default=1, help="BLAS threads for the MLP fits")
-    args = ap.parse_args(argv)
-    try:
-        if Path(args.out).stem != args.name:
-            raise EvidenceError(f"--out {args.out}: the file must be named {args.name}.json (--name)")
-        if args.command == "mlp-stage":
-            from threadpoolctl import threadpool_limits
+    return run_command(_command, ap.parse_args(argv))
 
-            with threadpool_limits(args.threads):
-                ev = build_mlp_stage(args.results, args.config, args.reference, args.experiments, args.mlp_seeds,
-                                     args.test_sizes, args.readings, args.name,
-                                     log=lambda line: print(line, file=sys.stderr))
-            ev["provenance"]["threads"] = args.threads
-        else:
-            ev = build_convergence(args.results, args.reference, args.experiments, args.name)
-        write_json_atomic(args.out, ev)
-        print(args.out)
-    except EvidenceError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    return 0
+
+def _command(args) -> None:
+    """The work of one command line (``main``'s subcommands)."""
+    if Path(args.out).stem != args.name:
+        raise EvidenceError(f"--out {args.out}: the file must be named {args.name}.json (--name)")
+    if args.command == "mlp-stage":
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(args.threads):
+            ev = build_mlp_stage(args.results, args.config, args.reference, args.experiments, args.mlp_seeds,
+                                 args.test_sizes, args.readings, args.name,
+                                 log=lambda line: print(line, file=sys.stderr))
+        ev["provenance"]["threads"] = args.threads
+    else:
+        ev = build_convergence(args.results, args.reference, args.experiments, args.name)
+    write_record(args.out, ev)
 
 
 if __name__ == "__main__":

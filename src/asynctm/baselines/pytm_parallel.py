@@ -30,52 +30,22 @@ the dense uint8 array the library needs once, outside the timed region, like the
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
-import subprocess
-import tempfile
-import weakref
 from pathlib import Path
 
-import numpy as np
-import scipy.sparse as sp
-
-from .base import Peer
 from .pytm import machine_arguments
+from .worker import PipePeer, WorkerError  # noqa: F401 - WorkerError: what a failed worker raises
 
 DIST = "pyTsetlinMachineParallel"
 VERSION = "0.2.1"
 
 
-class WorkerError(RuntimeError):
-    """The worker process failed, or replied with an error."""
-
-
-def _stop(proc: subprocess.Popen, tmp: str) -> None:
-    try:
-        if proc.poll() is None:
-            try:
-                proc.stdin.write(json.dumps({"cmd": "close"}) + "\n")
-                proc.stdin.flush()
-                proc.wait(timeout=10)
-            except (OSError, ValueError, subprocess.TimeoutExpired):
-                proc.kill()
-                proc.wait(timeout=10)
-    finally:
-        for f in (proc.stdin, proc.stdout):
-            try:
-                f.close()
-            except (OSError, ValueError):
-                pass
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-class PyTMParallelPeer(Peer):
+class PyTMParallelPeer(PipePeer):
     """pyTsetlinMachineParallel on ``n_threads`` OpenMP threads, in a worker run by ``python``."""
 
     library = DIST
     peer = "pytm_parallel"
+    reply_traceback = True
 
     def __init__(self, *args, python: str | os.PathLike, worker: str | os.PathLike, n_threads: int = 1,
                  **kwargs):
@@ -88,111 +58,18 @@ class PyTMParallelPeer(Peer):
             raise FileNotFoundError(f"no worker script at {worker}")
         self.n_threads = int(n_threads)
         self.python, self.worker = str(python), str(worker)
-        self.last_epoch_s: float | None = None
-        self.last_epoch_cpu_s: float | None = None
-        self.last_predict_s: float | None = None
-        env = {**os.environ, "OMP_NUM_THREADS": str(self.n_threads)}
-        env.pop("PYTHONPATH", None)  # the worker must see its own environment's packages only
-        self._tmp = tempfile.mkdtemp(prefix="asynctm-pytmparallel-")
-        self._proc = subprocess.Popen([self.python, self.worker], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                      text=True, bufsize=1, env=env)
-        self._finalizer = weakref.finalize(self, _stop, self._proc, self._tmp)
-        self._loaded: dict[str, tuple] = {}  # name -> the objects last sent under it (compared by identity)
-        self._n_sent = 0
-        try:
-            self.worker_info = self._call("init", task=self.task, arguments=self.library_arguments(), seed=self.seed)
-        except Exception:
-            self.close()
-            raise
-
-    # -- the pipe -------------------------------------------------------------------------------------
-    def _call(self, cmd: str, **kwargs) -> dict:
-        if self._proc.poll() is not None:
-            raise WorkerError(f"{DIST} worker exited with status {self._proc.returncode}")
-        try:
-            self._proc.stdin.write(json.dumps({"cmd": cmd, **kwargs}) + "\n")
-            self._proc.stdin.flush()
-            line = self._proc.stdout.readline()
-        except (BrokenPipeError, OSError) as exc:
-            raise WorkerError(f"{DIST} worker: {exc}") from None
-        if not line:
-            self._proc.wait(timeout=10)
-            raise WorkerError(f"{DIST} worker exited with status {self._proc.returncode} during {cmd!r} "
-                              "(its stderr is above)")
-        reply = json.loads(line)
-        if not reply.pop("ok", False):
-            raise WorkerError(f"{DIST} worker, {cmd}: {reply.get('error')}\n{reply.get('traceback', '')}")
-        return reply
-
-    def _is_loaded(self, name: str, *objects) -> bool:
-        prev = self._loaded.get(name)
-        return prev is not None and len(prev) == len(objects) and all(a is b for a, b in zip(prev, objects))
-
-    def _send(self, name: str, X, y=None, key: tuple | None = None) -> None:
-        """Load ``X`` (and ``y``) into the worker under ``name`` unless the objects ``key`` (default
-        ``(X, y)``) are what was loaded there last."""
-        key = (X, y) if key is None else key
-        if self._is_loaded(name, *key):
-            return
-        self._n_sent += 1
-        path = Path(self._tmp) / f"{name}-{self._n_sent}.npz"
-        arrays = {}
-        if sp.issparse(X):
-            X = sp.csr_matrix(X)
-            arrays.update(X_data=X.data, X_indices=X.indices, X_indptr=X.indptr, X_shape=np.array(X.shape))
-        else:
-            arrays["X"] = np.ascontiguousarray(X, dtype=np.uint8)
-        if y is not None:
-            arrays["y"] = np.asarray(y)
-        np.savez(path, **arrays)
-        try:
-            self._call("load", name=name, path=str(path))
-        finally:
-            path.unlink(missing_ok=True)
-        self._loaded[name] = key
-
-    # -- Peer -----------------------------------------------------------------------------------------
-    def _check_X(self, X):
-        from ..encoding import check_binary_matrix
-
-        return check_binary_matrix(X)  # CSR stays CSR: the worker densifies
-
-    def _fit(self, X, y) -> None:
-        self._send("train", X, y)
-        out = self._call("fit_epoch", name="train")
-        self.last_epoch_s, self.last_epoch_cpu_s = float(out["epoch_s"]), float(out["cpu_s"])
-
-    def _predict(self, X) -> np.ndarray:
-        from ..encoding import check_binary_matrix
-
-        if not self._is_loaded("predict", X):
-            self._send("predict", check_binary_matrix(X), key=(X,))
-        out = self._call("predict", name="predict")
-        self.last_predict_s = float(out["predict_s"])
-        return np.asarray(out["y_pred"])
-
-    def version(self) -> str | None:
-        return getattr(self, "worker_info", {}).get("version")
+        self._start(self.python, self.worker, "asynctm-pytmparallel-", task=self.task,
+                    arguments=self.library_arguments(), seed=self.seed)
 
     def library_arguments(self) -> dict:
         return machine_arguments(self)
 
     def metadata(self) -> dict:
-        meta = super().metadata()
-        info = dict(getattr(self, "worker_info", {}))
-        meta.update(
-            indexed=None, threads=self.n_threads,
-            device=f"CPU, {self.n_threads} OpenMP thread{'s' if self.n_threads != 1 else ''} (worker process)",
-            worker={**info, "executable": self.python, "script": self.worker},
-            env={"OMP_NUM_THREADS": str(self.n_threads)},
+        meta = self._worker_metadata(
+            super().metadata(), "OpenMP thread", self.worker,
             random_numbers="the library's own generator and libc rand(), shared by all threads; srand(seed) "
                            "in the worker; not reproducible run to run (thread interleaving)",
             timing="perf_counter around fit(X, y, epochs=1, incremental=True) inside the worker; the pipe "
                    "round trip is left out")
         meta["driving"] += "; every call re-encodes X (flatten, uint32, tm_encode); examples in file order"
         return meta
-
-    def close(self) -> None:
-        self._cache = None
-        if getattr(self, "_finalizer", None) is not None:
-            self._finalizer()
