@@ -26,7 +26,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-RECORD = HERE / "results" / "peers_apple_d12f058.json"
+RECORD = HERE / "results" / "peers_apple_5406257.json"
 DOC = REPO / "docs" / "library.md"
 START = "<!-- library-comparison:start -->"
 END = "<!-- library-comparison:end -->"
