@@ -162,8 +162,12 @@ def test_member_and_total_sizes_are_bounded_while_streaming(tmp_path, out, monke
 
 
 def test_the_limits_are_far_above_every_committed_result():
-    """The reason given for the bounds: no committed record, log, scores file or benchmark comes near them."""
-    files = [p for d in ("results", "benchmarks/results") for p in (REPO / d).rglob("*") if p.is_file()]
+    """The reason given for the bounds: no committed record, log, scores file or benchmark comes near them. Evidence
+    records (results/evidence/*.json, built here from committed records, never packed on a GPU host) are not what
+    the unpack tool brings back; the run records beneath results/evidence are."""
+    evidence = REPO / "results" / "evidence"
+    files = [p for d in ("results", "benchmarks/results") for p in (REPO / d).rglob("*")
+             if p.is_file() and not (p.parent == evidence and p.suffix in (".json", ".yaml"))]
     assert files
     sizes = [p.stat().st_size for p in files]
     assert max(sizes) * 100 < unpack_mod.MAX_MEMBER_BYTES
