@@ -147,7 +147,8 @@ def test_run_order_and_device_commands(tmp_path):
     steps = [w for c in calls for w in re.findall(r"asynctm\.campaign step (\w+)", c)]
     # goal_seeds: once the code is benchmarked; the last line: the extra call where device time is left
     assert steps == ["gpu_tests", "bench", "sweeps", "paper", "ablation", "paper", "sweeps", "ablation"]
-    assert set(steps) | {"goal_seeds"} == set(steps_mod.STEPS)
+    # host_peers: a call of its own (docs/gpu-and-clusters.md), pyTsetlinMachine on the GPU machine's cores
+    assert set(steps) | {"goal_seeds", "host_peers"} == set(steps_mod.STEPS)
     assert "END=$(( $(date +%s) + N ))" in calls[-1] and "B - 60" in lines[lines.index(calls[-1]) - 1]
     assert all(len(c) < 2000 for c in calls)  # the device tool's limit on a command
     assert all(c.count("--until $END") == c.count("asynctm.campaign step") and "END=$(( $(date +%s) + " in c
@@ -475,10 +476,19 @@ def test_dress_rehearsal_on_the_simulated_gpu(tmp_path):
     step("sweeps", "--threads-per-clause", "auto")
     step("paper", "--threads-per-clause", "auto")
     step("ablation")
+    # pyTsetlinMachine on the GPU machine's own cores beside our GPU builds (this machine has no core past the
+    # first two, and that python no pyTsetlinMachine: the GPU runs only)
+    step("host_peers", "--budget", "90")
     assert sorted(p.name for p in out.iterdir()) == sorted(f"{s}.{ext}" for s in steps_mod.STEPS
                                                            for ext in ("log", "tar.gz"))
     written = unpack(out, into=tree, say=lambda m: None)
     assert all(w.startswith(("results/", "benchmarks/results/")) for w in written)
+    host = sorted((tree / "benchmarks/results/campaign").glob("host_peers_simulated_gpu_*/*.json"))
+    assert [p.name for p in host] == [f"{e}_{i}.json" for e in ("bbc_sport", "wsd_apple")
+                                      for i in ("tm_gpu", "tm_gpu_warp")]
+    run = json.loads(host[-1].read_text())
+    assert run["gpu"]["name"] == "Simulated GPU" and run["cpu_affinity"] == [0] and run["warmup"]["wall_s"] > 0
+    assert len(run["units"]) >= 2 and all(u["wall_s"] > 0 for u in run["units"])
 
     # auto: each experiment's threads per clause chosen from the tests and benchmark above, and so its build (one
     # thread: tm_gpu, the paper's design; a warp: tm_gpu_warp), as the records ran

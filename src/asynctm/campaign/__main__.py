@@ -78,6 +78,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--wheels", default=None, help="folder of PyCUDA wheels (default ../shared/gpu/wheels-cp312)")
     p.add_argument("--sdist", default=None, help="PyTsetlinMachineCUDA-0.1.9.tar.gz (default: pip download)")
     p.add_argument("--dest", default=None, help=f"the staged folder (default {STAGE_DIR}/ in the checkout)")
+    p.add_argument("--no-cpu-peers", action="store_true",
+                   help="do not build pyTsetlinMachine's wheels for the GPU machine (the host_peers step then skips "
+                        "it)")
     sub.add_parser("commands", help="print the device-tool commands, in order")
     p = sub.add_parser("step", help="run one step on the GPU machine")
     p.add_argument("name")
@@ -130,7 +133,8 @@ def main(argv=None) -> int:
             from .stage import load_config, stage
 
             stage(load_config(args.config, args.configfile), dest=Path(args.dest) if args.dest else None,
-                  wheels=Path(args.wheels) if args.wheels else None, sdist=Path(args.sdist) if args.sdist else None)
+                  wheels=Path(args.wheels) if args.wheels else None, sdist=Path(args.sdist) if args.sdist else None,
+                  cpu_peer_wheels=not args.no_cpu_peers)
         elif args.cmd == "commands":
             commands()
         elif args.cmd == "goals":

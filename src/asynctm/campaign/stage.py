@@ -5,6 +5,10 @@ Layout of ``.campaign/``::
     wheels/*.whl                 PyCUDA and its small dependencies, built for the GPU machine's CPython, and
                                  PyTsetlinMachineCUDA's pure-Python wheel, built here from the sdist
     sdist/PyTsetlinMachineCUDA-0.1.9.tar.gz   as downloaded from PyPI (the wheel's source)
+    wheels/pytsetlinmachine-0.6.6-<tag>-*.whl   pyTsetlinMachine built here for that CPython (the host_peers step
+                                 times it on the GPU machine's own cores), where a python of that version is here
+    parallel/pytsetlinmachineparallel-0.2.1-<tag>-*.whl   pyTsetlinMachineParallel likewise, apart: both install a
+                                 top-level libTM extension, so it goes into a folder of its own there
     data/processed/<dataset>/<protocol>/{train,test[,novel]}.npz, meta.json   (copied from data_dir)
     campaign.json                the configuration the steps run, the commit, every file's size and sha256
 
@@ -36,6 +40,7 @@ SDIST_NAME = re.compile(r"^pytsetlinmachinecuda-0\.1\.9\.tar\.gz$", re.IGNORECAS
 WHEEL_NAME = re.compile(r"^(?P<dist>[A-Za-z0-9_.]+)-(?P<version>[^-]+)-(?P<py>[^-]+)-(?P<abi>[^-]+)"
                         r"-(?P<plat>[^-]+)\.whl$")
 DATA_FILES = ("train.npz", "test.npz", "novel.npz", "meta.json")
+CPU_PEERS = {"wheels": "pyTsetlinMachine==0.6.6", "parallel": "pyTsetlinMachineParallel==0.2.1"}
 
 
 class StageError(RuntimeError):
@@ -112,6 +117,40 @@ def python_tag(wheels: list[Path]) -> str:
         if m["dist"].lower() == "pycuda":
             return m["py"]
     raise StageError("no PyCUDA wheel")
+
+
+def tag_python(tag: str) -> str | None:
+    """A python of the CPython version ``tag`` names (``cp312``: python3.12) here, or None."""
+    version = f"{tag[2]}.{tag[3:]}" if re.fullmatch(r"cp\d{3,}", tag) else None
+    if version is None:
+        return None
+    if f"{sys.version_info.major}.{sys.version_info.minor}" == version:
+        return sys.executable
+    candidates = [shutil.which(f"python{version}")] + sorted(
+        str(p) for p in (Path.home() / ".pyenv" / "versions").glob(f"{version}*/bin/python{version}"))
+    for exe in candidates:
+        if exe and subprocess.run([exe, "-c", "import pip"], capture_output=True).returncode == 0:
+            return exe
+    return None
+
+
+def _cpu_peer_wheels(tag: str, tmp: Path, say=print) -> list[str]:
+    """Build pyTsetlinMachine's and pyTsetlinMachineParallel's wheels for the GPU machine's CPython (their sdists
+    compile C); where that python or the package index is missing, say so: the host_peers step then skips them."""
+    python = tag_python(tag)
+    if python is None:
+        say(f"  pyTsetlinMachine not staged: no python of {tag} here (the host_peers step will skip it)")
+        return []
+    built = []
+    for folder, requirement in CPU_PEERS.items():
+        (tmp / folder).mkdir(exist_ok=True)
+        r = subprocess.run([python, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp / folder), requirement],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            say(f"  {requirement} not staged: pip wheel failed ({(r.stderr or r.stdout).strip()[-300:]})")
+            continue
+        built.append(requirement)
+    return built
 
 
 def _sdist(given: Path | None, previous: Path | None, tmp: Path) -> Path:
@@ -196,7 +235,7 @@ def _mib(n: int) -> str:
 
 
 def stage(config: dict, dest: Path | None = None, wheels: Path | None = None, sdist: Path | None = None,
-          budget_bytes: int = TRAVEL_BUDGET_BYTES, say=print) -> dict:
+          budget_bytes: int = TRAVEL_BUDGET_BYTES, say=print, cpu_peer_wheels: bool = False) -> dict:
     """Build the campaign folder ``dest`` (default ``.campaign/`` in the checkout); returns campaign.json."""
     dest = Path(dest) if dest else REPO / STAGE_DIR
     data_dir = Path(config["data_dir"])
@@ -220,6 +259,7 @@ def stage(config: dict, dest: Path | None = None, wheels: Path | None = None, sd
         shutil.copyfile(sd, tmp / "sdist" / sd.name)
         _wheel_from_sdist(tmp / "sdist" / sd.name, tmp / "wheels")
         shutil.rmtree(tmp / "download", ignore_errors=True)
+        cpu_peers = _cpu_peer_wheels(python_tag(wheel_files), tmp, say) if cpu_peer_wheels else []
         for dataset, protocol in needed:
             _copy_dataset(data_dir, dataset, protocol, tmp)
         files = {}
@@ -236,7 +276,7 @@ def stage(config: dict, dest: Path | None = None, wheels: Path | None = None, sd
         meta = {"generated_by": "python -m asynctm.campaign stage",
                 "config": config, "experiments": campaign_experiments(config),
                 "datasets": [f"{d}/{p}" for d, p in needed],
-                "python_tag": python_tag(wheel_files),
+                "python_tag": python_tag(wheel_files), "cpu_peers": cpu_peers,
                 "source": {"commit": git["commit"], "tracked_files_modified": git["tracked_files_modified"]},
                 "staged_bytes": staged, "checkout_bytes": tree, "files": files}
         (tmp / "campaign.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")

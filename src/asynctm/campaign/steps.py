@@ -973,8 +973,14 @@ def step_ablation(step: Step, select: str | None = None) -> None:
     _tm_runs(step, runs)
 
 
+def step_host_peers(step: Step, select: str | None = None) -> None:
+    from .host import step_host_peers as run
+
+    run(step, select)
+
+
 STEPS = {"gpu_tests": step_gpu_tests, "bench": step_bench, "goal_seeds": step_goal_seeds, "sweeps": step_sweeps,
-         "paper": step_paper, "ablation": step_ablation}
+         "paper": step_paper, "ablation": step_ablation, "host_peers": step_host_peers}
 
 
 def run_step(name: str, campaign_dir: Path | None = None, out_dir: Path | None = None,
