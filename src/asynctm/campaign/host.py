@@ -42,8 +42,9 @@ SEED = 0
 
 
 def cpu_impls(task: str) -> tuple[str, ...]:
-    """pyTsetlinMachine's runs of a task (the regression machine has no index: plan.impl_skip_reason)."""
-    return ("pytm_indexed", "pytm_nonindexed") if task == "classification" else ("pytm_nonindexed",)
+    """pyTsetlinMachine's runs of a task (classification and novelty: both; the regression machine has no index:
+    plan.impl_skip_reason)."""
+    return ("pytm_nonindexed",) if task == "regression" else ("pytm_indexed", "pytm_nonindexed")
 
 
 def jobs(config: dict, experiments: list[str]) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
