@@ -92,6 +92,7 @@ rule fig_claims_forest:
         unpack(with_stamp("fig_claims_forest", TABLES_DIR, lambda wc: _CLAIMS_RECORDS("fig_claims_forest"))),
         config=CLAIMS_CONFIG,
         reference=PAPER_NUMBERS,
+        evidence=_CLAIMS_EVIDENCE,
     output:
         **catalog.output_paths("fig_claims_forest", FIGURES_DIR),
         inputs=inputs_manifest_path("fig_claims_forest", TABLES_DIR),

@@ -15,6 +15,7 @@ from pathlib import Path
 import yaml
 
 from asynctm.artifacts import catalog
+from asynctm.artifacts.tables import HOST_TIMING_TABLES
 from asynctm.artifacts.rules import (
     changed_stamp,
     artifact_job,
@@ -43,6 +44,11 @@ ARTIFACTS_CONFIG_KEYS = (
     "smoke",
 )
 ARTIFACTS_LOGS = f"logs/artifacts/{config['scale']}"
+# The same-host timing run (pyTsetlinMachine beside the GPU builds on one GPU machine: asynctm.artifacts.evidence_host),
+# read by Tables 3 and 5 where the main records of a GPU build and its baseline ran on different hosts.
+_HOST_TIMING = lambda name: (
+    [p for p in (f"{RESULTS}/evidence/host_speedups.json",) if Path(p).is_file()] if name in HOST_TIMING_TABLES else []
+)
 
 
 # Written by a rule, never while the workflow is read (a dry run or a refused run writes nothing): where the file
@@ -75,6 +81,7 @@ for _name in catalog.TABLES:
             unpack(record_input_with_stamp(_name, config, record_paths, RESULTS, TABLES_DIR)),
             config=ARTIFACTS_CONFIG,
             reference=PAPER_NUMBERS,
+            host_timing=_HOST_TIMING(_name),
         output:
             csv=report(f"{TABLES_DIR}/{_name}.csv", category="Tables", caption=f"../report/{_name}.rst"),
             md=f"{TABLES_DIR}/{_name}.md",

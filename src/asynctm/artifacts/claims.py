@@ -169,6 +169,7 @@ class ClaimInputs:
     records: pd.DataFrame
     ablation: list[dict]
     labels: dict = field(default_factory=dict)  # host or machine key -> a short label for the page
+    host_timing: dict | None = None  # the same-host timing run (evidence_host: pyTM beside the GPU builds)
 
     def label(self, key) -> str:
         return self.labels.get(key, str(key))
@@ -279,7 +280,9 @@ def load_inputs(results_dir, config: dict, th: Thresholds, files=None) -> ClaimI
         row["build"] = WARP if row["impl"] == GPU and row["variant"].endswith(plan.WARP_SUFFIX) else row["impl"]
         row["dirty"] = _dirty(prov)
         row["path"] = path.relative_to(root).as_posix()
-    return ClaimInputs(frame, rows, labels)
+    from .evidence_host import load as load_host_timing
+
+    return ClaimInputs(frame, rows, labels, load_host_timing(root))
 
 
 # ---- rows ------------------------------------------------------------------------------------------------------
@@ -594,6 +597,7 @@ def speedup(ev, config, th, dataset, build, baseline) -> dict:
     out = {"value": math.nan, "host": "", "paths": _paths(ours) + _paths(base), "note": "", "frames": [ours, base],
            "ours_s": math.nan, "base_s": math.nan}
     t_ours, t_base = _timed(ours), _timed(base)
+    same_host = _same_host_speedup(ev, dataset, build, baseline)
     busy_note = [f"{len(f) - len(t)} {name} record(s) left out: timed on a busy machine"
                  for name, f, t in ((build, ours, t_ours), (baseline, base, t_base)) if len(t) < len(f)]
     if t_ours.empty or t_base.empty:
@@ -601,7 +605,7 @@ def speedup(ev, config, th, dataset, build, baseline) -> dict:
         params = {b: plan.main_params(config, dataset, b) for b in (build, baseline)}
         out["note"] = "; ".join([*busy_note, "no timed record of " + " or ".join(
             f"{m} at {params[m]}" for m in missing) + ": its runs would test it"])
-        return out
+        return same_host(out) if same_host else out
     common = sorted(set(t_ours["host"]) & set(t_base["host"]),
                     key=lambda h: (-(int((t_ours["host"] == h).sum()) + int((t_base["host"] == h).sum())), h))
     if not common:
@@ -612,7 +616,7 @@ def speedup(ev, config, th, dataset, build, baseline) -> dict:
             f"{build} was timed on {'; '.join(gpu_hosts)}, {baseline} on {'; '.join(base_hosts)}: different hosts; "
             f"{baseline} timed on the {build} host ({target}) at {plan.main_params(config, dataset, baseline)} would "
             "test it (its first epochs suffice for the per-epoch time)")])
-        return out
+        return same_host(out) if same_host else out
     host = common[0]
     o, b = t_ours[t_ours["host"] == host], t_base[t_base["host"] == host]
     out.update(value=float(b["epoch_s"].mean() / o["epoch_s"].mean()), host=ev.label(host),
@@ -620,6 +624,24 @@ def speedup(ev, config, th, dataset, build, baseline) -> dict:
                base_s=float(b["epoch_s"].mean()), note="; ".join(busy_note), frames=[o, b],
                paths=_paths(o) + _paths(b))
     return out
+
+
+def _same_host_speedup(ev, dataset, build, baseline):
+    """Where the main records hold no pair of one host: a function that fills ``speedup``'s result from the
+    same-host timing run (:mod:`.evidence_host`), or None where that run has no such pair."""
+    from .evidence_host import NAME, lookup
+
+    s = lookup(ev.host_timing, dataset, build, baseline)
+    if s is None:
+        return None
+
+    def fill(out: dict) -> dict:
+        out.update(value=float(s["value"]), host=s["host"], ours_s=float(s["ours_s"]), base_s=float(s["base_s"]),
+                   note=f"from the same-host timing run ({s['basis']}; evidence_{NAME}.md); the main records: "
+                        + out["note"])
+        return out
+
+    return fill
 
 
 def speedup_verdict(th, value, paper) -> str:

@@ -15,7 +15,8 @@ was built from. Kinds built here:
   wording that fit it (a split, a feature set), with their test MAE beside the paper's and our records'.
 
 Other kinds are built beside this module and rendered by it: ``time_model`` (:mod:`.evidence_cost`, what the
-paper's Table 4 times imply under our cost model) and ``mlp_stage`` and ``convergence`` (:mod:`.evidence_novelty`).
+paper's Table 4 times imply under our cost model), ``mlp_stage`` and ``convergence`` (:mod:`.evidence_novelty`) and
+``host_speedups`` (:mod:`.evidence_host`, pyTsetlinMachine and our GPU builds timed on one GPU machine).
 What all share (schema, header, provenance, reading, number formats) lives in :mod:`.evidence_common`.
 
     python -m asynctm.artifacts.evidence runs --name NAME --question TEXT --results results \\
@@ -64,6 +65,7 @@ from .evidence_common import (  # noqa: F401 (re-exported: the evidence records'
 )
 from .evidence_common import provenance as _provenance
 from .evidence_cost import render_time_model
+from .evidence_host import render_host_speedups
 from .evidence_novelty import render_convergence, render_mlp_stage
 from .render import DATASET_LABELS
 
@@ -669,7 +671,8 @@ def render_baselines(ev: dict, source: str) -> str:
 
 
 RENDERERS = {"run_groups": render_run_groups, "baselines": render_baselines, "protocols": render_protocols,
-             "mlp_stage": render_mlp_stage, "convergence": render_convergence, "time_model": render_time_model}
+             "mlp_stage": render_mlp_stage, "convergence": render_convergence, "time_model": render_time_model,
+             "host_speedups": render_host_speedups}
 
 
 def render(evidence_dir, tables_dir) -> list[Path]:

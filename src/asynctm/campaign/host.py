@@ -17,7 +17,7 @@ can be taken from the records of one host. This step takes them on one host, in 
 Every worker rewrites its JSON after every unit, so a worker stopped at the call's end keeps what it finished.
 The step then writes ``benchmarks/results/campaign/host_peers_<gpu>_<time>/<experiment>_<impl>.json`` (the raw
 units of each worker, with the cores it asked for and got, its CPU time beside its wall time, and the load) and
-packs them; :mod:`asynctm.artifacts.host_speedups` pairs them into per-epoch times and speed-ups, here.
+packs them; :mod:`asynctm.artifacts.evidence_host` pairs them into per-epoch times and speed-ups, here.
 """
 
 from __future__ import annotations
@@ -47,16 +47,14 @@ def cpu_impls(task: str) -> tuple[str, ...]:
     return ("pytm_nonindexed",) if task == "regression" else ("pytm_indexed", "pytm_nonindexed")
 
 
-def jobs(config: dict, experiments: list[str]) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+def jobs(config: dict, experiments: list[str], order=()) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     """(CPU jobs, GPU jobs) as (experiment, impl): every experiment's pyTsetlinMachine runs, longest first, and
-    our GPU builds in the paper runs' order (the most valuable first)."""
+    our GPU builds in ``order`` (the steps' PAPER_ORDER: the most valuable first), then the others."""
     from ..experiments import plan
 
     cpu = [(name, impl) for name in experiments for impl in cpu_impls(plan.task(config, name))]
     cpu.sort(key=lambda job: -PARTS.get(job[0], 1))
-    from .steps import PAPER_ORDER
-
-    order = [e for e in PAPER_ORDER if e in experiments] + [e for e in experiments if e not in PAPER_ORDER]
+    order = [e for e in order if e in experiments] + [e for e in experiments if e not in order]
     gpu = [(name, impl) for name in order for impl in plan.GPU_IMPLS]
     return cpu, gpu
 
@@ -218,18 +216,16 @@ def _utc() -> str:
 # -- the step ---------------------------------------------------------------------------------------------------
 
 
-def step_host_peers(step, select: str | None = None) -> None:
-    """Start the CPU workers on their cores, run the GPU workers one after the other on :data:`GPU_CORE`, wait
-    for the CPU workers until the step's end, pack."""
-    from .steps import STOP_MARGIN_S
-
+def step_host_peers(step, select: str | None = None, order=(), stop_margin_s: float = 20.0) -> None:
+    """Start the CPU workers on their cores, run the GPU workers one after the other on :data:`GPU_CORE` (in
+    ``order``), wait for the CPU workers until the step's end less ``stop_margin_s``, pack."""
     config = step.config
     experiments = [
         e
         for e in step.campaign.get("experiments") or sorted(config["experiments"])
         if not select or e in select.split(",")
     ]
-    cpu_jobs, gpu_jobs = jobs(config, experiments)
+    cpu_jobs, gpu_jobs = jobs(config, experiments, order)
     cores = sorted(os.sched_getaffinity(0))
     free = [c for c in cores if c >= FIRST_CPU_CORE]
     if len(free) < len(cpu_jobs):
@@ -242,7 +238,7 @@ def step_host_peers(step, select: str | None = None) -> None:
         cpu_jobs = cpu_jobs[: len(free)]
     folder = f"benchmarks/results/campaign/host_peers_{_slug(step)}_{step.stamp}"
     (step.work / folder).mkdir(parents=True, exist_ok=True)
-    until = step.deadline - STOP_MARGIN_S
+    until = step.deadline - stop_margin_s
     step.manifest.update(
         host_peers={
             "folder": folder,
@@ -294,7 +290,7 @@ def step_host_peers(step, select: str | None = None) -> None:
             )
         gpu_core = GPU_CORE if GPU_CORE in cores else None
         for name, impl in gpu_jobs:
-            if step.remaining() < STOP_MARGIN_S + 15:
+            if step.remaining() < stop_margin_s + 15:
                 step.skip(f"{name}/{impl}", "no time left in the call")
                 continue
             rc = step.child(command(name, impl, gpu_core), logs / f"{name}_{impl}.log")

@@ -976,7 +976,7 @@ def step_ablation(step: Step, select: str | None = None) -> None:
 def step_host_peers(step: Step, select: str | None = None) -> None:
     from .host import step_host_peers as run
 
-    run(step, select)
+    run(step, select, order=PAPER_ORDER, stop_margin_s=STOP_MARGIN_S)
 
 
 STEPS = {"gpu_tests": step_gpu_tests, "bench": step_bench, "goal_seeds": step_goal_seeds, "sweeps": step_sweeps,
