@@ -26,14 +26,14 @@ configfile: "config/config.yaml"
 # `--config` hands list items and mapping values over as strings ('seeds=[0,1]'): type them as the
 # schema says, then refuse what breaks the schema or cannot run (task vs. dataset, T, protocols, sweeps) up
 # front, one line per problem: the key, what is wrong, the fix, and where it was set (--config or a file's line).
-coerce_config(config, "config/schema.yaml")
+coerce_config(config, "workflow/schemas/config.schema.yaml")
 with MESSAGES.refusing(ConfigError):
     check_config(
         config,
-        load_schema("config/schema.yaml"),
+        load_schema("workflow/schemas/config.schema.yaml"),
         config_sources(workflow.config_settings.configfiles, workflow.config_settings.config, "config/config.yaml"),
     )
-validate(config, "config/schema.yaml")  # passes now; it fills in the schema's defaults
+validate(config, "workflow/schemas/config.schema.yaml")  # passes now; it fills in the schema's defaults
 
 
 include: "workflow/rules/common.smk"

@@ -281,7 +281,7 @@ def _tiny_data_and_config(tmp_path) -> tuple[Path, Path]:
     conf = tmp_path / "config"
     conf.mkdir()
     (conf / "config.yaml").write_text(yaml.safe_dump(cfg))
-    shutil.copy(REPO / "config" / "schema.yaml", conf / "schema.yaml")
+    shutil.copy(REPO / "workflow" / "schemas" / "config.schema.yaml", conf / "schema.yaml")
     return tmp_path / "data", conf / "config.yaml"
 
 

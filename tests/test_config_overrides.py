@@ -119,7 +119,7 @@ def test_impossible_settings_are_refused_before_anything_runs(workdir, overrides
 
 
 def test_coerce_types_command_line_strings_as_the_schema_says():
-    schema = load_schema(REPO / "config" / "schema.yaml")
+    schema = load_schema(REPO / "workflow" / "schemas" / "config.schema.yaml")
     got = coerce({"seeds": ["0", "1"], "tm": {"epochs": "5", "boost_true_positive": "false"}, "gpu": "true",
                   "cpu_threads": "null", "data_mirror": "../shared/datasets", "impls": ["tm_cpu"],
                   "experiments": {"x": {"s": "1.5", "T": "50", "dataset": "semeval"}},
@@ -152,7 +152,7 @@ def test_the_repository_config_passes_and_each_check_can_fail():
 
 def _plan(tmp_path, config: dict) -> subprocess.CompletedProcess:
     (tmp_path / "config").mkdir(exist_ok=True)
-    shutil.copy(REPO / "config" / "schema.yaml", tmp_path / "config" / "schema.yaml")
+    shutil.copy(REPO / "workflow" / "schemas" / "config.schema.yaml", tmp_path / "config" / "schema.yaml")
     (tmp_path / "config" / "config.yaml").write_text(yaml.safe_dump(config))
     return subprocess.run([sys.executable, "-m", "asynctm.experiments", "plan"], cwd=tmp_path, capture_output=True,
                           text=True, timeout=120)
@@ -188,7 +188,7 @@ def test_a_sweep_limit_names_known_implementations(tmp_path):
     config["sweeps"]["semeval"]["max_clauses"] = {"pytm": 640, "tm_cpu": 0}
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
     with pytest.raises(ConfigError) as err:
-        load_config(tmp_path / "config.yaml", REPO / "config" / "schema.yaml")
+        load_config(tmp_path / "config.yaml", REPO / "workflow" / "schemas" / "config.schema.yaml")
     assert "config sweeps.semeval.max_clauses: 'pytm' is not one of ['tm_gpu', 'tm_cpu'" in str(err.value)
     assert "config sweeps.semeval.max_clauses.tm_cpu: 0 is less than the minimum of 1" in str(err.value)
 
@@ -201,7 +201,7 @@ def test_threads_per_clause_is_the_gpu_builds_not_a_setting(tmp_path):
     config["gpu_threads_per_clause"] = 32
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
     with pytest.raises(ConfigError) as err:
-        load_config(tmp_path / "config.yaml", REPO / "config" / "schema.yaml")
+        load_config(tmp_path / "config.yaml", REPO / "workflow" / "schemas" / "config.schema.yaml")
     assert "config gpu_threads_per_clause: no longer a setting" in str(err.value)
     assert "tm_gpu_warp" in str(err.value)
 
@@ -211,6 +211,6 @@ def test_an_unknown_svm_library_is_refused_with_the_allowed_ones(tmp_path):
     config["experiments"]["imdb"]["svm_library"] = "libsvm"
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
     with pytest.raises(ConfigError) as err:
-        load_config(tmp_path / "config.yaml", REPO / "config" / "schema.yaml")
+        load_config(tmp_path / "config.yaml", REPO / "workflow" / "schemas" / "config.schema.yaml")
     assert ("config experiments.imdb.svm_library: 'libsvm' is not one of ['thundersvm-gpu', 'thundersvm-cpu', "
             "'sklearn']") in str(err.value)

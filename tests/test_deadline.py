@@ -31,7 +31,7 @@ from asynctm.config_check import (
 from asynctm.experiments.run import checkpoint_path
 
 REPO = Path(__file__).resolve().parents[1]
-SCHEMA = REPO / "config" / "schema.yaml"
+SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
 EPOCHS = 4
 RECORD = f"results/smoke/wsd_apple/tm_cpu/n20_T50_s5_e{EPOCHS}/seed0.json"
 CONFIG = ["scale=smoke", "impls=[tm_cpu]", "cpu_threads=1", f"smoke={{epochs: {EPOCHS}}}"]

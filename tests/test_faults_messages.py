@@ -114,7 +114,7 @@ def test_each_layer_of_the_configuration_is_named_where_it_sets_a_key(tmp_path):
 
 
 def test_schema_errors_never_quote_the_schema_and_name_every_unknown_key():
-    schema = load_schema(REPO / "config" / "schema.yaml")
+    schema = load_schema(REPO / "workflow" / "schemas" / "config.schema.yaml")
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     config.update({"seedz": [0], "xyzzy": 1})
     config["tm"]["epoch"] = 5
@@ -132,7 +132,7 @@ def test_the_plan_command_names_the_file_and_line_of_a_misspelt_key(tmp_path):
     (tmp_path / "config.yaml").write_text(text)
     n = next(i for i, line in enumerate(text.splitlines()) if line.startswith("run_misssing:"))
     with pytest.raises(ConfigError) as err:
-        load_config(tmp_path / "config.yaml", REPO / "config" / "schema.yaml")
+        load_config(tmp_path / "config.yaml", REPO / "workflow" / "schemas" / "config.schema.yaml")
     assert str(err.value) == (f"config run_misssing: unknown key; did you mean run_missing? "
                               f"({tmp_path / 'config.yaml'}, line {n + 1})")
 

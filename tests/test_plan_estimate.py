@@ -286,7 +286,8 @@ def test_plan_busy_lists_the_records_timed_on_a_busy_machine(config, tmp_path, c
     monkeypatch.chdir(tmp_path)
     (tmp_path / "config").mkdir()
     (tmp_path / "config" / "config.yaml").write_text(yaml.safe_dump({**config, "results_dir": "res"}))
-    shutil.copy(Path(__file__).parents[1] / "config" / "schema.yaml", tmp_path / "config" / "schema.yaml")
+    shutil.copy(Path(__file__).parents[1] / "workflow" / "schemas" / "config.schema.yaml",
+                tmp_path / "config" / "schema.yaml")
     assert experiments_main(["plan", "--busy"]) == 0
     assert "No requested record was timed on a busy machine" in capsys.readouterr().out
 

@@ -2,8 +2,8 @@
 
 Snakemake's ``--config KEY=VALUE`` parser hands list items and mapping values over as strings
 (``'seeds=[0,1]'`` gives ``['0', '1']``, ``'tm={epochs: 5}'`` gives ``{'epochs': '5'}``).
-:func:`coerce` reads such strings as YAML wherever ``config/schema.yaml`` expects a number, a boolean or
-null there, so every override the documentation shows validates.
+:func:`coerce` reads such strings as YAML wherever ``workflow/schemas/config.schema.yaml`` expects a number, a
+boolean or null there, so every override the documentation shows validates.
 
 :func:`semantic_errors` then refuses what the schema cannot express, before anything is fetched or
 trained: an experiment whose task does not fit its dataset, a ``T`` beyond what the kernels' 32-bit
@@ -98,11 +98,16 @@ def coerce(value, schema: dict | None):
     return value
 
 
-def load_schema(path: str | os.PathLike = "config/schema.yaml") -> dict:
+# The configuration's JSON Schema, with the workflow (snakemake-workflows' place for it).
+SCHEMA_PATH = "workflow/schemas/config.schema.yaml"
+SCHEMA_FILE = Path(__file__).resolve().parents[2] / SCHEMA_PATH
+
+
+def load_schema(path: str | os.PathLike = SCHEMA_PATH) -> dict:
     return yaml.safe_load(Path(path).read_text())
 
 
-def coerce_config(config: dict, schema_path: str | os.PathLike = "config/schema.yaml") -> None:
+def coerce_config(config: dict, schema_path: str | os.PathLike = SCHEMA_PATH) -> None:
     """Type the command-line strings of ``config`` in place (Snakemake's ``config`` object)."""
     typed = coerce(dict(config), load_schema(schema_path))
     config.clear()
@@ -436,10 +441,13 @@ def check_config(config: dict, schema: dict | None = None, sources: list[Source]
 
 def load_config(path: str | os.PathLike = "config/config.yaml",
                 schema_path: str | os.PathLike | None = None) -> dict:
-    """Read a config file and check it as the Snakefile does (schema next to it unless given)."""
+    """Read a config file and check it as the Snakefile does (with the schema given, else a ``schema.yaml`` next to
+    the file, else the workflow's, :data:`SCHEMA_FILE`)."""
     path = Path(path)
     config, text = _read(path)
-    schema_path = Path(schema_path) if schema_path is not None else path.parent / "schema.yaml"
+    if schema_path is None:
+        schema_path = next((p for p in (path.parent / "schema.yaml", SCHEMA_FILE) if p.is_file()), SCHEMA_FILE)
+    schema_path = Path(schema_path)
     schema = load_schema(schema_path) if schema_path.is_file() else None
     check_config(config, schema, [Source(config, path, text)])
     return config

@@ -9,9 +9,10 @@ contracts place it below the store).
   (the names in them are asynctm.experiments.plan's, the layer below): what a path says (:func:`layout`), the
   record files below a root (:func:`record_files`, :func:`ablation_files`, :func:`main_files`), and
   :class:`RecordError`, the one error of a record that may not count.
-- :mod:`.gate`: :func:`check_record`, the record's JSON Schema (config/record.schema.yaml, versioned; results/SCHEMA.md
-  is generated from it) and what a schema cannot say (a canonical file name, the record agreeing with its path and
-  the configuration, finite values, consistent times), each refusal one line naming the file, the field and the fix;
+- :mod:`.gate`: :func:`check_record`, the record's JSON Schema (workflow/schemas/record.schema.yaml, versioned;
+  results/SCHEMA.md is generated from it) and what a schema cannot say (a canonical file name, the record agreeing
+  with its path and the configuration, finite values, consistent times), each refusal one line naming the file, the
+  field and the fix;
   :func:`read_record`, :func:`read_records`, :func:`problems` and :func:`gate` read through it.
 - :mod:`.frame`: records as rows: :func:`load_records` (the pandas DataFrame of the tables, figures and claims),
   :func:`ablation_rows` (the tally ablation's), and what a record says beyond its fields (:func:`host_identity`,

@@ -1,9 +1,9 @@
 """The gate every run record passes before it counts, and reading records through it.
 
 :func:`check_record` refuses a record (:class:`~asynctm.store.layout.RecordError`, one line: the file, the field and
-the fix) that fails its JSON Schema (config/record.schema.yaml, versioned; results/SCHEMA.md is generated from it)
-or what a schema cannot say: a canonical seed file name (``seed0.json``, never ``seed00.json``, so one record per
-seed), the record agreeing with its path (experiment, impl, params, seed; the ablation's variant) and with the
+the fix) that fails its JSON Schema (workflow/schemas/record.schema.yaml, versioned; results/SCHEMA.md is generated
+from it) or what a schema cannot say: a canonical seed file name (``seed0.json``, never ``seed00.json``, so one record
+per seed), the record agreeing with its path (experiment, impl, params, seed; the ablation's variant) and with the
 configuration (task, dataset, protocol, scale, kind, the hyperparameters the path does not name, a reduced protocol
 where the config declares one), every value finite and in its domain, its times consistent with each other.
 :func:`read_record` and :func:`read_records` read record files through it (a record that passed once is not checked
@@ -32,7 +32,7 @@ from ..experiments.plan import (
 from .layout import FIX_RERUN, KIND_OF_IMPL, RecordError, layout, main_files, record_files, refuse, root_of
 
 SCHEMA_VERSION = 1
-SCHEMA_FILE = Path(__file__).resolve().parents[3] / "config" / "record.schema.yaml"
+SCHEMA_FILE = Path(__file__).resolve().parents[3] / "workflow" / "schemas" / "record.schema.yaml"
 # A run's train_s_total is the sum of its epochs' train_s and train_s_mean that over the epochs: the writer computes
 # both from the same floats, so they agree to rounding; more than this relative difference is an edited record.
 TIME_SUM_RTOL = 1e-6
@@ -42,12 +42,12 @@ _fail = refuse
 
 @lru_cache(maxsize=1)
 def schema() -> dict:
-    """The record's JSON Schema (config/record.schema.yaml)."""
+    """The record's JSON Schema (workflow/schemas/record.schema.yaml)."""
     try:
         return yaml.safe_load(SCHEMA_FILE.read_text())
     except OSError as exc:
         raise RecordError(f"{SCHEMA_FILE}: the record schema cannot be read ({exc.strerror}); fix: restore it from "
-                          "git (git checkout -- config/record.schema.yaml)") from None
+                          "git (git checkout -- workflow/schemas/record.schema.yaml)") from None
 
 
 @lru_cache(maxsize=1)
