@@ -21,6 +21,16 @@ REPO = Path(__file__).resolve().parents[1]
 WORKFLOW_FILES = ("Snakefile", "config", "workflow", "profiles", "paper_tables/reference")
 
 
+def load_benchmark_script(name: str):
+    """A script of benchmarks/ (not a package) as a module, ``<name>_under_test``."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"{name}_under_test", REPO / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def copy_workflow(dest: Path, copy=shutil.copy) -> Path:
     """Copy the workflow's files (WORKFLOW_FILES) into ``dest``; ``copy`` copies the single files (folders keep
     their files' times)."""

@@ -5,7 +5,6 @@ mirror, no pyTsetlinMachineParallel environment needed)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -13,18 +12,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import load_benchmark_script
 
 from asynctm import benchmarking
 
 REPO = Path(__file__).resolve().parents[1]
 
-
-def _load_script(name: str):
-    """A script of benchmarks/ (not a package) as a module."""
-    spec = importlib.util.spec_from_file_location(f"{name}_under_test", REPO / "benchmarks" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+_load_script = load_benchmark_script
 
 
 @pytest.fixture(scope="module")

@@ -4,11 +4,11 @@ bad input refused with one line."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
+from conftest import load_benchmark_script
 
 from asynctm import costmodel as cm
 
@@ -25,10 +25,7 @@ HP = {"n_clauses": 3, "T": 5, "s": 2.0, "state_bits": 8, "boost_true_positive": 
 
 @pytest.fixture(scope="module")
 def bound():
-    spec = importlib.util.spec_from_file_location("bound_under_test", REPO / "benchmarks" / "bound.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark_script("bound")
 
 
 def _write(path: Path, obj: dict) -> Path:

@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
 import pytest
-from conftest import REPO
+from conftest import load_benchmark_script
 
 
 @pytest.fixture(scope="module")
 def scaling():
-    spec = importlib.util.spec_from_file_location("scaling", REPO / "benchmarks" / "scaling.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark_script("scaling")
 
 
 def _record(threads: int, ours_s: float, parallel_s: float) -> dict:

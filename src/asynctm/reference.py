@@ -143,7 +143,9 @@ POOL_EPOCH = MASK64  # the pool's stream: key(seed, 2^64 - 1, 0), an epoch no tr
 def s_pool_ones(s, pool_bits: int = POOL_BITS) -> int:
     """round(2^(pool_bits+6) / s), s at its exact binary value: the number of 1 lanes of the pool.
 
-    P(m = 1) for any literal is this over 2^(pool_bits+6), within 2^-(pool_bits+7) of 1/s.
+    P(m = 1) averaged over a block's 8 slots is this over 2^(pool_bits+6), within 2^-(pool_bits+7) of 1/s; a single
+    literal reads one slot's words (an eighth of the pool), whose share of ones scatters about that by the pool's
+    random sampling (kernels/README.md, "The 1/s pool").
     s = 1 gives every lane 1.
     """
     s = Fraction(s)
