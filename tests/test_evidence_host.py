@@ -290,3 +290,17 @@ def test_claims_same_host_speedup(built):
     out = fill({"value": float("nan"), "host": "", "note": "different hosts", "ours_s": None, "base_s": None})
     assert out["value"] == pytest.approx(50.0) and out["base_s"] == pytest.approx(250.0)
     assert out["host"].startswith("Test CPU") and out["note"].endswith("the main records: different hosts")
+
+
+def test_a_run_stopped_inside_its_first_epoch_says_when_it_began(tmp_path, config):
+    """A worker stopped at the call's end leaves the start of the unit it was in; no speed-up is made of it."""
+    campaign = tmp_path / "campaign"
+    killed = {**run("newsgroups20", "pytm_indexed", []), "stopped": None,
+              "unit_running": {"epoch": 1, "part": 1, "started_utc": "2026-01-01T00:00:03Z"}}
+    write_run(campaign, CALL_A, killed)
+    write_run(campaign, CALL_A, run("newsgroups20", "tm_gpu", [1.0, 0.5, 0.5]))
+    ev = eh.build(campaign, write_reference(tmp_path / "paper_numbers.csv"), config)
+    ng = ev["hosts"][0]["experiments"]["newsgroups20"]
+    assert ng["pytm_indexed"]["stopped"] == "stopped at the call's end in epoch 1, started 2026-01-01T00:00:03Z"
+    assert ng["speedups"]["tm_gpu/pytm_indexed"]["value"] is None
+    assert "started 2026-01-01T00:00:03Z" in eh.render_host_speedups(ev, "x.json")

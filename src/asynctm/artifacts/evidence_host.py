@@ -113,7 +113,11 @@ def build(campaign, reference, config=None) -> dict:
                  cpu_over_wall=(math.fsum(float(u["cpu_s"]) for u in r["units"])
                                 / math.fsum(float(u["wall_s"]) for u in r["units"])) if r["units"] else None,
                  max_load_1min=max((u["load"][0] for u in r["units"] if u.get("load")), default=None),
-                 stopped=r.get("stopped"))
+                 stopped=r.get("stopped") or (
+                     "stopped at the call's end in epoch {epoch}{part}, started {started_utc}".format(
+                         epoch=r["unit_running"].get("epoch"), started_utc=r["unit_running"].get("started_utc"),
+                         part=f" part {r['unit_running'].get('part')}" if int(r["parts"]) > 1 else "")
+                     if isinstance(r.get("unit_running"), dict) else None))
         runs_of = h["experiments"].setdefault(r["experiment"], {})
         earlier = runs_of.get(r["impl"])
         # Of two calls' runs of one host, the one with more units timed
@@ -194,6 +198,8 @@ def render_host_speedups(ev: dict, source: str) -> str:
                 note = t.get("first_epoch_basis", "") if t.get("parts") and t["parts"] > 1 else ""
                 if not t["epochs_s"] and not t.get("first_epoch_s"):
                     note = t.get("stopped") or "not timed"
+                elif t.get("stopped", "").startswith("stopped at the call's end"):
+                    note = "; ".join(n for n in (note, t["stopped"]) if n)
                 lines.append(f"| {DATASET_LABELS.get(name, name)} | {impl} | {len(t['epochs_s'])} | "
                              f"{_num(t.get('first_epoch_s'), 3)} | "
                              f"{_num(math.fsum(later) / len(later), 3) if later else '–'} | {note} |")

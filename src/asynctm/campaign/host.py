@@ -176,9 +176,13 @@ def worker(
                     f" part {part} of {parts}" if parts > 1 else ""
                 )
                 break
+            # A unit still running when the call ends leaves its start on record (the step stops the worker)
+            record["unit_running"] = {"epoch": epoch, "part": part, "started_utc": _utc()}
+            write_json_atomic(out, record)
             c0, t0 = time.process_time(), time.perf_counter()
             peer.fit_epoch(X, y)
             wall = time.perf_counter() - t0
+            record.pop("unit_running")
             record["units"].append(
                 {
                     "epoch": epoch,
