@@ -629,11 +629,19 @@ def speedup(ev, config, th, dataset, build, baseline) -> dict:
 def _same_host_speedup(ev, dataset, build, baseline):
     """Where the main records hold no pair of one host: a function that fills ``speedup``'s result from the
     same-host timing run (:mod:`.evidence_host`), or None where that run has no such pair."""
-    from .evidence_host import NAME, lookup
+    from .evidence_host import NAME, lookup, untimed
 
     s = lookup(ev.host_timing, dataset, build, baseline)
     if s is None:
-        return None
+        why = untimed(ev.host_timing, dataset, build, baseline)
+        if not why:
+            return None
+
+        def note_only(out: dict) -> dict:
+            out["note"] = "; ".join(n for n in (out["note"], why) if n)
+            return out
+
+        return note_only
 
     def fill(out: dict) -> dict:
         out.update(value=float(s["value"]), host=s["host"], ours_s=float(s["ours_s"]), base_s=float(s["base_s"]),

@@ -179,6 +179,22 @@ def lookup(ev: dict | None, experiment: str, build_: str, baseline: str) -> dict
     return best
 
 
+def untimed(ev: dict | None, experiment: str, build_: str, baseline: str) -> str:
+    """Why the same-host timing run has no speed-up of ``build_`` over ``baseline`` on ``experiment`` where it ran
+    that experiment ('' where it did not, or where it has one)."""
+    if lookup(ev, experiment, build_, baseline):
+        return ""
+    for h in (ev or {}).get("hosts", []):
+        runs = (h.get("experiments") or {}).get(experiment)
+        if not runs:
+            continue
+        missing = [impl for impl in (baseline, build_) if not (runs.get(impl) or {}).get("first_epoch_s")]
+        if missing:
+            why = " or ".join(f"{impl} ({(runs.get(impl) or {}).get('stopped') or 'not run'})" for impl in missing)
+            return f"the same-host timing run (evidence_{NAME}.md) has no time of {why}"
+    return ""
+
+
 def render_host_speedups(ev: dict, source: str) -> str:
     lines = [HEADER.format(source=source), "", "# Speed-ups on one host: pyTsetlinMachine beside our GPU builds", "",
              ev["question"], "", ev["rule"], ""]

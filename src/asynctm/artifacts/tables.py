@@ -379,6 +379,11 @@ def _metric_rows(records, config, reference, host_gpu, datasets, metrics, baseli
             ratio, where, ratio_note = (same_machine_ratio(base_recs, time_recs, TIME, baseline, impl)
                                         if is_fast else (math.nan, "", ""))
             same_host = host_speedup(host_timing, dataset, impl, baseline) if not finite(ratio) else None
+            if not finite(ratio) and not same_host and host_timing and impl in plan.GPU_IMPLS:
+                from .evidence_host import untimed
+
+                why = untimed(host_timing, dataset, impl, baseline)
+                ratio_note = "; ".join(n for n in (ratio_note, why) if n)
             if same_host:
                 ratio, where = same_host["value"], same_host["host"]
                 ratio_note = (f"speed-up from the same-host timing run ({same_host['basis']}; "
