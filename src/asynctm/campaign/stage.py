@@ -9,6 +9,8 @@ Layout of ``.campaign/``::
                                  times it on the GPU machine's own cores), where a python of that version is here
     parallel/pytsetlinmachineparallel-0.2.1-<tag>-*.whl   pyTsetlinMachineParallel likewise, apart: both install a
                                  top-level libTM extension, so it goes into a folder of its own there
+    extra/*.whl                  jsonschema and its dependencies for that CPython (benchmarks/bench_tm.py checks the
+                                 configuration with it; the GPU machine's python has none)
     data/processed/<dataset>/<protocol>/{train,test[,novel]}.npz, meta.json   (copied from data_dir)
     campaign.json                the configuration the steps run, the commit, every file's size and sha256
 
@@ -41,6 +43,8 @@ WHEEL_NAME = re.compile(r"^(?P<dist>[A-Za-z0-9_.]+)-(?P<version>[^-]+)-(?P<py>[^
                         r"-(?P<plat>[^-]+)\.whl$")
 DATA_FILES = ("train.npz", "test.npz", "novel.npz", "meta.json")
 CPU_PEERS = {"wheels": "pyTsetlinMachine==0.6.6", "parallel": "pyTsetlinMachineParallel==0.2.1"}
+# benchmarks/bench_tm.py checks the configuration with jsonschema, which the GPU machine's python lacks
+BENCH_WHEELS = ("jsonschema", "jsonschema-specifications", "referencing", "rpds-py")
 
 
 class StageError(RuntimeError):
@@ -150,6 +154,13 @@ def _cpu_peer_wheels(tag: str, tmp: Path, say=print) -> list[str]:
             say(f"  {requirement} not staged: pip wheel failed ({(r.stderr or r.stdout).strip()[-300:]})")
             continue
         built.append(requirement)
+    (tmp / "extra").mkdir(exist_ok=True)
+    r = subprocess.run([python, "-m", "pip", "download", "--only-binary=:all:", "--no-deps", "-q", "-d",
+                        str(tmp / "extra"), *BENCH_WHEELS], capture_output=True, text=True)
+    if r.returncode != 0:
+        say(f"  jsonschema not staged for bench_tm.py: pip download failed ({(r.stderr or r.stdout).strip()[-300:]})")
+    else:
+        built.append("jsonschema")
     return built
 
 
