@@ -38,6 +38,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 
+KERNELS = Path(__file__).resolve().parents[1] / "kernels"  # tm_rng.cuh: the draws hl_scalar times
+
 SOURCE = r"""
 #include <cstdint>
 #include <cstddef>
@@ -175,15 +177,7 @@ extern "C" double hl_and_popcount(int threads, long passes, int reps, double *ti
     return best;
 }
 
-static inline u64 hl_mix64(u64 z)
-{
-    z ^= z >> 30;
-    z *= 0xBF58476D1CE4E5B9ull;
-    z ^= z >> 27;
-    z *= 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return z;
-}
+#include "tm_rng.cuh"  // the kernels' own draws (kernels/): tm_mix64, the finaliser timed below
 
 // Best seconds of `draws` mix64 finalisers per thread on independent counters, not vectorised.
 extern "C" __attribute__((optimize("no-tree-vectorize"))) double hl_scalar(int threads, long draws, int reps,
@@ -196,10 +190,10 @@ extern "C" __attribute__((optimize("no-tree-vectorize"))) double hl_scalar(int t
             double c0 = hl_thread_cpu();
             u64 s0 = 0, s1 = 0, s2 = 0, s3 = 0, base = (u64)omp_get_thread_num() << 40;
             for (long i = 0; i < draws; i += 4) {
-                s0 ^= hl_mix64(base + i);
-                s1 ^= hl_mix64(base + i + 1);
-                s2 ^= hl_mix64(base + i + 2);
-                s3 ^= hl_mix64(base + i + 3);
+                s0 ^= tm_mix64(base + i);
+                s1 ^= tm_mix64(base + i + 1);
+                s2 ^= tm_mix64(base + i + 2);
+                s3 ^= tm_mix64(base + i + 3);
             }
             total ^= s0 ^ s1 ^ s2 ^ s3;
             slowest = hl_thread_cpu() - c0;
@@ -230,7 +224,7 @@ def build(tmp: Path) -> tuple[ctypes.CDLL, list[str]]:
     cmd = compiler_command()
     src, lib = tmp / "host_limits.cu", tmp / "host_limits.so"
     src.write_text(SOURCE)
-    full = [*cmd, str(src), "-o", str(lib)]
+    full = [*cmd, f"-I{KERNELS}", str(src), "-o", str(lib)]
     proc = subprocess.run(full, capture_output=True, text=True, check=False)
     if proc.returncode:
         raise SystemExit(f"error: compiling the measurement program failed ({shlex.join(full)}): "

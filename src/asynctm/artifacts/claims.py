@@ -597,7 +597,11 @@ def speedup(ev, config, th, dataset, build, baseline) -> dict:
     out = {"value": math.nan, "host": "", "paths": _paths(ours) + _paths(base), "note": "", "frames": [ours, base],
            "ours_s": math.nan, "base_s": math.nan}
     t_ours, t_base = _timed(ours), _timed(base)
-    same_host = _same_host_speedup(ev, dataset, build, baseline)
+
+    def without_a_pair(out: dict) -> dict:
+        same_host = _same_host_speedup(ev, dataset, build, baseline)
+        return same_host(out) if same_host else out
+
     busy_note = [f"{len(f) - len(t)} {name} record(s) left out: timed on a busy machine"
                  for name, f, t in ((build, ours, t_ours), (baseline, base, t_base)) if len(t) < len(f)]
     if t_ours.empty or t_base.empty:
@@ -605,7 +609,7 @@ def speedup(ev, config, th, dataset, build, baseline) -> dict:
         params = {b: plan.main_params(config, dataset, b) for b in (build, baseline)}
         out["note"] = "; ".join([*busy_note, "no timed record of " + " or ".join(
             f"{m} at {params[m]}" for m in missing) + ": its runs would test it"])
-        return same_host(out) if same_host else out
+        return without_a_pair(out)
     common = sorted(set(t_ours["host"]) & set(t_base["host"]),
                     key=lambda h: (-(int((t_ours["host"] == h).sum()) + int((t_base["host"] == h).sum())), h))
     if not common:
@@ -616,7 +620,7 @@ def speedup(ev, config, th, dataset, build, baseline) -> dict:
             f"{build} was timed on {'; '.join(gpu_hosts)}, {baseline} on {'; '.join(base_hosts)}: different hosts; "
             f"{baseline} timed on the {build} host ({target}) at {plan.main_params(config, dataset, baseline)} would "
             "test it (its first epochs suffice for the per-epoch time)")])
-        return same_host(out) if same_host else out
+        return without_a_pair(out)
     host = common[0]
     o, b = t_ours[t_ours["host"] == host], t_base[t_base["host"] == host]
     out.update(value=float(b["epoch_s"].mean() / o["epoch_s"].mean()), host=ev.label(host),

@@ -180,10 +180,8 @@ def lookup(ev: dict | None, experiment: str, build_: str, baseline: str) -> dict
 
 
 def untimed(ev: dict | None, experiment: str, build_: str, baseline: str) -> str:
-    """Why the same-host timing run has no speed-up of ``build_`` over ``baseline`` on ``experiment`` where it ran
-    that experiment ('' where it did not, or where it has one)."""
-    if lookup(ev, experiment, build_, baseline):
-        return ""
+    """Where :func:`lookup` found no such speed-up: why the same-host timing run has none of ``build_`` over
+    ``baseline`` on ``experiment`` where it ran that experiment ('' where it did not)."""
     for h in (ev or {}).get("hosts", []):
         runs = (h.get("experiments") or {}).get(experiment)
         if not runs:

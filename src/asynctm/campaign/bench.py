@@ -56,16 +56,20 @@ OURS_GPU = {"tm_gpu": 1, "tm_gpu_warp": 32}
 CPU_SETTINGS = ("wsd_apple",)
 
 
-def _peer(impl: str, task: str, h: dict, seed: int):
+def _peer(impl: str, task: str, h: dict, seed: int, gpu_backend: str = "cuda"):
+    """The peer of ``impl`` with an experiment's hyperparameters ``h`` (``gpu_backend`` cpu: our GPU builds'
+    schedule on the CPU backend, to rehearse a step on a machine without a GPU)."""
     from ..peers import make_peer
 
     common = dict(state_bits=h["state_bits"], boost_true_positive=h["boost_true_positive"],
                   append_negated=h["append_negated"], batch_size=h["batch_size"], seed=seed)
     if impl in OURS_GPU:
-        return make_peer("asynctm", task, h["n_clauses"], h["T"], h["s"], backend="cuda",
+        return make_peer("asynctm", task, h["n_clauses"], h["T"], h["s"], backend=gpu_backend,
                          gpu_threads_per_clause=OURS_GPU[impl], **common)
     if impl == "tm_cpu":
         return make_peer("asynctm", task, h["n_clauses"], h["T"], h["s"], backend="cpu", **common)
+    if impl in ("pytm_indexed", "pytm_nonindexed"):
+        return make_peer("pytm", task, h["n_clauses"], h["T"], h["s"], indexed=impl == "pytm_indexed", **common)
     return make_peer("pytm_cuda", task, h["n_clauses"], h["T"], h["s"], **common)
 
 

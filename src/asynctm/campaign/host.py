@@ -84,8 +84,8 @@ def worker(
     from ..experiments import plan
     from ..experiments.run import dataset_summary, load_dataset
     from ..io import write_json_atomic
-    from ..peers import make_peer
     from ..provenance import cpu_info, gpu_info, host_id, versions
+    from .bench import _peer
     from .stage import load_campaign
 
     asked, pinned = ([cpu] if cpu is not None else None), None
@@ -100,28 +100,10 @@ def worker(
     h, task = settings["hyperparameters"], settings["task"]
     ds = load_dataset(Path(campaign_dir) / "data", settings)
     gpu = impl in plan.GPU_IMPLS
-    common = dict(
-        state_bits=h["state_bits"],
-        boost_true_positive=h["boost_true_positive"],
-        append_negated=h["append_negated"],
-        batch_size=h["batch_size"],
-        seed=SEED,
-    )
     peer_task = "regression" if task == "regression" else "classification"
 
     def fresh():
-        if gpu:
-            return make_peer(
-                "asynctm",
-                peer_task,
-                h["n_clauses"],
-                h["T"],
-                h["s"],
-                backend=backend,
-                gpu_threads_per_clause=plan.GPU_THREADS_PER_CLAUSE[impl],
-                **common,
-            )
-        return make_peer("pytm", peer_task, h["n_clauses"], h["T"], h["s"], indexed=impl == "pytm_indexed", **common)
+        return _peer(impl, peer_task, h, SEED, gpu_backend=backend)
 
     record = {
         "experiment": experiment,
@@ -277,6 +259,13 @@ def step_host_peers(step, select: str | None = None, order=(), stop_margin_s: fl
             str(out),
         ] + (["--cpu", str(core)] if core is not None else [])
 
+    def ended(name: str, impl: str, rc: int | None) -> None:
+        step.say(f"{name}/{impl}: exit {rc}")
+        if rc == 0:
+            step.manifest["done"].append(f"{name}/{impl}")
+        else:
+            step.manifest["skipped"].append({"run": f"{name}/{impl}", "reason": f"exit {rc}"})
+
     procs = []
     logs = step.work / folder / "logs"
     logs.mkdir(exist_ok=True)
@@ -297,12 +286,7 @@ def step_host_peers(step, select: str | None = None, order=(), stop_margin_s: fl
             if step.remaining() < stop_margin_s + 15:
                 step.skip(f"{name}/{impl}", "no time left in the call")
                 continue
-            rc = step.child(command(name, impl, gpu_core), logs / f"{name}_{impl}.log")
-            step.say(f"{name}/{impl}: exit {rc}")
-            if rc == 0:
-                step.manifest["done"].append(f"{name}/{impl}")
-            else:
-                step.manifest["skipped"].append({"run": f"{name}/{impl}", "reason": f"exit {rc}"})
+            ended(name, impl, step.child(command(name, impl, gpu_core), logs / f"{name}_{impl}.log"))
         step.pack()
         for (name, impl), proc, _ in procs:
             try:
@@ -310,11 +294,7 @@ def step_host_peers(step, select: str | None = None, order=(), stop_margin_s: fl
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, 15)
                 rc = proc.wait()
-            step.say(f"{name}/{impl}: exit {rc}")
-            if rc == 0:
-                step.manifest["done"].append(f"{name}/{impl}")
-            else:
-                step.manifest["skipped"].append({"run": f"{name}/{impl}", "reason": f"exit {rc}"})
+            ended(name, impl, rc)
     finally:
         for _, proc, log in procs:
             if proc.poll() is None:
