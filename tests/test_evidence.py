@@ -284,6 +284,28 @@ def test_protocols_compare_the_main_setting_under_both_preparations(tmp_path, re
     assert "drops casual, registered" in text and "| 20.50 ± 0.71 | 91.00 ± 1.41 | +70.50 |" in text
 
 
+def test_a_reduced_clean_run_is_compared_over_its_own_first_epochs(tmp_path, repo_root):
+    results, clean, data, config = _protocol_setup(tmp_path)
+    import shutil
+
+    shutil.rmtree(clean / "bike_sharing/tm_cpu/n8_T8_s1.5_e12")
+    for seed in (0, 1):  # the paper protocol's records: 10 at 30 + seed, then 2 at 20 + seed; clean: 10 epochs
+        _write(results, f"bike_sharing/tm_cpu/n8_T8_s1.5_e12/seed{seed}.json",
+               _record(seed, [30.0 + seed] * 10 + [20.0 + seed] * 2))
+        _write(clean, f"bike_sharing/tm_cpu/n8_T8_s1.5_e10/seed{seed}.json",
+               _record(seed, [90.0] * 10, protocol="clean", params="n8_T8_s1.5_e10"))
+    ev = evidence.build_protocols(results, clean, data, repo_root / "paper_tables/reference/paper_numbers.csv", config)
+    (row,) = ev["rows"]
+    assert (row["epochs_read"], row["clean_params"]) == (10, "n8_T8_s1.5_e10")
+    assert row["paper_protocol"]["last10"][0] == 30.5 and row["paper_protocol"]["n_epochs"] == 10
+    text = evidence.render_protocols(ev, "x.json")
+    assert "| tm_cpu (first 10 epochs) | mae | 30.50 ± 0.71 | 90.00 ± 0.00 |" in text
+    assert "Bike Sharing tm_cpu, 10 epochs (n8_T8_s1.5_e10)" in text
+    _write(clean, "bike_sharing/tm_cpu/n8_T8_s1.5_e11/seed0.json", _record(0, [90.0] * 11, protocol="clean"))
+    with pytest.raises(evidence.EvidenceError, match=r"2 reduced runs of the main setting n8_T8_s1.5_e12"):
+        evidence.build_protocols(results, clean, data, repo_root / "paper_tables/reference/paper_numbers.csv", config)
+
+
 def test_protocols_refuse_records_of_the_wrong_protocol_in_one_line(tmp_path, repo_root):
     results, clean, data, config = _protocol_setup(tmp_path)
     _write(clean, "bike_sharing/tm_cpu/n8_T8_s1.5_e12/seed1.json", _record(1, [90.0] * 12, protocol="paper"))

@@ -67,6 +67,7 @@ from .evidence_common import provenance as _provenance
 from .evidence_cost import render_time_model
 from .evidence_host import render_host_speedups
 from .evidence_novelty import render_convergence, render_mlp_stage
+from .evidence_split import render_split_spread
 from .render import DATASET_LABELS
 
 EPOCHS_SHOWN = (1, 2, 5, 10, 20, 50, 100)  # the per-epoch table's rows (those a run has)
@@ -407,8 +408,9 @@ def build_bike_sharing(data_dir, results, reference, seed: int = 0, config="conf
 PROTOCOL_META_KEYS = ("split", "vocabulary", "source_features", "n_features", "counts")
 
 
-def _metric_runs(folder: Path, results: Path, metric: str) -> list[dict]:
-    """The complete TM run records of ``folder`` (one setting), each reduced to its per-epoch ``metric``."""
+def _metric_runs(folder: Path, results: Path, metric: str, epochs_read: int | None = None) -> list[dict]:
+    """The complete TM run records of ``folder`` (one setting), each reduced to its per-epoch ``metric`` (its first
+    ``epochs_read`` epochs where given: the window of a reduced run it is compared with)."""
     runs = []
     for path in sorted(folder.glob("seed*.json")):
         rec = read_tm_run_record(path, "rerun it or move it away")
@@ -421,8 +423,21 @@ def _metric_runs(folder: Path, results: Path, metric: str) -> list[dict]:
                      "n_features": _field(rec, "dataset.n_features", path),
                      "n_train": _field(rec, "dataset.n_train", path), "n_test": _field(rec, "dataset.n_test", path),
                      "git_commit": prov.get("git_commit"), "git_dirty": prov.get("git_dirty"),
-                     "threads": prov.get("threads"), "values": [float(e[metric]) for e in epochs]})
+                     "threads": prov.get("threads"), "values": [float(e[metric]) for e in epochs[:epochs_read]]})
     return runs
+
+
+def _reduced_folder(impl_dir: Path, params: str) -> tuple[Path, int] | None:
+    """A clean-protocol run of the main setting reduced to fewer epochs: the one folder of ``impl_dir`` named as
+    ``params`` with a smaller ``_e<k>``, and its k; None where there is none."""
+    stem, _, main_epochs = params.rpartition("_e")
+    found = [(p, int(p.name[len(stem) + 2:])) for p in impl_dir.iterdir()
+             if p.is_dir() and p.name.startswith(f"{stem}_e") and p.name[len(stem) + 2:].isdigit()]
+    found = [(p, k) for p, k in found if k < int(main_epochs)]
+    if len(found) > 1:
+        raise EvidenceError(f"{impl_dir}: {len(found)} reduced runs of the main setting {params} "
+                            f"({', '.join(sorted(p.name for p, _ in found))}); keep one")
+    return found[0] if found else None
 
 
 def _protocol_group(runs: list[dict], protocol: str, where: Path) -> dict:
@@ -482,19 +497,29 @@ def build_protocols(results, clean, data_dir, reference, config="config/config.y
             datasets[dataset] = _protocol_meta(data_dir, dataset)
         for impl_dir in sorted(p for p in (clean / experiment).iterdir() if p.is_dir()):
             params = plan.main_params(cfg, experiment, impl_dir.name)
-            folder = impl_dir / params
+            folder, epochs_read = impl_dir / params, None
             if not folder.is_dir():
-                raise EvidenceError(f"{impl_dir}: no records of the main setting {params}; the table compares the "
-                                    "main setting only")
+                reduced = _reduced_folder(impl_dir, params)
+                if reduced is None:
+                    raise EvidenceError(f"{impl_dir}: no records of the main setting {params} (or of it with fewer "
+                                        "epochs); the table compares the main setting only")
+                folder, epochs_read = reduced
             # the paper's number of the same implementation, or for our builds its asynchronous (CUDA) TM's
             paper_impl = impl_dir.name if impl_dir.name.startswith("pytm") else "tm_gpu"
             for metric in metrics:
                 ref = frame[(frame["dataset"] == dataset) & (frame["implementation"] == paper_impl)
                             & (frame["metric"] == metric)]
-                paper_run = _protocol_group(_metric_runs(results / experiment / impl_dir.name / params, results,
-                                                         metric), "paper", results / experiment / impl_dir.name)
+                paper_dir = results / experiment / impl_dir.name
+                paper_run = _protocol_group(_metric_runs(paper_dir / params, results, metric, epochs_read), "paper",
+                                            paper_dir)
                 clean_run = _protocol_group(_metric_runs(folder, clean, metric), "clean", folder)
+                if epochs_read is not None and paper_run["n_epochs"] != epochs_read:
+                    raise EvidenceError(f"{results / experiment / impl_dir.name / params}: its records hold "
+                                        f"{paper_run['n_epochs']} epochs, fewer than the reduced clean run's "
+                                        f"{epochs_read}; rerun them")
                 rows.append({"experiment": experiment, "dataset": dataset, "impl": impl_dir.name, "params": params,
+                             **({} if epochs_read is None else {"epochs_read": epochs_read,
+                                                                 "clean_params": folder.name}),
                              "metric": metric, "paper_protocol": paper_run, "clean_protocol": clean_run,
                              "the_paper": [{"mean": float(r.mean), "std": None if math.isnan(r.std) else float(r.std),
                                             "source": r.source, "implementation": paper_impl}
@@ -538,7 +563,8 @@ def render_protocols(ev: dict, source: str) -> str:
         paper = ", ".join(_pm([p["mean"], p["std"]]) + ("" if p["implementation"] == r["impl"] else
                                                          f" ({p['implementation']})") for p in r["the_paper"]) or "–"
         dirty = " (modified checkout)" if a["git_dirty_max"] or b["git_dirty_max"] else ""
-        md.append(f"| {DATASET_LABELS.get(r['experiment'], r['experiment'])} | {r['impl']} | {r['metric']} | "
+        reduced = "" if "epochs_read" not in r else f" (first {r['epochs_read']} epochs)"
+        md.append(f"| {DATASET_LABELS.get(r['experiment'], r['experiment'])} | {r['impl']}{reduced} | {r['metric']} | "
                   f"{_pm(a['last10'])} | {_pm(b['last10'])}{dirty} | {'–' if diff is None else f'{diff:+.2f}'} | "
                   f"{paper} | {len(a['seeds'])} ({a['distinct_runs']}) / {len(b['seeds'])} ({b['distinct_runs']}) | "
                   f"{a['n_features']} / {b['n_features']} |")
@@ -548,6 +574,13 @@ def render_protocols(ev: dict, source: str) -> str:
            "per-epoch metrics differ (pyTsetlinMachine cannot be seeded here, so its seeds may repeat one run). The "
            "clean protocol's test rows differ from the paper protocol's where the split changes, so a difference is "
            "the preparation's effect on what is measured, not only on the model.", ""]
+    reduced = sorted({(r["experiment"], r["impl"], r["epochs_read"], r["clean_params"]) for r in ev["rows"]
+                      if "epochs_read" in r})
+    if reduced:
+        md += ["Reduced clean runs (a protocol reduced to fewer epochs where the full one did not fit): "
+               + "; ".join(f"{DATASET_LABELS.get(e, e)} {impl}, {k} epochs ({p})" for e, impl, k, p in reduced)
+               + ". Both protocols are read over those first epochs there: each seed's mean over the last "
+               f"{LAST} of them, the paper protocol's records of the full run cut at the same epoch.", ""]
     runs = {run["path"] for r in ev["rows"] for g in ("paper_protocol", "clean_protocol") for run in r[g]["runs"]}
     md += [f"Built from {len(runs)} run records; each holds its own provenance.", ""]
     return "\n".join(md)
@@ -672,7 +705,7 @@ def render_baselines(ev: dict, source: str) -> str:
 
 RENDERERS = {"run_groups": render_run_groups, "baselines": render_baselines, "protocols": render_protocols,
              "mlp_stage": render_mlp_stage, "convergence": render_convergence, "time_model": render_time_model,
-             "host_speedups": render_host_speedups}
+             "host_speedups": render_host_speedups, "split_spread": render_split_spread}
 
 
 def render(evidence_dir, tables_dir) -> list[Path]:
