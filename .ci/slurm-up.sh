@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A one-node SLURM cluster on this machine, for the test that runs the pipeline through
-# profiles/slurm (tests/test_slurm.py): munge, slurmctld and slurmd started directly (no systemd),
+# profiles/slurm (tests/workflow/test_slurm.py): munge, slurmctld and slurmd started directly (no systemd),
 # with a slurm.conf generated from this machine's cores and memory (`slurmd -C`) and a partition
 # named as the profile's default (cpu). No accounting database: the executor plugin reads job
 # states with squeue, which keeps finished jobs for MinJobAge seconds.

@@ -1,7 +1,8 @@
-"""Shared fixtures: the repository root and the offline dataset mirror.
+"""Shared fixtures of every test folder (unit/, workflow/, gpu/): the repository root and the offline dataset mirror.
 
 The mirror is ``$ASYNCTM_DATA_MIRROR`` if set, else ``<repo>/../shared/datasets`` (where CI puts
-it); tests that need it skip with the reason when it is absent.
+it); tests that need it skip with the reason when it is absent. What the tests import (the repository root,
+copy_workflow, ...) is in tests/helpers.py.
 """
 
 from __future__ import annotations
@@ -14,35 +15,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-
-
-# What a copy of the workflow needs (tests that run snakemake in a temporary folder).
-WORKFLOW_FILES = ("Snakefile", "config", "workflow", "profiles", "paper_tables/reference")
-
-
-def load_benchmark_script(name: str):
-    """A script of benchmarks/ (not a package) as a module, ``<name>_under_test``."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(f"{name}_under_test", REPO / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def copy_workflow(dest: Path, copy=shutil.copy) -> Path:
-    """Copy the workflow's files (WORKFLOW_FILES) into ``dest``; ``copy`` copies the single files (folders keep
-    their files' times)."""
-    dest.mkdir(parents=True, exist_ok=True)
-    for name in WORKFLOW_FILES:
-        src = REPO / name
-        (shutil.copytree if src.is_dir() else copy)(src, dest / name)
-    return dest
-
-
-def mirror_path() -> Path:
-    return Path(os.environ.get("ASYNCTM_DATA_MIRROR", REPO.parent / "shared" / "datasets")).resolve()
+from tests.helpers import REPO, copy_workflow, mirror_path
 
 
 @pytest.fixture(scope="session")
@@ -71,13 +44,14 @@ def gpu_available() -> bool:
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests marked `gpu` skip cleanly on machines without a CUDA GPU (CI, laptops)."""
-    if not any("gpu" in item.keywords for item in items) or gpu_available():
+    """Tests marked `gpu` skip cleanly on machines without a CUDA GPU (CI, laptops). The mark, not the keyword: a
+    test's keywords hold its folders' names too, and every test of tests/gpu/ would have "gpu" among them."""
+    marked = [item for item in items if item.get_closest_marker("gpu") is not None]
+    if not marked or gpu_available():
         return
     skip = pytest.mark.skip(reason="no CUDA GPU here (PyCUDA, the driver or a device is missing)")
-    for item in items:
-        if "gpu" in item.keywords:
-            item.add_marker(skip)
+    for item in marked:
+        item.add_marker(skip)
 
 
 @pytest.fixture(scope="session")
@@ -124,45 +98,3 @@ def record_scores(record_property):
 def backend_name(request) -> str:
     """Run a test on the CPU build and, where a GPU exists, on the CUDA build."""
     return request.param
-
-
-def valid_tm_record(record: dict) -> dict:
-    """A synthetic TM record (a test's own fields) made complete, so that the record gate (asynctm.store) accepts
-    it: the required fields it lacks are added, ``hyperparameters`` get the clauses, T, s and epochs its params name,
-    and its times agree with its epochs. Values the test set are kept."""
-    import math
-
-    from asynctm.experiments import plan
-
-    rec = json.loads(json.dumps(record))
-    named = plan.parse_tm_params(rec["params"])
-    epochs = rec.setdefault("epochs", [])
-    for i, epoch in enumerate(epochs):
-        epoch.setdefault("epoch", i + 1)
-        epoch.setdefault("train_s", 0.5)
-        epoch.setdefault("eval_s", 0.1)
-    rec.setdefault("schema", 1)
-    rec.setdefault("status", "complete")
-    rec.setdefault("kind", "tm")
-    rec.setdefault("scale", "paper")
-    rec.setdefault("dataset", {"name": rec["experiment"], "protocol": "paper"})
-    hyper = rec.setdefault("hyperparameters", {})
-    for key, value in (("n_clauses", named["clauses"]), ("T", named["T"]), ("s", named["s"]),
-                       ("epochs", len(epochs) or named["epochs"])):
-        hyper.setdefault(key, value)
-    metric = "mae" if rec.get("task") == "regression" else "accuracy"
-    last = epochs[-1] if epochs else {}
-    final = rec.setdefault("final", {k: v for k, v in last.items()
-                                     if k not in ("epoch", "train_s", "eval_s", "diagnostics")})
-    final.setdefault(metric, 50.0)
-    if rec.get("task") != "regression":
-        final.setdefault("f1", final[metric])
-    total = math.fsum(e["train_s"] for e in epochs)
-    timing = rec.setdefault("timing", {})
-    timing["train_s_total"] = total
-    timing["train_s_mean"] = total / len(epochs) if epochs else timing.get("train_s_mean", 0.5)
-    prov = rec.setdefault("provenance", {})
-    prov.setdefault("git_commit", "0" * 40)
-    prov.setdefault("cpu_model", "Test CPU")
-    prov.setdefault("gpu", None)
-    return rec

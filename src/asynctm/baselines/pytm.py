@@ -171,7 +171,7 @@ class PyTMPeer(Peer):
         # off). A clause that includes no literal outputs 0 at inference (mc_tm_predict, itm_predict), and also
         # in mc_tm_transform, but 1 in itm_transform (indexed machines): such clauses are zeroed here from the
         # include bits of get_state(). Checked against predict() and against outputs recomputed from the
-        # include bits (tests/test_svm_novelty.py).
+        # include bits (tests/unit/test_svm_novelty.py).
         m = self.model
         X = dense01(X)
         C, nc = int(m.number_of_classes), int(m.number_of_clauses)

@@ -397,8 +397,9 @@ def probe(step: Step) -> dict:
 # -- the steps ----------------------------------------------------------------------------------------------------
 
 def gpu_test_files() -> list[Path]:
-    """The test modules that hold GPU tests (the `gpu` mark, or the backend_name fixture that carries it)."""
-    return [p for p in sorted((REPO / "tests").glob("test_*.py"))
+    """The test modules that hold GPU tests (the `gpu` mark, or the backend_name fixture that carries it), in every
+    folder of tests/: the kernels' in tests/gpu/, the estimators' beside their CPU tests in tests/unit/."""
+    return [p for p in sorted((REPO / "tests").rglob("test_*.py"))
             if re.search(r"mark\.gpu|\bbackend_name\b", p.read_text())]
 
 

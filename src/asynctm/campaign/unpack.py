@@ -39,7 +39,7 @@ ALLOWED = ("results", "benchmarks/results")
 # a megabyte (a scores file holds one float per test example and class), and everything committed under both
 # folders together is tens of megabytes. A member above 64 MiB, or tarballs above 2 GiB together, is no result
 # but a broken or hostile archive (a few megabytes of gzip can expand to gigabytes of zeros): refused before
-# its data is read. tests/test_faults_unpack.py checks that every committed file stays far below the first.
+# its data is read. tests/unit/test_faults_unpack.py checks that every committed file stays far below the first.
 MAX_MEMBER_BYTES = 64 * 2**20
 MAX_TOTAL_BYTES = 2 * 2**30
 # Entries (files, folders, tar's own extension headers) in one tarball: a step packs a few thousand at most.

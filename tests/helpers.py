@@ -1,0 +1,82 @@
+"""What the tests share besides fixtures: the repository root, a copy of the workflow, the benchmark scripts as
+modules, the dataset mirror's place and complete synthetic run records. Test modules import these from here
+(``from tests.helpers import REPO``); the fixtures of tests/conftest.py are built on them."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]  # the repository root (tests/ is its child)
+
+
+# What a copy of the workflow needs (tests that run snakemake in a temporary folder).
+WORKFLOW_FILES = ("Snakefile", "config", "workflow", "profiles", "paper_tables/reference")
+
+
+def load_benchmark_script(name: str):
+    """A script of benchmarks/ (not a package) as a module, ``<name>_under_test``."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"{name}_under_test", REPO / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def copy_workflow(dest: Path, copy=shutil.copy) -> Path:
+    """Copy the workflow's files (WORKFLOW_FILES) into ``dest``; ``copy`` copies the single files (folders keep
+    their files' times)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in WORKFLOW_FILES:
+        src = REPO / name
+        (shutil.copytree if src.is_dir() else copy)(src, dest / name)
+    return dest
+
+
+def mirror_path() -> Path:
+    return Path(os.environ.get("ASYNCTM_DATA_MIRROR", REPO.parent / "shared" / "datasets")).resolve()
+
+
+def valid_tm_record(record: dict) -> dict:
+    """A synthetic TM record (a test's own fields) made complete, so that the record gate (asynctm.store) accepts
+    it: the required fields it lacks are added, ``hyperparameters`` get the clauses, T, s and epochs its params name,
+    and its times agree with its epochs. Values the test set are kept."""
+    import math
+
+    from asynctm.experiments import plan
+
+    rec = json.loads(json.dumps(record))
+    named = plan.parse_tm_params(rec["params"])
+    epochs = rec.setdefault("epochs", [])
+    for i, epoch in enumerate(epochs):
+        epoch.setdefault("epoch", i + 1)
+        epoch.setdefault("train_s", 0.5)
+        epoch.setdefault("eval_s", 0.1)
+    rec.setdefault("schema", 1)
+    rec.setdefault("status", "complete")
+    rec.setdefault("kind", "tm")
+    rec.setdefault("scale", "paper")
+    rec.setdefault("dataset", {"name": rec["experiment"], "protocol": "paper"})
+    hyper = rec.setdefault("hyperparameters", {})
+    for key, value in (("n_clauses", named["clauses"]), ("T", named["T"]), ("s", named["s"]),
+                       ("epochs", len(epochs) or named["epochs"])):
+        hyper.setdefault(key, value)
+    metric = "mae" if rec.get("task") == "regression" else "accuracy"
+    last = epochs[-1] if epochs else {}
+    final = rec.setdefault("final", {k: v for k, v in last.items()
+                                     if k not in ("epoch", "train_s", "eval_s", "diagnostics")})
+    final.setdefault(metric, 50.0)
+    if rec.get("task") != "regression":
+        final.setdefault("f1", final[metric])
+    total = math.fsum(e["train_s"] for e in epochs)
+    timing = rec.setdefault("timing", {})
+    timing["train_s_total"] = total
+    timing["train_s_mean"] = total / len(epochs) if epochs else timing.get("train_s_mean", 0.5)
+    prov = rec.setdefault("provenance", {})
+    prov.setdefault("git_commit", "0" * 40)
+    prov.setdefault("cpu_model", "Test CPU")
+    prov.setdefault("gpu", None)
+    return rec
