@@ -74,6 +74,37 @@ def test_seeds_zero_and_one_give_different_example_orders():
 def test_records_say_whether_the_seed_changes_the_run():
     cls = make_peer("pytm", "classification", 10, 15, 3.9, seed=3).metadata()
     assert cls["seeded"] is True and cls["libc_srand_seed"] == 4 and "srand(seed + 1)" in cls["random_numbers"]
+    assert cls["pcg32_advance_examples"] is None
     reg = make_peer("pytm", "regression", 10, 15, 3.9, seed=3).metadata()
-    assert reg["seeded"] is False and reg["libc_srand_seed"] is None
-    assert "every seed repeats one run" in reg["random_numbers"]
+    assert reg["seeded"] is True and reg["libc_srand_seed"] is None and reg["pcg32_advance_examples"] == 3
+    assert "seeds are distinct runs" in reg["random_numbers"]
+    unseeded = make_peer("pytm", "regression", 10, 15, 3.9).metadata()
+    assert unseeded["seeded"] is False and unseeded["pcg32_advance_examples"] is None
+
+
+# One epoch of the regression machine on a small problem, in a fresh process (the pcg32 stream starts there):
+# a digest of its TA states, which depend on where in the stream the machine started.
+_ONE_REGRESSION_EPOCH = """
+import hashlib, sys
+import numpy as np
+from asynctm.peers import make_peer
+rng = np.random.default_rng(7)
+X = rng.integers(0, 2, size=(120, 16), dtype=np.uint8)
+y = (3.0 * X[:, 0] + X[:, 1]).astype(np.float64)
+peer = make_peer("pytm", "regression", 10, 8, 1.5, seed=int(sys.argv[1]))
+peer.fit_epoch(X, y)
+h = hashlib.sha256()
+for part in peer.model.get_state():
+    h.update(np.ascontiguousarray(part).tobytes())
+print(h.hexdigest())
+"""
+
+
+def test_regression_seeds_are_distinct_runs_and_one_seed_is_one_run():
+    def digest(seed):
+        return subprocess.run([sys.executable, "-c", _ONE_REGRESSION_EPOCH, str(seed)], capture_output=True,
+                              text=True, timeout=120, check=True).stdout.strip()
+
+    runs = {seed: digest(seed) for seed in (0, 1, 2)}
+    assert digest(1) == runs[1], "one seed must give one run"
+    assert len(set(runs.values())) == 3, f"regression seeds share a run: {runs}"

@@ -571,9 +571,9 @@ def render_protocols(ev: dict, source: str) -> str:
     md += ["", f"Each seed's mean over its last {LAST} epochs, then mean ± sample standard deviation (ddof=1) over "
            "the seeds; accuracy and F1 in %, MAE in the target's units. The paper: its number for the same "
            "implementation, or for our builds its asynchronous GPU TM's (tm_gpu). Distinct runs: records whose "
-           "per-epoch metrics differ (pyTsetlinMachine cannot be seeded here, so its seeds may repeat one run). The "
-           "clean protocol's test rows differ from the paper protocol's where the split changes, so a difference is "
-           "the preparation's effect on what is measured, not only on the model.", ""]
+           "per-epoch metrics differ (records of pyTsetlinMachine made before its seeds were honoured may repeat one "
+           "run). The clean protocol's test rows differ from the paper protocol's where the split changes, so a "
+           "difference is the preparation's effect on what is measured, not only on the model.", ""]
     reduced = sorted({(r["experiment"], r["impl"], r["epochs_read"], r["clean_params"]) for r in ev["rows"]
                       if "epochs_read" in r})
     if reduced:

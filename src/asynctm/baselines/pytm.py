@@ -1,7 +1,8 @@
 """pyTsetlinMachine 0.6.6, the paper's CPU baseline, as a peer (:class:`asynctm.baselines.base.Peer`).
 
 The hyperparameter mapping and where the implementations differ by design: :mod:`asynctm.peers`. Here:
-the libc seed of its per-epoch shuffle (:func:`libc_seed`), the machines' keyword arguments
+the libc seed of its per-epoch shuffle (:func:`libc_seed`), the regression machine's seed (:func:`advance_stream`),
+the machines' keyword arguments
 (:func:`machine_arguments`, shared with pyTsetlinMachineParallel), and :func:`interruptible`, which keeps
 its C epochs from delaying SIGINT and SIGTERM.
 """
@@ -78,6 +79,21 @@ def machine_arguments(peer: Peer) -> dict:
     return args
 
 
+def advance_stream(examples: int) -> None:
+    """Move pyTsetlinMachine's pcg32 stream on by one epoch of a throwaway two-clause regression machine over
+    ``examples`` examples. The stream has a fixed start in every process and is shared by all of the library's
+    machines, and every example of a regression epoch draws from it, so each count starts the next machine at
+    another point of the stream: the regression machine's only way to make two seeds two runs (it does not
+    shuffle). Nothing else of the library is touched; 0 leaves the stream at its start."""
+    if examples <= 0:
+        return
+    from pyTsetlinMachine import tm as pytm
+
+    X = np.zeros((examples, 2), dtype=np.uint32)
+    X[::2, 0] = 1
+    pytm.RegressionTsetlinMachine(number_of_clauses=2, T=4, s=1.5).fit(X, np.arange(examples) % 4, epochs=1)
+
+
 class PyTMPeer(Peer):
     """pyTsetlinMachine 0.6.6 on one CPU thread, ``indexed=True`` (default) or ``False``."""
 
@@ -96,10 +112,15 @@ class PyTMPeer(Peer):
         else:
             self.model = pytm.RegressionTsetlinMachine(**self.library_arguments())
         # The classification machines shuffle the examples every epoch with libc rand(): seed it so the order is
-        # reproducible. The regression machine does not shuffle, so there the seed changes nothing.
+        # reproducible. The regression machine does not shuffle: there the seed moves the shared pcg32 stream on
+        # (advance_stream: seed k by a throwaway epoch over k examples, seed 0 not at all) before training.
         self.libc_seed = libc_seed(self.seed) if self.seed is not None and self.task == "classification" else None
         if self.libc_seed is not None:
             _libc().srand(ctypes.c_uint(self.libc_seed))
+        self.stream_advance = int(self.seed) if self.seed is not None and self.task == "regression" else None
+        if self.stream_advance:
+            libc_seed(self.seed)  # the same range check as the classification seeds
+            advance_stream(self.stream_advance)
 
     @property
     def name(self) -> str:
@@ -124,11 +145,14 @@ class PyTMPeer(Peer):
             "pcg32 with a fixed start state per process (not seedable, shared by all instances); "
             + ("libc rand() for the per-epoch shuffle, seeded with srand(seed + 1) (glibc's srand(0) is srand(1))"
                if self.libc_seed is not None else
-               "no shuffle, so the seed changes nothing: every seed repeats one run" if self.task == "regression"
-               else "libc rand() for the per-epoch shuffle, unseeded"))
+               "no shuffle; the seed k moves the pcg32 stream on by a throwaway epoch over k examples before "
+               "training (seed 0: the stream's start), so seeds are distinct runs"
+               if self.stream_advance is not None else
+               "libc rand() for the per-epoch shuffle, unseeded"))
         # seeded: whether the seed changes the run at all (false: all seeds are one distinct run).
-        meta["seeded"] = self.libc_seed is not None
+        meta["seeded"] = self.libc_seed is not None or self.stream_advance is not None
         meta["libc_srand_seed"] = self.libc_seed
+        meta["pcg32_advance_examples"] = self.stream_advance
         meta["driving"] += ("; every call re-encodes X" + (" and rebuilds the clause index" if meta["indexed"]
                                                             else ""))
         return meta
