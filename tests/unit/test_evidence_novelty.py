@@ -208,3 +208,28 @@ def test_bad_input_is_one_line_and_writes_nothing(novelty_root, convergence_root
     (convergence_root / "wsd" / "tm_cpu" / "n3_T5_s1_e100" / "seed0.json").write_text(json.dumps(regression))
     with pytest.raises(evidence.EvidenceError, match=r"seed0.json: field 'epochs' needs an 'accuracy'"):
         nov.build_convergence(convergence_root, reference, ["wsd"])
+
+
+def test_convergence_with_a_config_keeps_each_implementations_main_setting_only(tmp_path):
+    import yaml
+
+    root = tmp_path / "results"
+    # the main setting (100 epochs) and a short sweep point: the point is left out with a config, and shown (without
+    # a trend) without one
+    for params, curve in (("n4_T5_s1_e100", 90.0 + 0.02 * np.arange(100)), ("n8_T5_s1_e5", [80.0, 81, 82, 83, 84])):
+        path = root / "wsd" / "tm_cpu" / params / "seed0.json"
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps(_tm_record(0, curve)))
+    config = {"experiments": {"wsd": {"dataset": "wsd", "protocol": "paper", "task": "classification", "clauses": 4,
+                                      "T": 5, "s": 1}}, "tm": {"epochs": 100}, "impls": ["tm_cpu"], "scale": "paper"}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    reference = _reference(tmp_path / "paper.csv")
+    every = nov.build_convergence(root, reference, ["wsd"], name="conv")
+    main = nov.build_convergence(root, reference, ["wsd"], name="conv", config=tmp_path / "config.yaml")
+    assert [g["params"] for g in every["groups"]] == ["n4_T5_s1_e100", "n8_T5_s1_e5"]
+    assert [g["params"] for g in main["groups"]] == ["n4_T5_s1_e100"]
+    assert "(each implementation's main setting)" in main["question"] and "on wsd stand" in main["question"]
+    row = next(line for line in nov.render_convergence(every, "x").splitlines() if "n8_T5_s1_e5" in line)
+    assert row.endswith("| – (too few epochs) |")
+    with pytest.raises(nov.EvidenceError, match="cannot read the main settings of wsd"):
+        nov.build_convergence(root, reference, ["wsd"], config=tmp_path / "missing.yaml")

@@ -445,13 +445,27 @@ def _trend(values, words) -> str | None:
 
 
 def build_convergence(results, reference=DEFAULT_REFERENCE, experiments=("wsd_apple", "wsd_java"),
-                      name="wsd_pytm_convergence") -> dict:
-    """The ``convergence`` evidence record: every TM implementation and setting of ``experiments``."""
+                      name="wsd_pytm_convergence", config=None) -> dict:
+    """The ``convergence`` evidence record: every TM implementation and setting of ``experiments`` (with
+    ``config``, a configuration file: only each implementation's main setting there)."""
     results = Path(results)
+    main = None
+    if config is not None:
+        import yaml
+
+        from ..experiments import plan
+
+        try:
+            cfg = yaml.safe_load(Path(config).read_text(encoding="utf-8"))
+            main = {(e, i): plan.main_params(cfg, e, i) for e in experiments for i in cfg["impls"]}
+        except (OSError, yaml.YAMLError, KeyError, TypeError, ValueError) as exc:
+            raise EvidenceError(f"{config}: cannot read the main settings of {', '.join(experiments)} ({exc}); pass "
+                                "--config config/config.yaml") from None
     groups, sources = [], []
     for experiment in experiments:
         root = results / experiment
-        folders = sorted(p for p in root.glob("*/*") if p.is_dir() and p.parent.name not in NOT_TM)
+        folders = sorted(p for p in root.glob("*/*") if p.is_dir() and p.parent.name not in NOT_TM
+                         and (main is None or main.get((experiment, p.parent.name)) == p.name))
         if not folders:
             raise EvidenceError(f"{root}: no TM run records there; run the experiment first or drop it from "
                                 "--experiments")
@@ -471,9 +485,7 @@ def build_convergence(results, reference=DEFAULT_REFERENCE, experiments=("wsd_ap
     if not groups:
         raise EvidenceError(f"{results}: no TM run records for {', '.join(experiments)}; run them first")
     return {"schema": SCHEMA, "kind": "convergence", "name": name,
-            "question": "Where do the TMs' test accuracies on WSD stand along their 100 epochs: at which epoch are "
-                        "they best, do they still improve at the end, and is the paper's number within reach of the "
-                        "trajectory?",
+            "question": _convergence_question(experiments),
             "provenance": provenance("per-epoch test accuracy and F1 of the run records (each carries its own "
                                      "provenance)", sorted({s for g in groups for s in g["seeds"]}),
                                      code=[Path(__file__)]),
@@ -481,6 +493,24 @@ def build_convergence(results, reference=DEFAULT_REFERENCE, experiments=("wsd_ap
             "best_epoch_note": "the best epoch is chosen on the test set: not a fair number to report, only what the "
                                "trajectory reaches",
             "groups": groups, "sources": sources}
+
+
+def _improving_cell(g: dict) -> str:
+    """The 'still improving' cell: the trend over the last epochs, or a dash where a run is too short for one."""
+    if g["trend_last20"] is None:
+        return "– (too few epochs)"
+    return (f"{_yes(g['still_improving'])}: {g['trend_last20']}, late {g['late_vs_early']} "
+            f"({g['seeds_slope_positive']} of {len(g['seeds'])} slopes > 0)")
+
+
+def _convergence_question(experiments) -> str:
+    if all(e.startswith("wsd_") for e in experiments):
+        return ("Where do the TMs' test accuracies on WSD stand along their 100 epochs: at which epoch are they best, "
+                "do they still improve at the end, and is the paper's number within reach of the trajectory?")
+    labels = ", ".join(DATASET_LABELS.get(e, e) for e in experiments)
+    return (f"Where do the TMs' test accuracies on {labels} stand along their epochs (each implementation's main "
+            "setting): at which epoch are they best, do they still improve at the end, and is the paper's number "
+            "within reach of the trajectory?")
 
 
 # -- rendering -------------------------------------------------------------------------------------------------
@@ -594,8 +624,7 @@ def render_convergence(ev: dict, source: str) -> str:
                   f"{_pm(s['last10_accuracy'])} | {_pm(s['last10_f1'])} | {_pm(paper[0])} | {_pm(paper[1])} | "
                   f"{_pm(s['mean_41_50'])} | {_pm(s['mean_91_100'])} | {_pm(s['late_minus_early'])} | "
                   f"{_pm(s['slope_last20'], 3)} | {_pm(s['last10_sd'])} | {_pm(s['best_accuracy'])} | "
-                  f"{', '.join(map(str, g['best_epochs']))} | {_yes(g['still_improving'])}: {g['trend_last20']}, "
-                  f"late {g['late_vs_early']} ({g['seeds_slope_positive']} of {len(g['seeds'])} slopes > 0) |")
+                  f"{', '.join(map(str, g['best_epochs']))} | {_improving_cell(g)} |")
     md += ["", "Mean ± sample standard deviation (ddof=1) over the seeds of each run's number. last-10: each run's "
            f"mean over its last {w['last']} epochs (the tables' number). slope: least-squares slope of a run's test "
            f"accuracy over its last {w['slope_last']} epochs. still improving: yes where that slope is rising "
@@ -653,6 +682,7 @@ def main(argv=None) -> int:
         p.add_argument("--experiments", nargs="+", default=experiments)
         p.add_argument("--reference", default=str(DEFAULT_REFERENCE))
     mlp.add_argument("--config", default="config/config.yaml", help="its mlp_novelty is the stage's setting")
+    conv.add_argument("--config", default=None, help="a configuration file: only each implementation's main setting")
     mlp.add_argument("--mlp-seeds", type=int, nargs="+", default=list(range(10)),
                      help="MLP seeds besides the configuration's")
     mlp.add_argument("--test-sizes", type=float, nargs="+", default=[0.2, 0.5],
@@ -675,7 +705,7 @@ def _command(args) -> None:
                                  log=lambda line: print(line, file=sys.stderr))
         ev["provenance"]["threads"] = args.threads
     else:
-        ev = build_convergence(args.results, args.reference, args.experiments, args.name)
+        ev = build_convergence(args.results, args.reference, args.experiments, args.name, args.config)
     write_record(args.out, ev)
 
 
