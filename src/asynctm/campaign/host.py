@@ -305,7 +305,7 @@ def step_host_peers(step, select: str | None = None, order=(), stop_margin_s: fl
 
 
 def _slug(step) -> str:
-    from .goals import slug
+    from .steps import slug
 
     return slug((step.gpu or {}).get("name", "no_gpu"))
 
