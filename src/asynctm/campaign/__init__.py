@@ -23,6 +23,13 @@ run those it lists, and ``--impl`` narrows a step to one.
 
 from __future__ import annotations
 
+import re
+
 STAGE_DIR = ".campaign"
 TRAVEL_BUDGET_BYTES = 64 * 2**20  # the checkout that travels to the GPU machine, carried folders included
 CALLS_FILE = "profiles/gpu-host/calls.yaml"  # the device calls of a lease (python -m asynctm.campaign commands)
+
+
+def slug(text: str) -> str:
+    """``text`` (a GPU's name) as part of a file name: lower case, each run of other characters one underscore."""
+    return re.sub(r"[^a-z0-9]+", "_", (text or "unknown").lower()).strip("_") or "unknown"

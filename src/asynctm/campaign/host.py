@@ -233,7 +233,7 @@ def step_host_peers(step, select: str | None = None, order=(), stop_margin_s: fl
 
 
 def _slug(step) -> str:
-    from .steps import slug
+    from . import slug
 
     return slug((step.gpu or {}).get("name", "no_gpu"))
 

@@ -42,7 +42,7 @@ from pathlib import Path
 from ..experiments import estimate, plan
 from ..experiments.run import EXIT_PAUSED, checkpoint_path, read_checkpoint
 from ..provenance import REPO, code_digests
-from . import STAGE_DIR
+from . import STAGE_DIR, slug
 from .stage import StageError, load_campaign
 
 DEFAULT_BUDGET_S = 480  # a device command may run 600 s; the rest is install, start-up and packing
@@ -95,11 +95,6 @@ print(json.dumps(out))
 
 def steps() -> tuple[str, ...]:
     return tuple(STEPS)
-
-
-def slug(text: str) -> str:
-    """``text`` (a GPU's name) as part of a file name: lower case, each run of other characters one underscore."""
-    return re.sub(r"[^a-z0-9]+", "_", (text or "unknown").lower()).strip("_") or "unknown"
 
 
 # -- the environment on the GPU machine -----------------------------------------------------------------------
