@@ -10,12 +10,13 @@ epoch each, then the timed epochs round-robin (:func:`train_seed`), and pools th
 What the benchmark script keeps is its own: the settings (epochs timed, subsamples, when the metric is taken,
 the goals), the command line and the record around the settings. The verdicts and tables are
 ``benchmarks/report.py``'s. The GPU campaign's benchmark (:mod:`asynctm.campaign.bench`) times our CUDA
-backend against PyTsetlinMachineCUDA with its own loop and record (literals per clause, a deadline).
+backend against PyTsetlinMachineCUDA with this loop and this pooling (its settings and record are its own).
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import statistics
 import subprocess
@@ -226,10 +227,12 @@ def build_peer(runner: dict, task: str, hp: dict, seed: int, parallel: ParallelE
 
 
 def train_seed(task: str, data: dict, dense: dict, plan: list[dict], hp: dict, seed: int, epochs: int,
-               evaluate: str, parallel: ParallelEnv | None = None,
-               workers: dict | None = None) -> tuple[list[dict], list[dict]]:
-    """Every planned implementation with one seed: a warm-up epoch, then ``epochs`` timed epochs round-robin.
-    Returns (per-implementation results, skipped). ``dense``: the dense copies that pyTM peers get."""
+               evaluate: str, parallel: ParallelEnv | None = None, workers: dict | None = None,
+               deadline: float = math.inf, finish=None) -> tuple[list[dict], list[dict]]:
+    """Every planned implementation with one seed: a warm-up epoch, then ``epochs`` timed epochs round-robin, a
+    round only where the last one would still end before ``deadline`` (UNIX time). Returns (per-implementation
+    results, skipped). ``dense``: the dense copies that pyTM peers get; ``finish(peer)``: fields added to an
+    implementation's result after its last epoch."""
     runners, skipped = [], []
     for r in plan:
         try:
@@ -272,7 +275,12 @@ def train_seed(task: str, data: dict, dense: dict, plan: list[dict], hp: dict, s
             continue
         r["warmup_s"], r["warmup_cpu_s"], r["warmup_metric"] = wall, cpu, m
     runners = [r for r in runners if not r.get("failed")]
+    round_s = 0.0
     for epoch in range(epochs):
+        if time.time() + round_s > deadline:
+            print(f"   seed {seed}: stopped after {epoch} timed epochs (the deadline)", flush=True)
+            break
+        t_round = time.perf_counter()
         for r in runners:  # round-robin: load from elsewhere hits every implementation alike
             if r.get("failed"):
                 continue
@@ -288,6 +296,7 @@ def train_seed(task: str, data: dict, dense: dict, plan: list[dict], hp: dict, s
             r["load1"].append(os.getloadavg()[0])
             r["metric"].append(m)
         runners = [r for r in runners if not r.get("failed")]
+        round_s = time.perf_counter() - t_round
         print(f"   seed {seed} epoch {epoch + 1}/{epochs}: " + ", ".join(
             f"{r['label']} {r['epoch_s'][-1]:.3f}s" + (f" {r['metric'][-1]:.2f}" if r["metric"][-1] is not None
                                                          else "") for r in runners), flush=True)
@@ -299,6 +308,8 @@ def train_seed(task: str, data: dict, dense: dict, plan: list[dict], hp: dict, s
                "load1_after_epoch": r["load1"], "metric_per_epoch": r["metric"], "eval_s": r["eval_s"]}
         if r["epoch_outer_s"]:
             res["epoch_outer_s"] = r["epoch_outer_s"]
+        if finish is not None:
+            res.update(finish(r["obj"]))
         out.append(res)
         r["obj"].close()
     return out, skipped
@@ -327,6 +338,7 @@ def aggregate(per_seed: list[dict]) -> dict:
         res["epoch_outer_s"] = [t for r in per_seed for t in r.get("epoch_outer_s", [])]
     if res["epoch_s"]:
         finals = [next((m for m in reversed(r["metric_per_epoch"]) if m is not None), None) for r in per_seed]
+        finals = [m for m in finals if m is not None]  # a seed stopped after its warm-up has none
         last3 = [_mean([m for m in r["metric_per_epoch"] if m is not None][-3:]) for r in per_seed]
         res.update(median_epoch_s=statistics.median(res["epoch_s"]), min_epoch_s=min(res["epoch_s"]),
                    max_epoch_s=max(res["epoch_s"]),

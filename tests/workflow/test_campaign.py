@@ -8,7 +8,6 @@ that machine lacks made unimportable.
 
 from __future__ import annotations
 
-import html
 import io
 import json
 import os
@@ -27,7 +26,6 @@ import scipy.sparse as sp
 from asynctm.campaign import stage as stage_mod
 from asynctm.campaign import steps as steps_mod
 from asynctm.campaign.stage import StageError, load_config, stage
-from asynctm.campaign.steps import past_budget
 from asynctm.campaign.unpack import unpack
 from asynctm.datasets.base import ProcessedDataset, save_processed
 from asynctm.experiments import plan
@@ -132,41 +130,63 @@ def test_install_refuses_another_python(tmp_path):
 def test_run_order_and_device_commands(tmp_path):
     config = load_config([])
     sweeps = steps_mod.sweep_runs(config)
-    assert sweeps[0][0] == "semeval"
-    clauses = [int(p.split("_")[0][1:]) for n, p, s in sweeps if n == "semeval"]
+    assert sweeps[0][:2] == ("semeval", "tm_gpu")
+    clauses = [int(p.split("_")[0][1:]) for n, i, p, s in sweeps if (n, i) == ("semeval", "tm_gpu")]
     assert clauses[:2] == [20, 15000] and clauses[2:] == sorted(clauses[2:]) and 10000 in clauses
-    assert {n for n, _, _ in sweeps} == {"semeval", "imdb", "bbc_sport", "bike_sharing"}
+    assert {n for n, _, _, _ in sweeps} == {"semeval", "imdb", "bbc_sport", "bike_sharing"}
+    # each GPU implementation the config lists, in its order: the paper's design, then a warp per clause
+    assert list(dict.fromkeys(i for n, i, _, _ in sweeps if n == "imdb")) == ["tm_gpu", "tm_gpu_warp"]
+    assert {i for _, i, _, _ in steps_mod.sweep_runs(config, "tm_gpu_warp")} == {"tm_gpu_warp"}
     paper = steps_mod.paper_runs(config)
-    assert paper[0][0] == "wsd_apple" and paper[-1][0] == "blogfeedback"
-    assert len({n for n, _, _ in paper}) == 8
+    assert paper[0][:2] == ("wsd_apple", "tm_gpu") and paper[-1][:2] == ("blogfeedback", "tm_gpu_warp")
+    assert len({n for n, _, _, _ in paper}) == 8
+    only_cpu = load_config(["impls=[tm_cpu]"])
+    assert steps_mod.paper_runs(only_cpu) == []  # the config lists no GPU build: none runs
     from asynctm.campaign.__main__ import commands
 
     lines = []
-    commands(say=lines.append, tree=tmp_path)  # no GPU tests or benchmark of this code: the first lease's calls
+    commands(say=lines.append)
     calls = [ln for ln in lines if "asynctm.campaign step" in ln and not ln.startswith("#")]
     steps = [w for c in calls for w in re.findall(r"asynctm\.campaign step (\w+)", c)]
-    # goal_seeds: once the code is benchmarked; the last line: the extra call where device time is left
-    assert steps == ["gpu_tests", "bench", "sweeps", "paper", "ablation", "paper", "sweeps", "ablation"]
-    # host_peers: a call of its own (docs/gpu-and-clusters.md), pyTsetlinMachine on the GPU machine's cores
-    assert set(steps) | {"goal_seeds", "host_peers"} == set(steps_mod.STEPS)
-    assert "END=$(( $(date +%s) + N ))" in calls[-1] and "B - 60" in lines[lines.index(calls[-1]) - 1]
+    assert steps == ["gpu_tests", "bench", "sweeps", "paper"]
     assert all(len(c) < 2000 for c in calls)  # the device tool's limit on a command
     assert all(c.count("--until $END") == c.count("asynctm.campaign step") and "END=$(( $(date +%s) + " in c
                for c in calls)
-    assert all(c.count("--threads-per-clause auto") == ("step sweeps" in c) + ("step paper" in c) for c in calls)
-    from asynctm.campaign import DEVICE_CALLS
-
     assert all(int(ln.split("timeout_s=")[1]) <= 600 for ln in lines if "timeout_s=" in ln)  # a command's limit
-    # a session's 15 minutes of device time, less a machine's start, the wait between calls and the packing
-    assert sum(seconds for seconds, _ in DEVICE_CALLS) <= 900 - 120
 
 
-@pytest.mark.parametrize("name, k", [("gpu_tests", 32), ("bench", "auto"), ("paper", 3)])
-def test_threads_per_clause_is_for_the_training_steps_and_a_warp_at_most(tmp_path, name, k):
-    with pytest.raises(StageError, match="--threads-per-clause applies to the sweeps and paper steps"):
-        steps_mod.run_step(name, campaign_dir=tmp_path, out_dir=tmp_path / "out", threads_per_clause=k)
+def _calls(tmp_path, calls, lease_s=900, limit=600):
+    path = tmp_path / "calls.yaml"
+    path.write_text(json.dumps({"lease_s": lease_s, "start_s": 60, "command_limit_s": limit, "calls": calls}))
+    return path
+
+
+def test_a_calls_list_that_does_not_fit_a_lease_is_refused_in_one_line(tmp_path, capsys):
+    from asynctm.campaign.__main__ import CallsError, call_commands, load_calls, main
+
+    lease, calls = load_calls(_calls(tmp_path, [{"seconds": 300, "steps": ["paper 200 --impl tm_gpu"]},
+                                                {"seconds": 200, "steps": ["paper", "ablation"]}]))
+    (_, first), (timeout, second) = call_commands(calls, limit_s=lease["command_limit_s"])
+    assert "step paper --budget 200 --until $END --later 200 --impl tm_gpu" in first  # it opens the next call too
+    assert timeout == 260 and "--later" not in second
+    for calls, lease_s, limit, problem in (([{"seconds": 520, "steps": ["bench", "paper", "sweeps"]}], 900, 600,
+                                            "runs past the command limit"),
+                                           ([{"seconds": 500, "steps": ["bench"]}] * 2, 900, 600,
+                                            "more than the lease's 900 s"),
+                                           ([{"seconds": 100, "steps": ["train"]}], 900, 600, "unknown ones (train)"),
+                                           ([{"seconds": "x"}], 900, 600, "is not a calls list")):
+        with pytest.raises(CallsError, match=re.escape(problem)):
+            load_calls(_calls(tmp_path, calls, lease_s, limit))
+    assert main(["commands", "--calls", str(tmp_path / "calls.yaml")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is not a calls list" in err and "; edit " in err
+
+
+def test_impl_is_for_the_training_steps_and_a_gpu_build(tmp_path):
+    for name, impl in (("gpu_tests", "tm_gpu"), ("bench", "tm_gpu_warp"), ("paper", "tm_cpu")):
+        with pytest.raises(StageError, match="--impl applies to the sweeps and paper steps"):
+            steps_mod.run_step(name, campaign_dir=tmp_path, out_dir=tmp_path / "out", impl=impl)
     assert not (tmp_path / "out").exists()
-
 
 def test_a_child_past_the_deadline_is_stopped_and_packing_skips_checkpoints(tmp_path):
     import time
@@ -188,179 +208,43 @@ def test_a_child_past_the_deadline_is_stopped_and_packing_skips_checkpoints(tmp_
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["paper.log", "paper.tar.gz"]
 
 
+def _gpu_record(tree: Path, experiment, impl, params, epoch_s, overhead_s=3.0, n_train=6000):
+    """A paper-scale record the record gate accepts, ``epoch_s`` seconds an epoch (training and evaluation)."""
+    named = plan.parse_tm_params(params)
+    epochs = named["epochs"]
+    rec = {"schema": 1, "status": "complete", "kind": "tm", "scale": "paper", "experiment": experiment,
+           "impl": impl, "params": params, "seed": 0, "task": "classification",
+           "dataset": {"name": experiment, "protocol": "paper", "n_train": n_train, "max_train": None},
+           "final": {"accuracy": 90.0, "f1": 89.0},
+           "provenance": {"git_commit": "0" * 40, "cpu_model": "c", "gpu": None,
+                          "wall_s": overhead_s + epoch_s * epochs},
+           "hyperparameters": {"n_clauses": named["clauses"], "T": named["T"], "s": named["s"], "epochs": epochs,
+                               **({"threads_per_clause": plan.WARP} if impl == "tm_gpu_warp" else {})},
+           "epochs": [{"epoch": e + 1, "train_s": epoch_s * 0.8, "eval_s": epoch_s * 0.2, "accuracy": 90.0,
+                       "f1": 89.0} for e in range(epochs)],
+           "timing": {"train_s_total": epoch_s * 0.8 * epochs, "train_s_mean": epoch_s * 0.8,
+                      "eval_s_total": epoch_s * 0.2 * epochs}}
+    path = tree / "results" / experiment / impl / params / "seed0.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(rec))
+    return path
+
+
 def test_runs_that_cannot_fit_are_passed_over(tmp_path):
-    (tmp_path / "c").mkdir()
-    (tmp_path / "c" / "campaign.json").write_text(json.dumps({"config": load_config([]), "source": {}}))
-    tree = tmp_path / "tree"
-    sweep = tree / "results/semeval/tm_gpu/n40_T15_s3.9_e5/seed0.json"
-    sweep.parent.mkdir(parents=True)
-    sweep.write_text(json.dumps({"epochs": [{}] * 5, "timing": {"train_s_total": 40.0, "eval_s_total": 10.0,
-                                                                  "setup": {"compile_s": 3.0}}}))
-    killed = "results/wsd_apple/tm_gpu/n300_T50_s5_e100/seed0.json"
-    manifest = tree / "benchmarks/results/campaign/paper_gpu_20260101T000000Z.json"
-    manifest.parent.mkdir(parents=True)
-    manifest.write_text(json.dumps({"past_budget": [{"run": killed, "budget_s": 480, "elapsed_s": 480}]}))
-    step = steps_mod.Step("paper", tmp_path / "c", tmp_path / "out", 480, tmp_path / "work", tree=tree)
-    assert steps_mod.estimate_s(step, "semeval", "n40_T15_s3.9_e100") == pytest.approx(10.0 * 100 + 3.0)
-    assert steps_mod.estimate_s(step, "semeval", "n80_T15_s3.9_e100") is None
-    step.default_threads = 32  # a warp per clause (tm_gpu_warp): the one-thread run (tm_gpu) says nothing of it
-    assert steps_mod.estimate_s(step, "semeval", "n40_T15_s3.9_e100") is None
-    # the killed run is tm_gpu's, whatever the step runs: the warp build's run of the setting is another record
-    assert past_budget(step) == {killed: 480} and steps_mod.record_path(
-        step.config, ("wsd_apple", "n300_T50_s5_e100", 0), "tm_gpu_warp") not in past_budget(step)
-    step.default_threads = 1
-    steps_mod._tm_runs(step, [("wsd_apple", "n300_T50_s5_e100", 0), ("semeval", "n40_T15_s3.9_e100", 0)])
+    """A run's seconds come from the pipeline's estimator (records of its own implementation); a run whose
+    estimate exceeds the time left is passed over, an unestimated one starts (and pauses at the step's end)."""
+    _gpu_record(tmp_path / "tree", "semeval", "tm_gpu", "n40_T15_s3.9_e5", 10.0)
+    step = _paper_step(tmp_path, budget=480)
+    started = []
+    step.child = lambda cmd, log_path=None: started.append(cmd) or 1
+    steps_mod._tm_runs(step, [("semeval", "tm_gpu", "n40_T15_s3.9_e100", 0),
+                              ("semeval", "tm_gpu_warp", "n40_T15_s3.9_e100", 0)])
     reasons = [s["reason"] for s in step.manifest["skipped"]]
-    assert "larger --budget" in reasons[0] and "would not fit: about 1003 s needed" in reasons[1]
+    assert "would not fit: about 1003 s needed (the pipeline's estimate)" in reasons[0]
+    # the warp build has no record: another implementation's time says nothing of it, so the run starts
+    assert len(started) == 1 and "tm_gpu_warp" in started[0][started[0].index("--out") + 1]
     assert step.manifest["done"] == []
     step.close()
-
-
-def _bench_setting(name, task, one, warp, peer=None, n_clauses=40, metric="accuracy"):
-    """A benchmark record's setting: (median s/epoch, final metric) per build."""
-    def res(median, final):
-        return {"median_epoch_s": median, "final_metric": final, "final_metric_std": 0.5, "timed_epochs": 1,
-                "per_seed": [{"prepare_s": 2.0, "warmup_s": 2 * median, "epoch_s": [median], "eval_s": [0.5]}]}
-    results = {"tm_gpu": res(*one), "tm_gpu_warp": res(*warp)}
-    if peer:
-        results["pytm_cuda"] = res(*peer)
-    return {"setting": name, "task": task, "metric": metric, "results": results,
-            "hyperparameters": {"n_clauses": n_clauses, "T": 15, "s": 3.9}}
-
-
-def _choice_step(tmp_path, commit="c" * 40, words=None):
-    """A paper step whose staged campaign names ``commit`` and holds meta.json files giving ``words``."""
-    config = load_config([])
-    camp = tmp_path / "c"
-    for name, w in (words or {}).items():
-        exp = config["experiments"][name]
-        meta = camp / "data/processed" / exp["dataset"] / exp["protocol"] / "meta.json"
-        meta.parent.mkdir(parents=True, exist_ok=True)
-        meta.write_text(json.dumps({"n_features": w * 32 // (2 if exp.get("append_negated", True) else 1)}))
-    camp.mkdir(exist_ok=True)
-    (camp / "campaign.json").write_text(json.dumps({"config": config, "source": {"commit": commit}}))
-    step = steps_mod.Step("paper", camp, tmp_path / "out", 300, tmp_path / "work" / "paper", tree=tmp_path / "tree")
-    step.gpu = {"name": "NVIDIA H200"}
-    return step
-
-
-def _lease_evidence(tmp_path, settings, tests_rc=0, commit="c" * 40, gpu="NVIDIA H200"):
-    """What the first device call leaves in its work folders: the GPU tests' manifest and the benchmark."""
-    man = tmp_path / "work/gpu_tests/benchmarks/results/campaign/gpu_tests_nvidia_h200_20270101T000000Z.json"
-    man.parent.mkdir(parents=True, exist_ok=True)
-    man.write_text(json.dumps({"source": {"commit": commit}, "pytest": {"returncode": tests_rc}}))
-    bench = tmp_path / "work/bench/benchmarks/results/gpu_nvidia_h200_ccccccc.json"
-    bench.parent.mkdir(parents=True, exist_ok=True)
-    bench.write_text(json.dumps({"git": {"commit": commit}, "gpu": {"name": gpu}, "settings": settings}))
-
-
-def test_literal_words_read_the_data_dir_where_nothing_is_staged(tmp_path):
-    """``remaining`` runs here, often before ``stage``: it chooses threads from the config's data_dir then."""
-    from asynctm.campaign.choice import checkout_view, literal_words
-
-    config = load_config([])
-    exp = config["experiments"]["bbc_sport"]
-    meta = tmp_path / "d/processed" / exp["dataset"] / exp["protocol"] / "meta.json"
-    meta.parent.mkdir(parents=True)
-    meta.write_text(json.dumps({"n_features": 7168}))  # not negated: 224 words
-    assert literal_words(checkout_view(tmp_path / "tree", config=config), "bbc_sport") is None
-    config["data_dir"] = str(tmp_path / "d")
-    assert literal_words(checkout_view(tmp_path / "tree", config=config), "bbc_sport") == 224
-    staged = tmp_path / "tree/.campaign/data/processed" / exp["dataset"] / exp["protocol"] / "meta.json"
-    staged.parent.mkdir(parents=True)
-    staged.write_text(json.dumps({"n_features": 32}))
-    assert literal_words(checkout_view(tmp_path / "tree", config=config), "bbc_sport") == 1  # the staged one first
-
-
-def test_threads_per_clause_auto_follows_the_tests_and_the_benchmark(tmp_path):
-    from asynctm.campaign.choice import choose_threads
-
-    words = {"wsd_apple": 188, "semeval": 6386, "bike_sharing": 87, "blogfeedback": 63, "bbc_sport": 224}
-    step = _choice_step(tmp_path, words=words)
-    names = list(words)
-    # No evidence of this commit: the config's threads per clause.
-    assert {c["threads"] for c in choose_threads(step, names, keep=None).values()} == {1}
-    settings = [_bench_setting("wsd_apple", "classification", (0.18, 93.0), (0.02, 93.5), (0.47, 94.0)),
-                _bench_setting("semeval", "classification", (15.7, 87.7), (0.6, 87.0), (55.0, 88.8)),
-                _bench_setting("bike_sharing", "regression", (0.1, 40.0), (0.3, 90.0), metric="mae")]
-    _lease_evidence(tmp_path, settings)
-    chosen = choose_threads(step, names, keep=None)
-    got = {n: c["threads"] for n, c in chosen.items()}
-    # measured: faster with a warp (apple, semeval) or not (bike; its MAE counts for nothing); not measured: a
-    # warp where a setting with as few words or fewer was faster and none with as many or more was slower
-    assert got == {"wsd_apple": 32, "semeval": 32, "bike_sharing": 1, "blogfeedback": 1, "bbc_sport": 32}
-    assert "a warp was faster on semeval, wsd_apple" not in chosen["bbc_sport"]["reason"]
-    assert "wsd_apple" in chosen["bbc_sport"]["reason"] and "bike_sharing" in chosen["blogfeedback"]["reason"]
-    # A warp accuracy more than a point below both references: one thread everywhere.
-    settings[1] = _bench_setting("semeval", "classification", (15.7, 87.7), (0.6, 80.0), (55.0, 88.8))
-    _lease_evidence(tmp_path, settings)
-    chosen = choose_threads(step, names, keep=None)
-    assert {c["threads"] for c in chosen.values()} == {1} and "suspect" in chosen["wsd_apple"]["reason"]
-    # GPU tests that failed: one thread everywhere.
-    settings[1] = _bench_setting("semeval", "classification", (15.7, 87.7), (0.6, 87.0), (55.0, 88.8))
-    _lease_evidence(tmp_path, settings, tests_rc=1)
-    assert {c["threads"] for c in choose_threads(step, names, keep=None).values()} == {1}
-    # Another commit's evidence says nothing of this one.
-    _lease_evidence(tmp_path, settings, commit="d" * 40)
-    assert "no GPU tests or benchmark" in choose_threads(step, ["semeval"], keep=None)["semeval"]["reason"]
-    # A warp build that failed where the one-thread build ran counts as slower: here, on the most words of all.
-    settings[1] = _bench_setting("semeval", "classification", (15.7, 87.7), (0.6, 87.0), (55.0, 88.8))
-    settings[1]["results"].pop("tm_gpu_warp")
-    settings[1]["skipped"] = {"tm_gpu_warp": "failed in its first epoch: LogicError: cuLaunchKernel failed"}
-    _lease_evidence(tmp_path, settings)
-    chosen = choose_threads(step, names, keep=None)
-    assert chosen["semeval"]["threads"] == 1 and "the warp build failed (failed in its first" in chosen["semeval"][
-        "reason"]
-    assert chosen["wsd_apple"]["threads"] == 32 and chosen["bbc_sport"]["threads"] == 1
-    # The paper step keeps a main setting on the build of its recorded seeds (the folder they are in).
-    settings[1] = _bench_setting("semeval", "classification", (15.7, 87.7), (0.6, 87.0), (55.0, 88.8))
-    _lease_evidence(tmp_path, settings)
-    rec = tmp_path / "tree/results/semeval/tm_gpu/n40_T15_s3.9_e100/seed0.json"
-    rec.parent.mkdir(parents=True)
-    rec.write_text(json.dumps({"hyperparameters": {"n_clauses": 40}}))
-    assert choose_threads(step, ["semeval"], keep="main")["semeval"]["threads"] == 1
-    assert choose_threads(step, ["semeval"], keep=None)["semeval"]["threads"] == 32
-
-    # The sweeps step keeps a sweep on the build of most of its recorded points (one thread on a tie), so that
-    # its missing points join the longer line; the main setting's seeds are not the sweep's points.
-    def point(params, k, base="tree"):
-        path = tmp_path / base / "results/semeval" / ("tm_gpu_warp" if k == 32 else "tm_gpu") / params / "seed0.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"hyperparameters": {"threads_per_clause": k} if k != 1 else {}}))
-
-    assert choose_threads(step, ["semeval"], keep="sweep")["semeval"]["threads"] == 32  # none: the benchmark's
-    point("n20_T15_s3.9_e5", 1)
-    assert choose_threads(step, ["semeval"], keep="sweep")["semeval"] == {
-        "threads": 1, "reason": "as the recorded points of its sweep"}
-    point("n80_T15_s3.9_e5", 32)
-    assert choose_threads(step, ["semeval"], keep="sweep")["semeval"]["threads"] == 1
-    point("n80_T15_s3.9_e5", 32, base="work/paper")  # the same point, unpacked and in the work folder: once
-    assert choose_threads(step, ["semeval"], keep="sweep")["semeval"]["threads"] == 1
-    point("n160_T15_s3.9_e5", 32, base="work/paper")
-    assert choose_threads(step, ["semeval"], keep="sweep")["semeval"]["threads"] == 32
-    assert choose_threads(step, ["semeval"], keep="main")["semeval"]["threads"] == 1
-    # An experiment without a sweep: rules 1-4.
-    assert choose_threads(step, ["wsd_apple"], keep="sweep")["wsd_apple"]["threads"] == 32
-    step.close()
-
-
-def test_a_run_is_estimated_from_the_benchmark_of_its_gpu_and_threads(tmp_path):
-    from asynctm.campaign.choice import ESTIMATE_MARGIN, OTHER_GPU_FACTOR, RUN_OVERHEAD_S
-
-    step = _choice_step(tmp_path)
-    _lease_evidence(tmp_path, [_bench_setting("semeval", "classification", (15.0, 87.7), (0.5, 87.0))],
-                    commit="e" * 40)  # another commit of the kernels still estimates a run
-    step.threads = {"semeval": 32}
-    want = ESTIMATE_MARGIN * (RUN_OVERHEAD_S + 2.0 + 1.0 + 100 * 0.5 + 99 * 0.5)
-    assert steps_mod.estimate_s(step, "semeval", "n40_T15_s3.9_e100") == pytest.approx(want)
-    assert steps_mod.estimate_s(step, "semeval", "n80_T15_s3.9_e100") is None  # other clauses
-    step.threads = {"semeval": 8}
-    assert steps_mod.estimate_s(step, "semeval", "n40_T15_s3.9_e100") is None  # not benchmarked
-    step.threads, step.gpu = {"semeval": 32}, {"name": "NVIDIA H100 80GB HBM3"}
-    # another GPU's benchmark, where this one has none: with a factor for the other GPU
-    assert steps_mod.estimate_s(step, "semeval", "n40_T15_s3.9_e100") == pytest.approx(OTHER_GPU_FACTOR * want)
-    step.close()
-
 
 def test_steps_of_a_call_share_its_end(tmp_path):
     import time
@@ -395,16 +279,19 @@ def test_pytm_cuda_literal_counts_mask_the_padding(monkeypatch):
 
 
 def test_a_seed_stopped_after_its_warm_up_does_not_void_the_others():
-    from asynctm.campaign.bench import aggregate
+    from asynctm.campaign.bench import result
 
     def row(seed, accs):
-        return {"seed": seed, "epoch_s": [0.1] * len(accs), "metrics": [{"accuracy": a} for a in accs],
-                "warmup_s": 0.2, "literals_per_clause": {"mean": 3.0, "mean_nonempty": 3.0}}
+        return {"label": "tm_gpu", "peer": "asynctm", "options": {}, "metadata": {}, "seed": seed,
+                "epoch_s": [0.1] * len(accs), "epoch_cpu_s": [0.1] * len(accs), "load1_after_epoch": [0.0] * len(accs),
+                "metric_per_epoch": accs, "eval_s": [0.01] * len(accs), "warmup_s": 0.2, "warmup_cpu_s": 0.2,
+                "warmup_metric": 50.0, "literals_per_clause": {"mean": 3.0, "mean_nonempty": 3.0}}
 
-    agg = aggregate([row(0, [80, 90]), row(1, [82, 92]), row(2, [])], "accuracy")
-    assert agg["final_metric"] == 91 and agg["timed_epochs"] == 2 and agg["seeds"] == [0, 1]
+    agg = result([row(0, [80, 90]), row(1, [82, 92]), row(2, [])])
+    assert agg["final_metric"] == 91 and agg["timed_epochs"] == 2 and agg["literals_per_clause"] == 3.0
     assert len(agg["per_seed"]) == 3 and agg["median_epoch_s"] == pytest.approx(0.1)
-
+    one = result([row(0, [80, 90])])  # one seed: its row is kept too (the cost evidence reads its epochs)
+    assert one["per_seed"][0]["epoch_s"] == [0.1, 0.1]
 
 def test_benchmark_comparison_and_goal():
     from asynctm.campaign.bench import compare, goal_miss
@@ -470,11 +357,8 @@ def test_dress_rehearsal_on_the_simulated_gpu(tmp_path):
 
     step("gpu_tests", "--select", "init_state_every_lane or gpu_memory_is_released")
     step("bench", "--until", f"{time.time() + 240:.0f}")
-    # the goal settings' other seeds, one process each (smoke: the bench ran seed 0 only)
-    r = step("goal_seeds", "--select", "wsd_apple")
-    assert "goal seeds to measure: wsd_apple seed 1, wsd_apple seed 2" in r.stdout
-    step("sweeps", "--threads-per-clause", "auto")
-    step("paper", "--threads-per-clause", "auto")
+    step("sweeps", "--impl", "tm_gpu_warp")  # a person may narrow a step to one GPU build
+    step("paper")
     step("ablation")
     # pyTsetlinMachine on the GPU machine's own cores beside our GPU builds (this machine has no core past the
     # first two, and that python no pyTsetlinMachine: the GPU runs only)
@@ -490,21 +374,17 @@ def test_dress_rehearsal_on_the_simulated_gpu(tmp_path):
     assert run["gpu"]["name"] == "Simulated GPU" and run["cpu_affinity"] == [0] and run["warmup"]["wall_s"] > 0
     assert len(run["units"]) >= 2 and all(u["wall_s"] > 0 for u in run["units"])
 
-    # auto: each experiment's threads per clause chosen from the tests and benchmark above, and so its build (one
-    # thread: tm_gpu, the paper's design; a warp: tm_gpu_warp), as the records ran
-    paper_manifest = json.loads(next((tree / "benchmarks/results/campaign").glob("paper_*.json")).read_text())
-    chosen = paper_manifest["threads_per_clause"]
-    assert set(chosen) == {"wsd_apple", "bbc_sport"} and all(c["reason"] for c in chosen.values())
-    assert chosen["wsd_apple"]["reason"].startswith("benchmarked with this code")
-    built = {name: plan.gpu_impl(c["threads"]) for name, c in chosen.items()}
-    apple_rec = tree / f"results/smoke/wsd_apple/{built['wsd_apple']}/n20_T50_s5_e2/seed0.json"
-    rec = json.loads(apple_rec.read_text())
-    assert rec["status"] == "complete" and rec["impl"] == built["wsd_apple"] and len(rec["epochs"]) == 2
-    assert rec["hyperparameters"].get("threads_per_clause", 1) == chosen["wsd_apple"]["threads"]
-    gpu = rec["provenance"]["gpu"]
-    assert gpu["name"] == "Simulated GPU" and gpu["driver"] and gpu["cuda"]
-    assert len(rec["provenance"]["git_commit"] or "") == 40
-    assert (tree / f"results/smoke/bbc_sport/mlp_novelty/{built['bbc_sport']}.n20_T100_s15_e2/seed0.json").is_file()
+    # the paper step: every GPU build the config lists (one thread per clause: tm_gpu, the paper's design; a warp:
+    # tm_gpu_warp), each into its own record folder
+    for impl, threads in plan.GPU_THREADS_PER_CLAUSE.items():
+        rec = json.loads((tree / f"results/smoke/wsd_apple/{impl}/n20_T50_s5_e2/seed0.json").read_text())
+        assert rec["status"] == "complete" and rec["impl"] == impl and len(rec["epochs"]) == 2
+        assert rec["hyperparameters"].get("threads_per_clause", 1) == threads
+        gpu = rec["provenance"]["gpu"]
+        assert gpu["name"] == "Simulated GPU" and gpu["driver"] and gpu["cuda"]
+        assert len(rec["provenance"]["git_commit"] or "") == 40
+        assert (tree / f"results/smoke/bbc_sport/mlp_novelty/{impl}.n20_T100_s15_e2/seed0.json").is_file()
+    apple_rec = tree / "results/smoke/wsd_apple/tm_gpu/n20_T50_s5_e2/seed0.json"
     # the tally ablation's GPU runs: WSD apple in both example orders, with one thread and with a warp per clause
     # (Bike Sharing is not staged)
     ablation = tree / "results/smoke/ablation/wsd_apple/tm_gpu/n20_T50_s5_e2"
@@ -516,10 +396,9 @@ def test_dress_rehearsal_on_the_simulated_gpu(tmp_path):
     assert "threads_per_clause" not in staggered["hyperparameters"]
     warp = json.loads((ablation / "async_linear_staggered_warp/seed0.json").read_text())
     assert warp["hyperparameters"]["threads_per_clause"] == 32 and warp["hyperparameters"]["order"] == "staggered"
-    sweep_manifest = json.loads(next((tree / "benchmarks/results/campaign").glob("sweeps_*.json")).read_text())
-    sweep_build = plan.gpu_impl(sweep_manifest["threads_per_clause"]["bbc_sport"]["threads"])
-    for clauses in (10, 20):
-        assert (tree / f"results/smoke/bbc_sport/{sweep_build}/n{clauses}_T100_s15_e2/seed0.json").is_file()
+    for clauses in (10, 20):  # the sweeps step, narrowed to the warp build
+        assert (tree / f"results/smoke/bbc_sport/tm_gpu_warp/n{clauses}_T100_s15_e2/seed0.json").is_file()
+    assert not (tree / "results/smoke/bbc_sport/tm_gpu/n10_T100_s15_e2").exists()  # n20: the paper step's too
 
     from asynctm.artifacts.records import load_records
 
@@ -533,10 +412,7 @@ def test_dress_rehearsal_on_the_simulated_gpu(tmp_path):
     assert apple["results"]["tm_gpu_warp"]["median_epoch_s"] > 0 and "warp_speedup_vs_one_thread" in apple["comparison"]
     assert "PyTsetlinMachineCUDA" in apple["skipped"]["pytm_cuda"]  # not installed here: reported, not fatal
     assert apple["results"]["tm_cpu"]["timed_epochs"] == 1 and "tm_cpu" in apple["comparison"]["tm_gpu_within_spread"]
-    # unpack pooled the benchmark's seeds of this GPU and code: 0 from the bench step, 1 and 2 from goal_seeds
-    goals = json.loads(next((tree / "benchmarks/results").glob("goals_simulated_gpu_*.json")).read_text())
-    assert goals["settings"][0]["setting"] == "wsd_apple" and goals["settings"][0]["seeds"] == [0, 1, 2]
-    assert goals["settings"][0]["results"]["tm_gpu"]["seeds"] == [0, 1, 2] and len(goals["records"]) == 3
+    assert all(len(s["epoch_s"]) == 1 for s in apple["results"]["tm_gpu"]["per_seed"])  # what the cost evidence reads
     junit = next((tree / "benchmarks/results/campaign").glob("gpu_tests_*.xml")).read_text()
     # two tests shared out to two pytest processes, then the device-wide one alone; one merged report
     assert junit.count("<testcase") == 3 and '<testsuites tests="3" failures="0" errors="0"' in junit
@@ -545,15 +421,12 @@ def test_dress_rehearsal_on_the_simulated_gpu(tmp_path):
     assert tests_manifest["pytest"]["summary"].startswith("3 passed in ") and "then 1 alone" in tests_manifest[
         "pytest"]["summary"]
 
-    # Called again after unpack, without --threads-per-clause: each experiment stays on the build of its recorded
-    # seeds, whichever the benchmark chose, so every run is recorded already and nothing is trained; the earlier
-    # call's work folder is kept (the same staged campaign), and the tarball holds only this call's manifest.
+    # Called again after unpack: every run is recorded already and nothing is trained; the earlier call's work
+    # folder is kept (the same staged campaign), and the tarball holds only this call's manifest.
     r = step("paper", call_out=(out := tmp_path / "out_call2"))
     assert "kept the work folder of an earlier call" in r.stdout
     manifests = sorted((tmp_path / "work" / "paper" / "benchmarks/results/campaign").glob("paper_*.json"))
     again = json.loads(manifests[-1].read_text())
-    assert {n: c["threads"] for n, c in again["threads_per_clause"].items()} == {
-        n: c["threads"] for n, c in chosen.items()}
     assert again["done"] == [] and again["stopped"] is None
     with tarfile.open(out / "paper.tar.gz") as tar:
         assert [m.name for m in tar.getmembers()] == [manifests[-1].relative_to(tmp_path / "work" / "paper").as_posix()]
@@ -564,107 +437,6 @@ def test_dress_rehearsal_on_the_simulated_gpu(tmp_path):
     with tarfile.open(out / "paper.tar.gz") as tar:
         manifest = json.loads(tar.extractfile(next(m for m in tar.getmembers() if "/campaign/" in m.name)).read())
     assert manifest["done"] == [] and "budget" in manifest["stopped"]
-
-
-def test_remaining_counts_the_missing_gpu_runs_and_estimates_what_it_can(tmp_path, capsys):
-    from asynctm.campaign.__main__ import main
-    from asynctm.campaign.choice import ESTIMATE_MARGIN, RUN_OVERHEAD_S
-    from asynctm.campaign.remaining import remaining, render
-
-    config = load_config([])
-    tree = tmp_path / "tree"
-    # one SemEval sweep point recorded (eval 0.1 s per epoch) and a benchmark of SemEval's main setting
-    point = tree / "results/semeval/tm_gpu/n20_T15_s3.9_e5/seed0.json"
-    point.parent.mkdir(parents=True)
-    point.write_text(json.dumps({"epochs": [{}] * 5, "timing": {"train_s_total": 50.0, "eval_s_total": 0.5,
-                                                                  "setup": {"compile_s": 1.0}}}))
-    bench = _bench_setting("semeval", "classification", (15.0, 87.7), (0.5, 87.0))
-    for row in bench["results"]["tm_gpu"]["per_seed"]:
-        row.pop("eval_s")  # an older benchmark: no evaluation time, so the nearest record's
-    (tree / "benchmarks/results").mkdir(parents=True)
-    (tree / "benchmarks/results/gpu_nvidia_h200_aaaaaaa.json").write_text(json.dumps(
-        {"gpu": {"name": "NVIDIA H200"}, "date_utc": "2027-01-01", "settings": [bench]}))
-    report = remaining(config, tree=tree)
-    assert report["gpu"] == "NVIDIA H200" and report["threads"] == 1
-    sweeps = {r["experiment"]: r for r in report["steps"]["sweeps"]}
-    assert sweeps["semeval"]["missing"] == len(config["sweeps"]["semeval"]["clauses"]) - 1
-    assert sweeps["semeval"]["estimated"] == 1  # the main setting's clauses (40), from the benchmark
-    paper = {r["experiment"]: r for r in report["steps"]["paper"]}
-    assert paper["semeval"]["estimated"] == 5 and paper["imdb"]["unknown"] == 5 and paper["wsd_apple"]["missing"] == 5
-    one = ESTIMATE_MARGIN * (RUN_OVERHEAD_S + 2.0 + 30.0 + 100 * 0.1 + 99 * 15.0)
-    assert paper["semeval"]["seconds"] == pytest.approx(5 * one)
-    assert paper["semeval"]["too_long"] == 5 and one > 690  # longer than a lease can give one run
-    assert "the first call runs them" in report["next_lease"]  # no GPU tests of this code in that tree
-    ablation = {r["experiment"]: r for r in report["steps"]["ablation"]}  # no record, no benchmark of these
-    assert ablation["bike_sharing"]["missing"] == 30 and ablation["bike_sharing"]["unknown"] == 30  # 5 seeds x 6
-    assert ablation["bike_sharing"]["first"].endswith("/tm_gpu/n1280_T1280_s1.5_e100/async_linear_warp/seed0.json")
-    assert remaining(config, tree=tree, threads=32)["steps"]["paper"][0]["estimated"] == 0  # no warp record
-    with pytest.raises(plan.PlanError, match="no GPU build runs 8 threads per clause"):
-        remaining(config, tree=tree, threads=8)
-    assert main(["remaining", "--gpu", "NVIDIA H100 80GB HBM3"]) == 0  # this checkout, another GPU: no benchmark
-    out = capsys.readouterr().out
-    # auto, the command's default; a table row per experiment with runs missing (which ones: the checkout's records)
-    assert re.search(r"^\| \w+ \| \d+ \| \d+ \|", out, re.M) and "as the steps would choose them" in out
-    # auto: each step's experiments at the threads their step would choose: here the sweep's recorded points'
-    # (one thread), then most of them (a warp); no evidence of this code for the rest: the config's
-    report = remaining(config, tree=tree, threads="auto")
-    assert report["threads"] == "auto" and report["chosen"]["sweeps"]["semeval"] == 1
-    assert set(report["chosen"]) == {"sweeps", "paper"} and report["chosen"]["paper"]["semeval"] == 1
-    for clauses in (80, 160):
-        warp = tree / f"results/semeval/tm_gpu_warp/n{clauses}_T15_s3.9_e5/seed0.json"
-        warp.parent.mkdir(parents=True)
-        warp.write_text(json.dumps({"hyperparameters": {"threads_per_clause": 32}, "epochs": [{}] * 5,
-                                    "timing": {"train_s_total": 1.0, "eval_s_total": 0.5, "setup": {}}}))
-    report = remaining(config, tree=tree, threads="auto")
-    assert report["chosen"]["sweeps"]["semeval"] == 32 and report["chosen"]["paper"]["semeval"] == 1
-    sweeps = {r["experiment"]: r for r in report["steps"]["sweeps"]}
-    # the warp build's points: its two recorded ones are done; tm_gpu's point at 20 clauses is another build's
-    assert sweeps["semeval"]["missing"] == len(config["sweeps"]["semeval"]["clauses"]) - 2
-    assert render(report).startswith("Missing GPU runs of the campaign's training steps, threads per clause as "
-                                     "the steps would choose them (sweeps: semeval 32,")
-    assert "(tm_gpu_warp)" in render(remaining(config, tree=tree, threads=32))
-
-
-def test_remaining_estimates_with_the_gpu_benchmarked_last(tmp_path):
-    from asynctm.campaign.remaining import newest_bench_gpu
-
-    results = tmp_path / "benchmarks/results"
-    (results / "campaign").mkdir(parents=True)
-
-    def bench(name, gpu, **fields):
-        (results / f"{name}.json").write_text(json.dumps({"name": name, "gpu": {"name": gpu}, "date_utc": "2026-11-26",
-                                                          "settings": [], **fields}))
-
-    # two records of one day without a time: the name decides, whatever came first
-    bench("gpu_nvidia_h200_6fbaac5", "NVIDIA H200")
-    bench("gpu_nvidia_h100_80gb_hbm3_aaf9477", "NVIDIA H100 80GB HBM3")
-    assert newest_bench_gpu(tmp_path) == "NVIDIA H200"
-    # the bench steps' manifests say when each was made
-    for stamp, name in (("20261126T002703Z", "gpu_nvidia_h200_6fbaac5"),
-                        ("20261126T114258Z", "gpu_nvidia_h100_80gb_hbm3_aaf9477")):
-        (results / "campaign" / f"bench_x_{stamp}.json").write_text(json.dumps(
-            {"started_utc": stamp, "done": [f"benchmarks/results/{name}.json"]}))
-    assert newest_bench_gpu(tmp_path) == "NVIDIA H100 80GB HBM3"
-    # a record's own time comes first
-    bench("gpu_nvidia_h200_1234567", "NVIDIA H200", started_utc="2026-11-26T12:00:00Z")
-    assert newest_bench_gpu(tmp_path) == "NVIDIA H200"
-
-
-def test_the_warp_build_is_benchmarked_only_where_the_gpu_tests_did_not_fail(tmp_path, capsys):
-    from asynctm.campaign import bench
-
-    step = _choice_step(tmp_path)
-    calls = []
-    step.child = lambda cmd, log_path=None: calls.append(cmd) or 0
-    steps_mod.step_bench(step)  # no GPU tests of this commit here: every build
-    _lease_evidence(tmp_path, [], tests_rc=1)
-    steps_mod.step_bench(step)  # they failed: a warp build that hangs would take the whole budget
-    assert "--without" not in calls[0]
-    assert calls[1][calls[1].index("--without") + 1].startswith("tm_gpu_warp=the GPU tests of this code")
-    step.close()
-    with pytest.raises(SystemExit):
-        bench.main(["--campaign-dir", str(tmp_path), "--out-dir", str(tmp_path), "--name", "x", "--without", "tm_gpu"])
-    assert "our one-thread build is the benchmark's reference" in capsys.readouterr().err
 
 
 def test_gpu_test_processes_reports_are_merged(tmp_path):
@@ -681,66 +453,6 @@ def test_gpu_test_processes_reports_are_merged(tmp_path):
             "==== 1 failed, 2 passed, 1 skipped in 0.50s ====\n==== pytest process part1 ====\n.E\n"
             "1 passed, 1 error in 0.20s\n")
     assert steps_mod._pytest_counts(text) == {"failed": 1, "passed": 3, "skipped": 1, "errors": 1}
-
-
-def _junit_case(name, outcome="", learning=False, scores=None):
-    props = ('<property name="learning" value="1"/>' if learning else "") + (
-        f'<property name="scores" value="{html.escape(json.dumps(scores))}"/>' if scores else "")
-    props = f"<properties>{props}</properties>" if props else ""
-    body = {"": "",
-            "assertion": '<failure message="AssertionError: [0.9605, 0.824, 0.869]&#10;assert 0.869 &gt;= 0.9"/>',
-            "failure": '<failure message="TypeError: fit() got an unexpected keyword"/>', "error": "<error/>"}[outcome]
-    return f'<testcase classname="tests.test_estimators" name="{name}">{props}{body}</testcase>'
-
-
-def test_a_missed_learning_bar_alone_still_vouches_for_the_gpu_builds(tmp_path, monkeypatch, capsys):
-    from asynctm.campaign.choice import failed_gpu_tests, gpu_tests_verdict, tests_sound
-
-    step = _choice_step(tmp_path)
-    step.env = {"PYCUDA_CACHE_DIR": str(tmp_path / "cache")}
-    monkeypatch.setattr(steps_mod, "collect_gpu_tests", lambda step, select=None: (["t.py::a", "t.py::b"], []))
-    monkeypatch.setattr(os, "cpu_count", lambda: 16)
-    suites = {0: _junit_case("test_noisy_xor_learns[cuda]", "assertion", learning=True,
-                             scores={"ours": [0.9605, 0.824, 0.869]}) + _junit_case("test_a"),
-              1: _junit_case("test_exact[cuda]")}
-
-    def children(jobs):
-        for i, (cmd, log, _env) in enumerate(jobs):
-            log.write_text("1 failed, 1 passed in 0.1s\n" if i == 0 else "1 passed in 0.1s\n")
-            xml = Path(next(a for a in cmd if a.startswith("--junitxml=")).split("=", 1)[1])
-            xml.write_text(f'<testsuite name="pytest" tests="2" failures="{1 - i}">{suites[i]}</testsuite>')
-        return [1, 0]
-
-    step.children = children
-    steps_mod.step_gpu_tests(step)
-    result = step.manifest["pytest"]
-    assert result["returncode"] == 1 and tests_sound(result)
-    assert result["failed"] == [{"test": "tests.test_estimators::test_noisy_xor_learns[cuda]", "kind": "assertion",
-                                 "learning": True, "message": "AssertionError: [0.9605, 0.824, 0.869]"}]
-    assert result["scores"] == {"tests.test_estimators::test_noisy_xor_learns[cuda]": {"ours": [0.9605, 0.824, 0.869]}}
-    assert "test_noisy_xor_learns[cuda]: ours 0.884 (0.961, 0.824, 0.869)" in capsys.readouterr().out
-    step.close()
-    man = tmp_path / "work/gpu_tests/benchmarks/results/campaign/gpu_tests_nvidia_h200_20270101T000000Z.json"
-    man.parent.mkdir(parents=True)
-    man.write_text(json.dumps({"source": {"commit": "c" * 40}, "pytest": result}))
-    bench = _choice_step(tmp_path)
-    assert gpu_tests_verdict(bench) is True
-    assert failed_gpu_tests(bench, sound=True) == ["tests.test_estimators::test_noisy_xor_learns[cuda]"]
-    assert failed_gpu_tests(bench, sound=False) == []
-    calls = []
-    bench.child = lambda cmd, log_path=None: calls.append(cmd) or 0
-    steps_mod.step_bench(bench)
-    assert "--without" not in calls[0]  # both builds are benchmarked
-    bench.close()
-    # Anything else that failed, broke or crashed still counts against them.
-    learning_fail = {"test": "t::a", "kind": "assertion", "learning": True}
-    for result in ({"returncode": 1,
-                    "failed": [learning_fail, {"test": "t::b", "kind": "assertion", "learning": False}]},
-                   {"returncode": 1, "failed": [{**learning_fail, "kind": "error"}]},
-                   {"returncode": 1, "failed": [{**learning_fail, "kind": "failure"}]},  # an exception, no bar
-                   {"returncode": -11, "failed": [learning_fail]}, {"returncode": 1, "failed": []},
-                   {"returncode": 1}, {"returncode": None, "failed": [learning_fail]}):
-        assert not tests_sound(result), result
 
 
 def test_learning_bars_say_so_in_the_junit_xml(tmp_path, repo_root):
@@ -767,7 +479,7 @@ def test_learning_bars_say_so_in_the_junit_xml(tmp_path, repo_root):
 
 
 def test_a_crashed_gpu_test_process_fails_the_step(tmp_path, monkeypatch):
-    step = _choice_step(tmp_path)
+    step = _paper_step(tmp_path)
     step.env = {"PYCUDA_CACHE_DIR": str(tmp_path / "cache")}
     monkeypatch.setattr(steps_mod, "collect_gpu_tests", lambda step, select=None: (["t.py::a", "t.py::b"], []))
     monkeypatch.setattr(os, "cpu_count", lambda: 16)  # two tests: two processes, whatever this machine has
@@ -861,16 +573,14 @@ def _fake_run(rel_out: Path, epochs_done: int, n_epochs: int, record: bool):
 
 def test_a_run_longer_than_the_call_pauses_and_the_next_call_on_the_machine_resumes_it(tmp_path, monkeypatch):
     tree = tmp_path / "tree"
-    sweep = tree / "results/semeval/tm_gpu/n40_T15_s3.9_e5/seed0.json"  # 3.5 s per epoch: 350 s for 100 epochs
-    sweep.parent.mkdir(parents=True)
-    sweep.write_text(json.dumps({"epochs": [{}] * 2, "timing": {"train_s_total": 6.0, "eval_s_total": 1.0,
-                                                                  "setup": {}}}))
-    run = [("semeval", "n40_T15_s3.9_e100", 0)]
+    _gpu_record(tree, "semeval", "tm_gpu", "n40_T15_s3.9_e5", 3.5, overhead_s=0.0)  # 350 s for 100 epochs
+    run = [("semeval", "tm_gpu", "n40_T15_s3.9_e100", 0)]
     rel = "results/semeval/tm_gpu/n40_T15_s3.9_e100/seed0.json"
     # Without a next call, the run does not fit.
     step = _paper_step(tmp_path, budget=100)
     steps_mod._tm_runs(step, run)
-    assert "would not fit: about 350 s needed, 100 s left" in step.manifest["skipped"][0]["reason"]
+    reason = step.manifest["skipped"][0]["reason"]
+    assert "would not fit: about 350 s needed (the pipeline's estimate), 100 s left" in reason
     step.close()
     # With 300 s more in the next call, it starts, with --stop-at before the step's end, and pauses.
     seen = []
@@ -900,63 +610,11 @@ def test_a_run_longer_than_the_call_pauses_and_the_next_call_on_the_machine_resu
         names = tar.getnames()
     assert rel in names and rel.replace(".json", ".log") in names and not any("checkpoint" in n for n in names)
     step.close()
-    # A later lease (a bare machine) estimates the whole run from the pause: 100 epochs of 1.5 s.
-    shutil.copytree(tmp_path / "work/benchmarks", tree / "benchmarks", dirs_exist_ok=True)
-    sweep.unlink()
-    shutil.rmtree(tmp_path / "work")
-    step = _paper_step(tmp_path, budget=300)
-    from asynctm.campaign.choice import ESTIMATE_MARGIN, RUN_OVERHEAD_S
-
-    assert steps_mod.estimate_s(step, "semeval", "n40_T15_s3.9_e100") == pytest.approx(
-        ESTIMATE_MARGIN * (RUN_OVERHEAD_S + 150))
-    step.close()
-
-
-def test_a_training_step_without_threads_per_clause_keeps_the_build_of_the_recorded_seeds(tmp_path, monkeypatch):
-    """Called without --threads-per-clause (again after unpack, say), the paper step keeps an experiment on the
-    build its recorded seeds are in: a seed recorded there is not trained again, the missing ones join it; an
-    experiment with nothing recorded gets the default (one thread); a number names every experiment's build."""
-    step = _paper_step(tmp_path, budget=300)
-    apple, sem = (plan.main_params(step.config, n, "tm_gpu") for n in ("wsd_apple", "semeval"))
-    recorded = tmp_path / "tree" / steps_mod.record_path(step.config, ("wsd_apple", apple, 0), "tm_gpu_warp")
-    recorded.parent.mkdir(parents=True)
-    recorded.write_text("{}")
-    trained = []
-
-    def child(cmd, log_path=None):
-        out = Path(cmd[cmd.index("--out") + 1])
-        trained.append(out.relative_to(tmp_path / "work").as_posix())
-        return _fake_run(out, 2, 2, record=True)
-
-    monkeypatch.setattr(step, "child", child)
-    runs = [("wsd_apple", apple, 0), ("wsd_apple", apple, 1), ("semeval", sem, 0)]
-    steps_mod._tm_runs(step, runs)
-    assert trained == [steps_mod.record_path(step.config, ("wsd_apple", apple, 1), "tm_gpu_warp"),
-                       steps_mod.record_path(step.config, ("semeval", sem, 0), "tm_gpu")]
-    chosen = step.manifest["threads_per_clause"]
-    assert chosen["wsd_apple"] == {"threads": 32, "reason": "as its recorded seeds of the main setting"}
-    assert chosen["semeval"]["threads"] == 1 and "the default" in chosen["semeval"]["reason"]
-    step.close()
-    # the next call on this machine: everything is recorded, in the tree or the work folder, for its build
-    again = _paper_step(tmp_path, budget=300)
-    monkeypatch.setattr(again, "child", child)
-    steps_mod._tm_runs(again, runs)
-    assert len(trained) == 2 and again.manifest["done"] == []
-    again.close()
-    # --threads-per-clause 1 names the build: tm_gpu's seeds of WSD apple are trained, the warp's kept apart
-    named = _paper_step(tmp_path, budget=300)
-    named.default_threads, named.named_threads = 1, True
-    monkeypatch.setattr(named, "child", child)
-    steps_mod._tm_runs(named, runs[:2])
-    assert trained[2:] == [steps_mod.record_path(named.config, ("wsd_apple", apple, s), "tm_gpu") for s in (0, 1)]
-    named.close()
-
 
 def test_an_ablation_variant_sets_its_runs_threads_per_clause(tmp_path, monkeypatch):
-    """A ``_warp`` variant trains with a warp per clause and the others with one thread, whatever the
-    experiment's threads in the step; its estimate, pause entry and kill record are of those threads."""
+    """A ``_warp`` variant trains with a warp per clause and the others with one thread; both are tm_gpu's
+    records under results/ablation/."""
     step = _paper_step(tmp_path, budget=300)
-    step.threads = {"bike_sharing": 1}  # the experiment's threads in this step (tm_gpu): not the variants'
     seen = []
 
     def child(cmd, log_path=None):
@@ -965,227 +623,37 @@ def test_an_ablation_variant_sets_its_runs_threads_per_clause(tmp_path, monkeypa
 
     monkeypatch.setattr(step, "child", child)
     params = "n1280_T1280_s1.5_e100"
-    steps_mod._tm_runs(step, [("bike_sharing", params, 0, "sync_linear_warp"),
-                              ("bike_sharing", params, 0, "async_linear")])
+    steps_mod._tm_runs(step, [("bike_sharing", "tm_gpu", params, 0, "sync_linear_warp"),
+                              ("bike_sharing", "tm_gpu", params, 0, "async_linear")])
     assert [h.get("threads_per_clause") for h in seen] == [32, None]
     assert seen[0]["tally"] == "sync"
-    assert [e["threads_per_clause"] for e in step.manifest["paused"]] == [32, 1]
-    warp_rel = "results/ablation/bike_sharing/tm_gpu/n1280_T1280_s1.5_e100/sync_linear_warp/seed0.json"
-    assert steps_mod._rel_threads(step, warp_rel) == 32
-    # a paper run's record: its implementation's threads, whatever the step's
-    step.threads = {"bike_sharing": 32}
-    assert steps_mod._rel_threads(step, "results/bike_sharing/tm_gpu/n1280_T1280_s1.5_e100/seed0.json") == 1
-    assert steps_mod._rel_threads(step, "results/bike_sharing/tm_gpu_warp/n1280_T1280_s1.5_e100/seed0.json") == 32
-    # a record of the setting with a warp (tm_gpu_warp's) estimates the warp variant's runs, and only theirs
-    rec = tmp_path / "tree/results/bike_sharing/tm_gpu_warp/n1280_T1280_s1.5_e5/seed0.json"
-    rec.parent.mkdir(parents=True)
-    rec.write_text(json.dumps({"hyperparameters": {"threads_per_clause": 32}, "epochs": [{}] * 5,
-                               "timing": {"train_s_total": 0.1, "eval_s_total": 0.05, "setup": {"compile_s": 1.0}}}))
-    assert steps_mod.estimate_s(step, "bike_sharing", params, 32) == pytest.approx(0.03 * 100 + 1.0)
-    assert steps_mod.estimate_s(step, "bike_sharing", params, 1) is None
+    assert [e["run"] for e in step.manifest["paused"]] == [
+        f"results/ablation/bike_sharing/tm_gpu/{params}/{v}/seed0.json" for v in ("sync_linear_warp", "async_linear")]
     step.close()
 
-
-def test_evidence_of_another_commit_with_the_same_kernels_and_backends_counts(tmp_path):
-    from asynctm.campaign.choice import choose_threads
-    from asynctm.provenance import code_digests
-
-    step = _choice_step(tmp_path)
-    settings = [_bench_setting("semeval", "classification", (15.7, 87.7), (0.6, 87.0), (55.0, 88.8))]
-    _lease_evidence(tmp_path, settings, commit="d" * 40)
-    assert "no GPU tests or benchmark" in choose_threads(step, ["semeval"], False)["semeval"]["reason"]
-    for path in (tmp_path / "work").rglob("*.json"):  # the same code, file for file
-        path.write_text(json.dumps({**json.loads(path.read_text()), "code": code_digests()}))
-    assert choose_threads(step, ["semeval"], False)["semeval"]["threads"] == 32
-    for path in (tmp_path / "work").rglob("*.json"):  # other kernels
-        rec = json.loads(path.read_text())
-        path.write_text(json.dumps({**rec, "code": {**rec["code"], "kernels/tm.cu": "0" * 64}}))
-    assert "no GPU tests or benchmark" in choose_threads(step, ["semeval"], False)["semeval"]["reason"]
-    step.close()
-
-
-def test_a_lease_of_tested_and_benchmarked_code_trains_in_both_calls(tmp_path):
-    from asynctm.campaign import TRAINING_CALLS
-    from asynctm.campaign.__main__ import commands
-    from asynctm.provenance import code_digests
-
-    def calls(tree):
-        lines = []
-        commands(say=lines.append, tree=tree)
-        return [ln for ln in lines if "asynctm.campaign step" in ln and not ln.startswith("#")], lines
-
-    first, _ = calls(tmp_path)
-    assert "step gpu_tests" in first[0] and "step bench" in first[0]
-    man = tmp_path / "benchmarks/results/campaign/gpu_tests_nvidia_h100_20270101T000000Z.json"
-    man.parent.mkdir(parents=True)
-    man.write_text(json.dumps({"code": code_digests(), "pytest": {"returncode": 0}}))
-    bench = tmp_path / "benchmarks/results/gpu_nvidia_h100_abcdef0.json"
-    bench.write_text(json.dumps({"code": code_digests(), "settings": [
-        _bench_setting("semeval", "classification", (15.7, 87.7), (0.6, 87.0))]}))
-    training, lines = calls(tmp_path)
-    assert not any("gpu_tests" in c or "step bench" in c for c in training)
-    assert "passed the GPU tests and was benchmarked" in "\n".join(lines)
-    # the paper step opens the second call too: in the first it may start a run that continues there
-    assert "step paper --until $END --later 270 --threads-per-clause auto" in training[0]
-    assert "--later" not in training[1] and "step sweeps --budget 150" in training[0]
-    assert "step ablation --budget 45" in training[0]  # the ablation's turn even where no extra call comes
-    assert sum(seconds for seconds, _ in TRAINING_CALLS) <= 900 - 120
-    from asynctm.campaign import DEVICE_CALLS
-
-    # each step returns its tarball and its log: at most 8 files come back from one call
-    assert all(2 * len({name for name, _ in steps}) <= 8 for _, steps in DEVICE_CALLS + TRAINING_CALLS)
-    # what the steps before it leave goes to the ablation, in each training call
-    assert all(steps[-1] == ("ablation", None) for _, steps in TRAINING_CALLS)
-    man.write_text(json.dumps({"code": code_digests(), "pytest": {"returncode": 1}}))  # the tests failed
-    again, lines = calls(tmp_path)
-    assert "step gpu_tests" in again[0] and "see benchmarks/results/campaign/gpu_tests_*.txt" in "\n".join(lines)
-    broken = {"test": "tests.test_kernel_exactness::test_x[cuda]", "kind": "assertion", "learning": False}
-    man.write_text(json.dumps({"code": code_digests(), "pytest": {"returncode": 1, "failed": [broken]}}))
-    again, lines = calls(tmp_path)
-    assert "did not pass: tests.test_kernel_exactness::test_x[cuda])" in "\n".join(lines)
-    man.write_text(json.dumps({"code": code_digests(), "pytest": {"returncode": 1, "failed": [
-        {**broken, "learning": True}]}}))  # only a learning bar: the tests vouch for the builds
-    training, _ = calls(tmp_path)
-    assert not any("gpu_tests" in c for c in training)
-
-
-def test_the_goal_seeds_budget_holds_one_seed_of_every_goal_setting_on_the_h100():
-    """A goal seed starts only where its estimate fits the step's time less its end margin: the budget must hold
-    the costliest setting's seed (SemEval), as the H100 benchmarks here estimate it, or that goal never completes."""
-    from asynctm.campaign import TRAINING_CALLS
-    from asynctm.campaign.bench import GOAL_SETTINGS
-    from asynctm.campaign.goals import seed_cost_s
-
-    budget = dict(TRAINING_CALLS[0][1])["goal_seeds"]
-    start = 5.0  # the step's install and GPU probe before its first seed
-    costs = {s: seed_cost_s([REPO / "benchmarks/results"], s, "NVIDIA H100 80GB HBM3") for s in GOAL_SETTINGS}
-    assert all(c is not None for c in costs.values()), costs
-    assert max(costs.values()) + steps_mod.BENCH_END_MARGIN_S + start <= budget, costs
-
-
-def test_the_readme_shows_the_calls_that_commands_prints():
-    from asynctm.campaign import DEVICE_CALLS, EXTRA_CALL, TRAINING_CALLS
-    from asynctm.campaign.lease import call_commands, device_command
+def test_the_docs_show_the_calls_that_commands_prints():
+    from asynctm.campaign.__main__ import call_commands, load_calls
 
     page = REPO / "docs" / "gpu-and-clusters.md"
     shown = [ln for ln in page.read_text().splitlines() if ln.startswith("export PYTHONPATH=src;")]
-    assert shown == [command for calls in (DEVICE_CALLS, TRAINING_CALLS) for _, command in call_commands(calls)] + [
-        device_command("N", EXTRA_CALL, None, None)]
+    lease, calls = load_calls()
+    assert shown == [command for _, command in call_commands(calls, limit_s=lease["command_limit_s"])]
 
-
-def _bench_record(name, settings, code, gpu="NVIDIA H100 80GB HBM3", date="2027-01-01"):
-    return {"name": name, "date_utc": date, "gpu": {"name": gpu}, "code": code, "git": {"commit": name[-7:]},
-            "settings": settings}
-
-
-def _seed_rows(seeds, epoch, acc, peer_fails=False):
-    """A goal setting's record with per-seed rows of our one-thread build and PyTsetlinMachineCUDA."""
-    def rows(e, a):
-        return [{"seed": k, "epoch_s": [e], "eval_s": [1.0], "metrics": [{"accuracy": a + k}], "prepare_s": 2.0,
-                 "warmup_s": e, "literals_per_clause": {"mean": 10.0, "mean_nonempty": 10.0}} for k in seeds]
-    from asynctm.campaign import bench
-
-    results = {"tm_gpu": bench.aggregate(rows(epoch, acc), "accuracy")}
-    skipped = {}
-    if peer_fails:
-        skipped["pytm_cuda"] = "failed in its first epoch"
-    else:
-        results["pytm_cuda"] = bench.aggregate(rows(4 * epoch, acc), "accuracy")
-    return {"setting": "semeval", "task": "classification", "metric": "accuracy",
-            "dataset": {"n_train": 6000, "n_test": 2000, "n_features": 100},
-            "hyperparameters": {"n_clauses": 40, "T": 15, "s": 3.9}, "epochs": {"warmup": 1, "timed": 1},
-            "results": results, "skipped": skipped}
-
-
-def test_goals_pool_the_seeds_of_one_gpu_and_code(tmp_path):
-    from asynctm.campaign import goals
-    from asynctm.provenance import code_digests
-
-    code, other = code_digests(), {**code_digests(), "kernels/tm.cu": "0" * 64}
-    folder = tmp_path / "benchmarks/results"
-    folder.mkdir(parents=True)
-    recs = {"gpu_h100_aaaaaaa": _bench_record("gpu_h100_aaaaaaa", [_seed_rows([0], 1.0, 80.0)], code),
-            "gpu_h100_bbbbbbb_semeval_seed1": _bench_record("gpu_h100_bbbbbbb_semeval_seed1",
-                                                            [_seed_rows([1], 3.0, 80.0)], code, date="2027-02-01"),
-            "gpu_h100_ccccccc": _bench_record("gpu_h100_ccccccc", [_seed_rows([2], 2.0, 80.0)], other)}
-    for name, rec in recs.items():
-        (folder / f"{name}.json").write_text(json.dumps(rec))
-    assert goals.seeds_done([folder], "NVIDIA H100 80GB HBM3", code) == {"semeval": {0, 1}}
-    assert goals.seeds_done([folder], "NVIDIA H200", code) == {}
-    # one more seed: per earlier seed both implementations' preparation, warm-up, epochs and evaluations
-    per_seed = [(2 + 1 + 1 + 1) + (2 + 4 + 4 + 1), (2 + 3 + 3 + 1) + (2 + 12 + 12 + 1),
-                (2 + 2 + 2 + 1) + (2 + 8 + 8 + 1)]
-    assert goals.seed_cost_s([folder], "semeval", "NVIDIA H100 80GB HBM3") == pytest.approx(
-        goals.SEED_MARGIN * (goals.SEED_OVERHEAD_S + sorted(per_seed)[1]))
-    written = goals.write(tmp_path, say=lambda m: None)
-    assert len(written) == 4  # two codes, json and md each
-    pooled = next(json.loads(p.read_text()) for p in written
-                  if p.suffix == ".json" and len(json.loads(p.read_text())["records"]) == 2)
-    sem = pooled["settings"][0]
-    assert sem["seeds"] == [0, 1] and sem["results"]["tm_gpu"]["median_epoch_s"] == 2.0
-    assert sem["results"]["tm_gpu"]["final_metric"] == 80.5 and sem["comparison"]["speedup_vs_pytm_cuda"] == 4.0
-    assert sem["comparison"]["goal"]["seeds"] == 2 and sem["comparison"]["goal"]["met"]
-    md = next(p for p in written if p.suffix == ".md" and p.stem == pooled["name"]).read_text()
-    assert "with 2 seeds of the 3 it asks for" in md and "pooled from 2 benchmark record(s)" in md
-    # PyTsetlinMachineCUDA failed on a seed: measuring it again would not help, the seed counts as done
-    (folder / "gpu_h100_ddddddd.json").write_text(json.dumps(_bench_record(
-        "gpu_h100_ddddddd", [_seed_rows([2], 1.0, 80.0, peer_fails=True)], code)))
-    assert goals.seeds_done([folder], "NVIDIA H100 80GB HBM3", code) == {"semeval": {0, 1, 2}}
-
-
-def test_goal_seeds_measures_the_missing_seeds_that_fit(tmp_path, monkeypatch):
-    from asynctm.provenance import code_digests
-
-    step = _choice_step(tmp_path)
-    step.gpu = {"name": "NVIDIA H100 80GB HBM3"}
-    folder = tmp_path / "tree/benchmarks/results"
-    folder.mkdir(parents=True)
-    (folder / "gpu_h100_aaaaaaa.json").write_text(json.dumps(_bench_record(
-        "gpu_h100_aaaaaaa", [_seed_rows([0], 1.0, 80.0)], code_digests())))
-    seen = []
-    monkeypatch.setattr(step, "child", lambda cmd, log_path=None: seen.append(cmd) or 0)
-    monkeypatch.setattr(step, "remaining", lambda: 200.0)
-    steps_mod.step_goal_seeds(step)
-    # SemEval's seeds 1 and 2 (about 76 s each); WSD apple and IMDb have no record to estimate a seed from
-    assert [(c[c.index("--settings") + 1], c[c.index("--seeds") + 1]) for c in seen] == [("semeval", "1"),
-                                                                                       ("semeval", "2")]
-    assert any("imdb seed 0" == s["run"] and "no benchmark record" in s["reason"] for s in step.manifest["skipped"])
-    monkeypatch.setattr(step, "remaining", lambda: 60.0)
-    seen.clear()
-    steps_mod.step_goal_seeds(step)
-    assert not seen and any("would not fit" in s["reason"] for s in step.manifest["skipped"])
-    step.close()
-
-
-def test_the_committed_goal_summaries_are_those_of_the_committed_benchmarks():
-    from asynctm.campaign import goals
-
-    built = goals.summaries(REPO)
-    committed = sorted(p.stem for p in (REPO / "benchmarks/results").glob("goals_*.json"))
-    assert committed == sorted(built) and built
-    for name, (rec, text) in built.items():
-        assert json.loads((REPO / f"benchmarks/results/{name}.json").read_text()) == json.loads(json.dumps(rec))
-        assert (REPO / f"benchmarks/results/{name}.md").read_text() == text
-
-
-def test_every_step_command_of_both_leases_parses(tmp_path):
+def test_every_step_command_of_a_lease_parses(tmp_path):
     """The device calls' step commands, as printed, are valid command lines of the campaign (flags and values)."""
     import shlex
 
-    from asynctm.campaign import DEVICE_CALLS, EXTRA_CALL, TRAINING_CALLS
-    from asynctm.campaign.__main__ import parser
-    from asynctm.campaign.lease import call_commands, device_command
+    from asynctm.campaign.__main__ import call_commands, load_calls, parser
 
     parsed = []
-    commands = [command for calls in (DEVICE_CALLS, TRAINING_CALLS) for _, command in call_commands(calls, "c" * 40, 0)]
-    for command in commands + [device_command("N", EXTRA_CALL, "c" * 40, 0)]:
-        for part in command.split(";"):
-            words = shlex.split(part.replace("$END", "1900000000"))
-            if words[:3] == ["python3", "-m", "asynctm.campaign"]:
-                parsed.append(parser().parse_args(words[3:]))
-    assert [a.name for a in parsed] == ["gpu_tests", "bench", "sweeps", "paper", "goal_seeds", "ablation", "sweeps",
-                                        "paper", "ablation", "paper", "sweeps", "ablation", "ablation", "paper",
-                                        "sweeps", "ablation"]
+    for path in (None, _calls(tmp_path, [{"seconds": 400, "steps": ["sweeps 150 --impl tm_gpu_warp", "paper"]},
+                                         {"seconds": 300, "steps": ["paper --select wsd_apple", "ablation"]}])):
+        for _, command in call_commands(load_calls(path)[1], "c" * 40, 0):
+            for part in command.split(";"):
+                words = shlex.split(part.replace("$END", "1900000000"))
+                if words[:3] == ["python3", "-m", "asynctm.campaign"]:
+                    parsed.append(parser().parse_args(words[3:]))
+    assert [a.name for a in parsed] == ["gpu_tests", "bench", "sweeps", "paper", "sweeps", "paper", "paper", "ablation"]
     assert all(a.until == 1900000000 for a in parsed)
-    assert [a.later for a in parsed if a.name == "paper"] == [0.0, 270.0, 0.0, 0.0]
-    assert {a.threads_per_clause for a in parsed if a.name in ("sweeps", "paper")} == {"auto"}
+    assert [(a.later, a.impl, a.select) for a in parsed[-4:-1]] == [(0.0, "tm_gpu_warp", None), (300.0, None, None),
+                                                                    (0.0, None, "wsd_apple")]

@@ -1,12 +1,10 @@
 """Command line of the GPU campaign (see :mod:`asynctm.campaign` and docs/gpu-and-clusters.md).
 
     python -m asynctm.campaign stage [--config KEY=VALUE ...] [--wheels DIR] [--sdist FILE] [--dest DIR]
-    python -m asynctm.campaign commands            # the device-tool calls to make, in order
+    python -m asynctm.campaign commands [--calls FILE]   # the device-tool calls to make, in order
     python3 -m asynctm.campaign step NAME [--budget S] [--until T] [--later S] [--out DIR] [--no-install]
-                                     [--select TEXT] [--threads-per-clause K|auto]               # on the GPU
+                                     [--select TEXT] [--impl tm_gpu|tm_gpu_warp]               # on the GPU
     python -m asynctm.campaign unpack FOLDER [--into TREE] [--overwrite]
-    python -m asynctm.campaign remaining [--gpu NAME] [--threads-per-clause K] [--config KEY=VALUE ...]
-    python -m asynctm.campaign goals               # the benchmark's comparisons, seeds pooled per GPU and code
 
 Errors are printed as one line naming the problem; the exit status is then 1.
 """
@@ -19,56 +17,96 @@ import sys
 from pathlib import Path
 
 from ..provenance import REPO as REPO_ROOT
-from . import EXTRA_CALL, EXTRA_CALL_MARGIN_S, EXTRA_CALL_MIN_LEFT_S, STAGE_DIR
-from .lease import call_commands, device_command, lease_calls
+from . import CALLS_FILE, STAGE_DIR
 
-# The device tool's fixed arguments: the staged folder travels as a carried path; one command may run 600 s.
+# The device tool's fixed arguments: the staged folder travels as a carried path.
 DEVICE_CALL = 'kind="nvidia-h100-x1" (or "nvidia-h200"), carry=["' + STAGE_DIR + '"]'
+PACK_S = 30  # per step of a call: the last step's children are killed at the call's end, then it packs
 
 
-def commands(say=print, tree: Path | None = None) -> None:
+class CallsError(ValueError):
+    """The calls file is not a list of calls that fit a lease."""
+
+
+def load_calls(path: Path | None = None) -> tuple[dict, list[tuple[int, list[str]]]]:
+    """The lease settings and its calls, ``(seconds, ["STEP [SECONDS] [OPTIONS]", ...])``, of :data:`CALLS_FILE`,
+    checked: known steps, every call within the command limit, all of them within the lease."""
+    import yaml
+
+    from .steps import STEPS
+
+    path = Path(path) if path else REPO_ROOT / CALLS_FILE
+    fix = f"edit {path}"
+    try:
+        doc = yaml.safe_load(path.read_text())
+        lease = {k: int(doc[k]) for k in ("lease_s", "start_s", "command_limit_s")}
+        calls = [(int(c["seconds"]), [str(s) for s in c["steps"]]) for c in doc["calls"]]
+    except (OSError, yaml.YAMLError, KeyError, TypeError, ValueError) as exc:
+        raise CallsError(f"{path} is not a calls list (lease_s, start_s, command_limit_s, calls: [{{seconds, steps}}])"
+                         f": {type(exc).__name__}: {exc}; {fix}") from None
+    for seconds, steps in calls:
+        unknown = [s.split()[0] for s in steps if not s.split() or s.split()[0] not in STEPS]
+        if unknown or not steps:
+            raise CallsError(f"{path}: a call has no steps or unknown ones ({', '.join(unknown)}); the steps are "
+                             f"{', '.join(STEPS)}; {fix}")
+        if seconds + PACK_S * len(steps) > lease["command_limit_s"]:
+            raise CallsError(f"{path}: a call of {seconds} s with {len(steps)} steps runs past the command limit "
+                             f"({lease['command_limit_s']} s with {PACK_S} s per step to pack); {fix}")
+    if lease["start_s"] + sum(s for s, _ in calls) > lease["lease_s"]:
+        raise CallsError(f"{path}: the calls take {sum(s for s, _ in calls)} s and the start {lease['start_s']} s, "
+                         f"more than the lease's {lease['lease_s']} s; {fix}")
+    return lease, calls
+
+
+def device_command(seconds: int, steps: list[str], commit: str | None, dirty: int | None, later: int = 0) -> str:
+    """One device call: its steps, sharing its end; ``later``: seconds its last step gets in the next call."""
+    env = f" ASYNCTM_SOURCE_COMMIT={commit} ASYNCTM_SOURCE_DIRTY={dirty}" if commit else ""
+    out = []
+    for i, entry in enumerate(steps):
+        name, *rest = entry.split()
+        budget = rest.pop(0) if rest and rest[0].isdigit() else None
+        out.append(f"python3 -m asynctm.campaign step {name}" + (f" --budget {budget}" if budget else "")
+                   + " --until $END" + (f" --later {later}" if later and i == len(steps) - 1 else "")
+                   + "".join(f" {r}" for r in rest))
+    return f"export PYTHONPATH=src{env}; END=$(( $(date +%s) + {seconds} )); " + "; ".join(out)
+
+
+def call_commands(calls, commit: str | None = None, dirty: int | None = None,
+                  limit_s: int = 600) -> list[tuple[int, str]]:
+    """``(timeout_s, command)`` of each device call. A call's last step that opens the next call too gets
+    ``--later`` with that call's seconds: it may start runs that continue there."""
+    out = []
+    for i, (seconds, steps) in enumerate(calls):
+        nxt = calls[i + 1] if i + 1 < len(calls) else None
+        later = nxt[0] if nxt and nxt[1][0].split()[0] == steps[-1].split()[0] else 0
+        out.append((min(seconds + PACK_S * len(steps), limit_s), device_command(seconds, steps, commit, dirty, later)))
+    return out
+
+
+def commands(say=print, calls_file: Path | None = None) -> None:
     from ..provenance import git_info
 
     git = git_info()
-    calls_of_lease, why = lease_calls(tree or REPO_ROOT)
+    lease, calls = load_calls(calls_file)
     say("# 1. here: commit, then stage (the records name the commit; the staged folder must be current)")
     say("python -m asynctm.campaign stage --config data_dir=data")
-    say(f"# 2. the device tool's run, once per line below, with {DEVICE_CALL}; the second call at once after")
-    say("#    the first (the machine goes back after 30 s idle); then here, for each reply:")
+    say(f"# 2. the device tool's run, once per line below, with {DEVICE_CALL}; each call at once after the one")
+    say("#    before (the machine goes back when idle); then here, for each reply:")
     say("#    python -m asynctm.campaign unpack <files_at of that reply>")
     say("#    (a step that stopped at its budget is continued by calling it again: recorded runs are skipped)")
-    say("#    The sweeps and paper steps take one thread or a warp per clause per experiment from the GPU tests")
-    say("#    and benchmark of this code: the first call's, or an earlier lease's unpacked here (--threads-per-clause")
-    say("#    auto; their log and records say which). If the machine went back between the calls, unpack the first")
-    say("#    reply before the second: its results then travel with the checkout (a paused run starts again).")
-    say(f"# The lease's calls: {why}.")
-    for i, (timeout, command) in enumerate(call_commands(calls_of_lease, git["commit"],
-                                                         git["tracked_files_modified"]), 1):
+    say(f"# The lease's calls ({calls_file or CALLS_FILE}):")
+    for i, (timeout, command) in enumerate(call_commands(calls, git["commit"], git["tracked_files_modified"],
+                                                         lease["command_limit_s"]), 1):
         say(f"# call {i}: timeout_s={timeout}")
         say(command)
-    say(f"# then, only where the last reply's lease.budget_left_s (B) is at least {EXTRA_CALL_MIN_LEFT_S}: one more "
-        f"call at once, with N = B - {EXTRA_CALL_MARGIN_S} and timeout_s = N + 30, then the device tool's give_back")
-    say(device_command("N", EXTRA_CALL, git["commit"], git["tracked_files_modified"]))
     say("# 3. here: snakemake --cores all tables figures --config run_missing=false; commit results/, "
         "benchmarks/results/, paper_tables/ and figures/")
 
 
-def _threads(text: str) -> int | str:
-    """``--threads-per-clause``: 1 (tm_gpu, the paper's design), 32 (tm_gpu_warp, a warp per clause) or auto."""
-    from ..experiments import plan
-
-    if text == "auto":
-        return text
-    builds = {str(k): k for k in plan.GPU_THREADS_PER_CLAUSE.values()}
-    if text not in builds:
-        raise argparse.ArgumentTypeError(
-            "the threads per clause of a GPU build: " + ", ".join(
-                f"{k} ({impl})" for impl, k in plan.GPU_THREADS_PER_CLAUSE.items()) + f" or auto, not {text!r}")
-    return builds[text]
-
-
 def parser() -> argparse.ArgumentParser:
     """The command line's parser (the device calls' step commands are parsed by it in the tests)."""
+    from ..experiments.plan import GPU_IMPLS
+
     ap = argparse.ArgumentParser(prog="python -m asynctm.campaign", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("stage", help="stage wheels, sdist and datasets into one folder that travels")
@@ -81,7 +119,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--no-cpu-peers", action="store_true",
                    help="do not build pyTsetlinMachine's wheels for the GPU machine (the host_peers step then skips "
                         "it)")
-    sub.add_parser("commands", help="print the device-tool commands, in order")
+    p = sub.add_parser("commands", help="print the device-tool commands, in order")
+    p.add_argument("--calls", default=None, help=f"the calls of a lease (default {CALLS_FILE})")
     p = sub.add_parser("step", help="run one step on the GPU machine")
     p.add_argument("name")
     p.add_argument("--budget", type=float, default=None, help="seconds for the whole step (default 480; with "
@@ -90,35 +129,23 @@ def parser() -> argparse.ArgumentParser:
                    help="UNIX time at which the step ends if its budget has not ended it before (the device call's "
                         "end, shared by its steps)")
     p.add_argument("--later", type=float, default=0.0, metavar="S",
-                   help="sweeps, paper: seconds this step gets in the lease's next call on this machine; a run that "
-                        "needs more than this call has left starts where both together fit, pauses at this call's "
-                        "end and resumes in the next")
+                   help="sweeps, paper, ablation: seconds this step gets in the lease's next call on this machine; a "
+                        "run that needs more than this call has left starts where both together fit, pauses at "
+                        "this call's end and resumes in the next")
     p.add_argument("--out", default=None, help="where the tarball and log go (default $OUT, else campaign-out/)")
     p.add_argument("--campaign-dir", default=None, help=f"the staged folder (default {STAGE_DIR}/)")
     p.add_argument("--work-dir", default=None, help="scratch folder (default /tmp/asynctm-campaign/<step>)")
     p.add_argument("--no-install", action="store_true", help="PyCUDA is importable already: skip pip")
     p.add_argument("--tree", default=None, help="the checkout whose records count as done (default: this one)")
     p.add_argument("--select", default=None,
-                   help="gpu_tests: a pytest -k expression; bench, sweeps, paper: comma-separated experiments")
-    p.add_argument("--threads-per-clause", type=_threads, default=None,
-                   help="sweeps, paper: the GPU runs' build by its threads per clause, 1 (tm_gpu, the paper's "
-                        "design) or 32 (tm_gpu_warp), or auto: per experiment from this commit's GPU tests and "
-                        "benchmark; without it, each experiment's recorded build, else 1")
+                   help="gpu_tests: a pytest -k expression; bench, sweeps, paper, ablation: comma-separated "
+                        "experiments")
+    p.add_argument("--impl", choices=GPU_IMPLS, default=None,
+                   help="sweeps, paper: only this GPU implementation (default: every one the config lists)")
     p = sub.add_parser("unpack", help="put the returned tarballs into results/ and benchmarks/results/")
     p.add_argument("folder")
     p.add_argument("--into", default=None, help="the tree to unpack into (default: this checkout)")
     p.add_argument("--overwrite", action="store_true", help="replace existing files that differ")
-    p = sub.add_parser("remaining", help="the GPU runs without a record, and their estimated device time")
-    p.add_argument("--config", nargs="*", default=[], metavar="KEY=VALUE", help="overrides of config/config.yaml")
-    p.add_argument("--configfile", default=None)
-    p.add_argument("--gpu", default=None, help="the GPU whose benchmark estimates runs without a record (default: "
-                   "that of the newest GPU benchmark here)")
-    p.add_argument("--threads-per-clause", type=_threads, default="auto",
-                   help="estimate the sweeps and paper runs in this build, 1 (tm_gpu) or 32 (tm_gpu_warp) threads "
-                        "per clause, or auto: as their steps would choose them from the GPU tests, benchmarks and "
-                        "records here (the default)")
-    sub.add_parser("goals", help="benchmarks/results/goals_<gpu>_<code>.{json,md}: the GPU benchmark's comparisons "
-                   "with every seed of one GPU and one code (the kernels and backends), pooled")
     return ap
 
 
@@ -136,17 +163,7 @@ def main(argv=None) -> int:
                   wheels=Path(args.wheels) if args.wheels else None, sdist=Path(args.sdist) if args.sdist else None,
                   cpu_peer_wheels=not args.no_cpu_peers)
         elif args.cmd == "commands":
-            commands()
-        elif args.cmd == "goals":
-            from .goals import write
-
-            write(REPO_ROOT)
-        elif args.cmd == "remaining":
-            from .remaining import remaining, render
-            from .stage import load_config
-
-            print(render(remaining(load_config(args.config, args.configfile), gpu=args.gpu,
-                                   threads=args.threads_per_clause)), end="")
+            commands(calls_file=Path(args.calls) if args.calls else None)
         elif args.cmd == "step":
             from .steps import DEFAULT_BUDGET_S, run_step
 
@@ -154,13 +171,13 @@ def main(argv=None) -> int:
             return run_step(args.name, campaign_dir=Path(args.campaign_dir) if args.campaign_dir else None,
                             out_dir=Path(args.out) if args.out else None, budget_s=budget, until=args.until,
                             do_install=not args.no_install, work_dir=Path(args.work_dir) if args.work_dir else None,
-                            select=args.select, tree=Path(args.tree) if args.tree else None,
-                            threads_per_clause=args.threads_per_clause, later_s=args.later)
+                            select=args.select, tree=Path(args.tree) if args.tree else None, impl=args.impl,
+                            later_s=args.later)
         else:
             from .unpack import unpack
 
             unpack(args.folder, into=args.into, overwrite=args.overwrite)
-    except (StageError, UnpackError, FileNotFoundError) as exc:
+    except (StageError, UnpackError, CallsError, FileNotFoundError) as exc:
         print(f"asynctm.campaign {args.cmd}: {exc}", file=sys.stderr)
         return 1
     return 0

@@ -1,28 +1,24 @@
-"""The GPU benchmark: our CUDA backend (``tm_gpu``) and PyTsetlinMachineCUDA on the same GPU, in one process.
+"""The GPU benchmark: our CUDA builds and PyTsetlinMachineCUDA on the same GPU, in one process.
 
     python -m asynctm.campaign.bench --campaign-dir .campaign --out-dir benchmarks/results --name NAME
 
-Ours runs twice: with one thread per clause (``tm_gpu``, the paper's design and the default) and with a warp
-of 32 threads per clause (``tm_gpu_warp``, ``gpu_threads_per_clause=32``).
-For each setting (an experiment's main setting of config/config.yaml, data from the staged processed
-folders) and seed (:data:`SEEDS`, or :data:`SEEDS_BY_SETTING`), the implementations are built with the same
-hyperparameters (:mod:`asynctm.peers`), train one warm-up epoch (kernel compilation, encoding and upload land
-there, reported apart), then :data:`TIMED_EPOCHS` timed epochs round-robin (epoch k of one, then of the
-next). An epoch is timed by the wall clock around one ``fit_epoch`` call; both libraries synchronise the
-GPU before returning (ours after the epoch, PyTsetlinMachineCUDA after every batch). The test metric is
-taken after every epoch outside the timed region (its time is kept apart, ``eval_s``, for the campaign's
-estimates of a run's length), and the literals per clause (mean number of included
-literals per clause, all clauses, and over non-empty clauses) after the last. Per setting: the median epoch
-over all seeds' timed epochs, the metric averaged over seeds after the same epochs, the speed-up
-(PyTsetlinMachineCUDA's median epoch over ours) and, for WSD apple, SemEval and IMDb, the goal
-(ours >= 2x at accuracy within 1 point). Writes ``<name>.json`` and ``<name>.md`` after every setting.
+The settings of the benchmark harness :mod:`asynctm.benchmarking` (its per-epoch loop and its pooling of seeds)
+for a GPU: ours runs as both GPU implementations, ``tm_gpu`` (one thread per clause, the paper's design) and
+``tm_gpu_warp`` (a warp of 32 threads per clause), beside PyTsetlinMachineCUDA (and our CPU build where a goal
+compares accuracies with it). For each setting (an experiment's main setting of config/config.yaml, data from the
+staged processed folders) and seed (:data:`SEEDS`, or :data:`SEEDS_BY_SETTING`), the implementations train one
+warm-up epoch (kernel compilation, encoding and upload land there, reported apart), then :data:`TIMED_EPOCHS`
+timed epochs round-robin; the test metric is taken after every epoch outside the timed region (``eval_s``), and
+the literals per clause after the last. Per setting: the median epoch over all seeds' timed epochs, the metric
+averaged over seeds, the speed-up (PyTsetlinMachineCUDA's median epoch over ours) and, for WSD apple, SemEval and
+IMDb, the goal (ours >= 2x at accuracy within 1 point). Writes ``<name>.json`` and ``<name>.md`` after every
+setting; no round starts where it would end after ``--deadline``.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import time
 from datetime import UTC, datetime
@@ -30,16 +26,13 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import benchmarking
 from ..experiments import plan
-from ..experiments.metrics import evaluate
 from ..experiments.run import dataset_summary, load_dataset
 from ..io import atomic_open, write_json_atomic
 
-# Timed epochs after the warm-up (paper scale; smoke scale: 1) and the seeds of the paper-scale benchmark. On
-# SemEval PyTsetlinMachineCUDA takes about a minute per epoch (55 s on an H200, ours with one thread per clause
-# 16 s), so 3 seeds x 6 epochs of it would take most of a 15-minute lease: one seed, 1 + 1 epochs there and on
-# IMDb, so that both goal settings fit in the first call after WSD apple (its warm-up epoch took as long as a
-# timed one: compilation is a small part of it).
+# Timed epochs after the warm-up (paper scale; smoke scale: 1) and the seeds of the paper-scale benchmark; one
+# seed and one timed epoch where PyTsetlinMachineCUDA's epochs are long, so that the benchmark fits one call.
 TIMED_EPOCHS = {"wsd_apple": 10, "semeval": 1, "imdb": 1, "bike_sharing": 10}
 SEEDS = (0, 1, 2)
 SEEDS_BY_SETTING = {"semeval": (0,), "imdb": (0,)}
@@ -48,29 +41,33 @@ GOAL_SPEEDUP = 2.0
 GOAL_POINTS = 1.0
 IMPLS = {"tm_gpu": "ours (asynctm, CUDA)", "tm_gpu_warp": "ours (asynctm, CUDA, a warp per clause)",
          "pytm_cuda": "PyTsetlinMachineCUDA", "tm_cpu": "ours (asynctm, CPU threads)"}
-# Our GPU builds: one thread per clause (the paper's design and the default) and a warp of 32 threads per clause
-# (gpu_threads_per_clause; kernels/README.md, "Threads per clause").
-OURS_GPU = {"tm_gpu": 1, "tm_gpu_warp": 32}
+OURS_GPU = dict(plan.GPU_THREADS_PER_CLAUSE)  # our GPU implementations and their threads per clause
 # Our CPU build runs beside them where the goal compares accuracies with it (WSD apple: tm_gpu within the spread
 # of tm_cpu and of PyTsetlinMachineCUDA; the GPU interleaves clause updates differently from the CPU schedule).
 CPU_SETTINGS = ("wsd_apple",)
+HYPERPARAMETERS = ("n_clauses", "T", "s", *benchmarking.TM_SETTINGS)
+
+
+def runner(impl: str, gpu_backend: str = "cuda") -> dict:
+    """The harness's runner (:func:`asynctm.benchmarking.build_peer`) of ``impl`` (``gpu_backend`` cpu: our GPU
+    builds' schedule on the CPU backend, to rehearse a step on a machine without a GPU)."""
+    if impl in OURS_GPU:
+        options = {"backend": gpu_backend, "gpu_threads_per_clause": OURS_GPU[impl]}
+        return {"label": impl, "peer": "asynctm", "options": options}
+    if impl == "tm_cpu":
+        return {"label": impl, "peer": "asynctm", "options": {"backend": "cpu"}}
+    if impl in ("pytm_indexed", "pytm_nonindexed"):
+        return {"label": impl, "peer": "pytm", "options": {"indexed": impl == "pytm_indexed"}}
+    return {"label": impl, "peer": "pytm_cuda", "options": {}}
 
 
 def _peer(impl: str, task: str, h: dict, seed: int, gpu_backend: str = "cuda"):
-    """The peer of ``impl`` with an experiment's hyperparameters ``h`` (``gpu_backend`` cpu: our GPU builds'
-    schedule on the CPU backend, to rehearse a step on a machine without a GPU)."""
-    from ..peers import make_peer
+    """The peer of ``impl`` with an experiment's hyperparameters ``h``."""
+    return benchmarking.build_peer(runner(impl, gpu_backend), task, {k: h[k] for k in HYPERPARAMETERS}, seed)
 
-    common = dict(state_bits=h["state_bits"], boost_true_positive=h["boost_true_positive"],
-                  append_negated=h["append_negated"], batch_size=h["batch_size"], seed=seed)
-    if impl in OURS_GPU:
-        return make_peer("asynctm", task, h["n_clauses"], h["T"], h["s"], backend=gpu_backend,
-                         gpu_threads_per_clause=OURS_GPU[impl], **common)
-    if impl == "tm_cpu":
-        return make_peer("asynctm", task, h["n_clauses"], h["T"], h["s"], backend="cpu", **common)
-    if impl in ("pytm_indexed", "pytm_nonindexed"):
-        return make_peer("pytm", task, h["n_clauses"], h["T"], h["s"], indexed=impl == "pytm_indexed", **common)
-    return make_peer("pytm_cuda", task, h["n_clauses"], h["T"], h["s"], **common)
+
+def _literals(peer) -> dict:
+    return {"literals_per_clause": literals_per_clause(peer)}
 
 
 def literals_per_clause(peer) -> dict:
@@ -104,116 +101,60 @@ def _main_metric(task: str) -> str:
     return "mae" if task == "regression" else "accuracy"
 
 
+def result(rows: list[dict]) -> dict:
+    """One implementation over its seeds (:func:`asynctm.benchmarking.aggregate`), with the fields this record's
+    readers take: the timed epochs every seed has, the literals per clause, and each seed's row."""
+    res = benchmarking.aggregate(rows)
+    res.setdefault("per_seed", [{k: v for k, v in r.items() if k not in ("label", "peer", "options", "metadata")}
+                                for r in rows])
+    timed = [len(r["epoch_s"]) for r in rows if r["epoch_s"]]
+    return {"median_epoch_s": None, "final_metric": None, "final_metric_std": 0.0, **res,
+            "timed_epochs": min(timed) if timed else 0,
+            "literals_per_clause": float(np.mean([r["literals_per_clause"]["mean"] for r in rows])),
+            "literals_per_nonempty_clause": float(np.mean([r["literals_per_clause"]["mean_nonempty"]
+                                                           for r in rows]))}
+
+
 def run_setting(config: dict, data_dir: Path, name: str, seeds, epochs: int, deadline: float, say=print,
-                without: dict | None = None) -> dict:
+                without: dict | None = None, gpu_backend: str = "cuda") -> dict:
     """One setting, every implementation but those in ``without`` (implementation: why it is left out)."""
     from ..peers import dense01
 
     base = plan.tm_run_settings(config, name, "tm_gpu", plan.main_params(config, name), seeds[0])
     h, task = base["hyperparameters"], ("regression" if base["task"] == "regression" else "classification")
     ds = load_dataset(data_dir, base)
+    y_dtype = np.float64 if task == "regression" else None
+    data = {"X_train": ds.X_train, "X_test": ds.X_test, "y_train": np.asarray(ds.y_train, dtype=y_dtype),
+            "y_test": np.asarray(ds.y_test, dtype=y_dtype)}
     dense = {"X_train": dense01(ds.X_train), "X_test": dense01(ds.X_test)}
-    key = _main_metric(base["task"])
     say(f"== {name}: {ds.X_train.shape[0]} train x {ds.X_train.shape[1]} features, {h['n_clauses']} clauses, "
         f"T={h['T']}, s={h['s']}; 1 warm-up + {epochs} timed epochs x seeds {list(seeds)}")
     without = dict(without or {})
-    impls = [i for i in IMPLS if (i != "tm_cpu" or name in CPU_SETTINGS) and i not in without]
-    per = {impl: [] for impl in impls}
+    runners = [runner(i, gpu_backend) for i in IMPLS if (i != "tm_cpu" or name in CPU_SETTINGS) and i not in without]
+    per: dict[str, list[dict]] = {}
     skipped, stopped = {impl: f"not run: {why}" for impl, why in without.items()}, None
-    # A round (one epoch of every implementation) starts only where the last one would still fit before the
-    # deadline, and a seed only where its warm-up and one timed round would: the step kills the benchmark at its
-    # end, and a setting is written only once it is done.
-    warm_s = round_s = 0.0
+    hp = {k: h[k] for k in HYPERPARAMETERS}
     for i, seed in enumerate(seeds):
-        if i and time.time() + warm_s + round_s > deadline:
+        # a seed starts only where its warm-up and one timed round (the last seed's) would end before the deadline
+        last = [rows[-1] for rows in per.values() if rows and rows[-1]["seed"] == seeds[i - 1]] if i else []
+        if last and time.time() + sum(r["warmup_s"] + (r["epoch_s"] or [0.0])[0] for r in last) > deadline:
             stopped = f"the step's budget would have run out in seed {seed}'s first epochs"
             break
-        runs = {}
-        for impl in impls:
-            try:
-                runs[impl] = {"peer": _peer(impl, task, h, seed), "seed": seed, "epoch_s": [], "eval_s": [],
-                              "metrics": []}
-            except Exception as exc:  # noqa: BLE001 - the peer library or its GPU set-up is reported, not fatal
-                skipped[impl] = f"{type(exc).__name__}: {exc}"
-                say(f"   {impl} (seed {seed}) skipped: {skipped[impl]}")
-                if impl == "tm_gpu":
-                    raise
-
-        def epoch(impl, r):
-            X, Xt = (dense["X_train"], dense["X_test"]) if impl == "pytm_cuda" else (ds.X_train, ds.X_test)
-            t0 = time.perf_counter()
-            r["peer"].fit_epoch(X, ds.y_train)
-            t1 = time.perf_counter()
-            m, _ = evaluate(base["task"], ds.y_test, r["peer"].predict(Xt), base["f1"])
-            r["eval_s"].append(time.perf_counter() - t1)
-            return t1 - t0, m
-
-        t_warm = time.perf_counter()
-        for impl, r in list(runs.items()):
-            try:
-                X = dense["X_train"] if impl == "pytm_cuda" else ds.X_train
-                t0 = time.perf_counter()
-                r["setup"] = r["peer"].prepare(X, ds.y_train)
-                r["prepare_s"] = time.perf_counter() - t0
-                r["warmup_s"], r["warmup_metrics"] = epoch(impl, r)
-            except Exception as exc:  # noqa: BLE001
-                if impl == "tm_gpu":
-                    raise
-                skipped[impl] = f"failed in its first epoch: {type(exc).__name__}: {exc}"
-                say(f"   {impl} (seed {seed}) {skipped[impl]}")
-                runs.pop(impl)
-        warm_s = time.perf_counter() - t_warm
-        for k in range(epochs):
-            if time.time() + round_s > deadline:
-                stopped = f"the step's budget ran out after {k} timed epochs of seed {seed}"
-                break
-            t_round = time.perf_counter()
-            for impl, r in list(runs.items()):
-                try:
-                    wall, m = epoch(impl, r)
-                except Exception as exc:  # noqa: BLE001
-                    if impl == "tm_gpu":
-                        raise
-                    skipped[impl] = f"failed in timed epoch {k + 1}: {type(exc).__name__}: {exc}"
-                    runs.pop(impl)
-                    continue
-                r["epoch_s"].append(wall)
-                r["metrics"].append(m)
-            round_s = time.perf_counter() - t_round
-            say(f"   seed {seed} epoch {k + 1}/{epochs}: " + ", ".join(
-                f"{impl} {r['epoch_s'][-1]:.4f} s {key} {r['metrics'][-1][key]:.2f}" for impl, r in runs.items()
-                if r["epoch_s"]))
-        for impl, r in runs.items():
-            r["literals_per_clause"] = literals_per_clause(r["peer"])
-            r["metadata"] = r["peer"].metadata()
-            r["peer"].close()
-            per[impl].append({k: v for k, v in r.items() if k != "peer"})
-        if stopped:
+        rows, skips = benchmarking.train_seed(task, data, dense, runners, hp, seed, epochs, "every",
+                                              deadline=deadline, finish=_literals)
+        for r in rows:
+            per.setdefault(r["label"], []).append(r)
+        for sk in skips:
+            skipped[sk["label"]] = sk["reason"]
+        if any(len(r["epoch_s"]) < epochs for r in rows):
+            stopped = f"the step's budget ran out in seed {seed}'s timed epochs"
             break
-    results = {impl: aggregate(rows, key) for impl, rows in per.items() if rows}
+    results = {impl: result(rows) for impl, rows in per.items()}
+    key = _main_metric(base["task"])
     return {"setting": name, "task": base["task"], "metric": key, "dataset": dataset_summary(ds, base),
             "hyperparameters": h, "epochs": {"warmup": 1, "timed": epochs}, "seeds": list(seeds),
             "stopped": stopped, "skipped": skipped, "results": results,
             "comparison": compare(name, base["task"], key, results)}
-
-
-def aggregate(rows: list[dict], key: str) -> dict:
-    """One implementation over its seeds: timed epochs pooled, metrics averaged after the same epochs (over the
-    seeds with a timed epoch: a seed the budget stopped after its warm-up does not void the others)."""
-    timed = [r for r in rows if r["metrics"]]
-    n = min(len(r["metrics"]) for r in timed) if timed else 0
-    finals = [r["metrics"][n - 1][key] for r in timed] if n else []
-    times = [t for r in rows for t in r["epoch_s"]]
-    lpc = [r["literals_per_clause"]["mean"] for r in rows]
-    return {"seeds": [r["seed"] for r in timed or rows], "per_seed": rows, "timed_epochs": n,
-            "median_epoch_s": statistics.median(times) if times else None,
-            "min_epoch_s": min(times) if times else None, "max_epoch_s": max(times) if times else None,
-            "warmup_s": statistics.median(r["warmup_s"] for r in rows),
-            "final_metric": float(np.mean(finals)) if finals else None,
-            "final_metric_std": float(np.std(finals, ddof=1)) if len(finals) > 1 else 0.0,
-            "final_metric_per_seed": finals,
-            "literals_per_clause": float(np.mean(lpc)),
-            "literals_per_nonempty_clause": float(np.mean([r["literals_per_clause"]["mean_nonempty"] for r in rows]))}
 
 
 def compare(name: str, task: str, key: str, results: dict) -> dict:
@@ -318,8 +259,7 @@ def markdown(record: dict) -> str:
                     n = c["goal"]["seeds"]
                     lines.append(f"Goal ({c['goal']['rule']}): **{'met' if c['goal']['met'] else 'not met'}**"
                                  + goal_miss(c, key)
-                                 + (f" with {n} seed{'s' if n > 1 else ''} of the {len(SEEDS)} it asks for "
-                                    "(`python -m asynctm.campaign goals` pools later leases' seeds)."
+                                 + (f" with {n} seed{'s' if n > 1 else ''} of the {len(SEEDS)} it asks for."
                                     if n < len(SEEDS) else "."))
         if s["comparison"].get("warp_speedup_vs_one_thread"):
             lines.append(f"A warp per clause against one thread per clause: "

@@ -69,17 +69,8 @@ def load_now() -> list[float]:
 # -- the worker (one process per run) --------------------------------------------------------------------------
 
 
-def worker(
-    campaign_dir: Path,
-    experiment: str,
-    impl: str,
-    cpu: int | None,
-    until: float,
-    out: Path,
-    gpu_epochs: int = GPU_EPOCHS,
-    gpu_job_s: float = GPU_JOB_S,
-    backend: str = "cuda",
-) -> dict:
+def worker(campaign_dir: Path, experiment: str, impl: str, cpu: int | None, until: float, out: Path,
+           gpu_epochs: int = GPU_EPOCHS, gpu_job_s: float = GPU_JOB_S, backend: str = "cuda") -> dict:
     """Train ``impl`` on ``experiment``'s main setting, unit by unit, rewriting ``out`` after each."""
     from ..experiments import plan
     from ..experiments.run import dataset_summary, load_dataset
@@ -105,30 +96,13 @@ def worker(
     def fresh():
         return _peer(impl, peer_task, h, SEED, gpu_backend=backend)
 
-    record = {
-        "experiment": experiment,
-        "impl": impl,
-        "params": params,
-        "seed": SEED,
-        "task": task,
-        "hyperparameters": h,
-        "dataset": dataset_summary(ds, settings),
-        "started_utc": _utc(),
-        "cpu_asked": asked,
-        "cpu_affinity": sorted(os.sched_getaffinity(0)),
-        "pin_error": pinned,
-        "host_id": host_id(),
-        "cpu": cpu_info(),
-        "logical_cores": os.cpu_count(),
-        "gpu": gpu_info() if gpu else None,
-        "versions": versions(),
-        "load_at_start": load_now(),
-        "backend": backend if gpu else "cpu (pyTsetlinMachine)",
-        "parts": 1 if gpu else PARTS.get(experiment, 1),
-        "units": [],
-        "warmup": None,
-        "stopped": None,
-    }
+    record = {"experiment": experiment, "impl": impl, "params": params, "seed": SEED, "task": task,
+              "hyperparameters": h, "dataset": dataset_summary(ds, settings), "started_utc": _utc(), "cpu_asked": asked,
+              "cpu_affinity": sorted(os.sched_getaffinity(0)), "pin_error": pinned, "host_id": host_id(),
+              "cpu": cpu_info(), "logical_cores": os.cpu_count(), "gpu": gpu_info() if gpu else None,
+              "versions": versions(), "load_at_start": load_now(),
+              "backend": backend if gpu else "cpu (pyTsetlinMachine)", "parts": 1 if gpu else PARTS.get(experiment, 1),
+              "units": [], "warmup": None, "stopped": None}
     n = ds.X_train.shape[0]
     if gpu:
         # Compile the kernels (and take every one-time cost) on a throwaway model, so the first timed epoch of
@@ -142,11 +116,8 @@ def worker(
     peer = fresh()
     parts = record["parts"]
     bounds = [round(i * n / parts) for i in range(parts + 1)]
-    slices = (
-        [(ds.X_train[a:b], ds.y_train[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
-        if parts > 1
-        else [(ds.X_train, ds.y_train)]
-    )
+    slices = ([(ds.X_train[a:b], ds.y_train[a:b]) for a, b in zip(bounds[:-1], bounds[1:])] if parts > 1
+              else [(ds.X_train, ds.y_train)])
     last = 0.0
     t_first = None
     epoch = 0
@@ -154,9 +125,8 @@ def worker(
         epoch += 1
         for part, (X, y) in enumerate(slices, start=1):
             if time.time() + last + WORKER_MARGIN_S > until:
-                record["stopped"] = f"the call's end: no time for epoch {epoch}" + (
-                    f" part {part} of {parts}" if parts > 1 else ""
-                )
+                record["stopped"] = (f"the call's end: no time for epoch {epoch}"
+                                     + (f" part {part} of {parts}" if parts > 1 else ""))
                 break
             # A unit still running when the call ends leaves its start on record (the step stops the worker)
             record["unit_running"] = {"epoch": epoch, "part": part, "started_utc": _utc()}
@@ -165,17 +135,8 @@ def worker(
             peer.fit_epoch(X, y)
             wall = time.perf_counter() - t0
             record.pop("unit_running")
-            record["units"].append(
-                {
-                    "epoch": epoch,
-                    "part": part,
-                    "rows": int(X.shape[0]),
-                    "wall_s": wall,
-                    "cpu_s": time.process_time() - c0,
-                    "load": load_now(),
-                    "at_utc": _utc(),
-                }
-            )
+            record["units"].append({"epoch": epoch, "part": part, "rows": int(X.shape[0]), "wall_s": wall,
+                                    "cpu_s": time.process_time() - c0, "load": load_now(), "at_utc": _utc()})
             last = wall
             t_first = t_first if t_first is not None else time.time()
             write_json_atomic(out, record)
@@ -206,58 +167,32 @@ def step_host_peers(step, select: str | None = None, order=(), stop_margin_s: fl
     """Start the CPU workers on their cores, run the GPU workers one after the other on :data:`GPU_CORE` (in
     ``order``), wait for the CPU workers until the step's end less ``stop_margin_s``, pack."""
     config = step.config
-    experiments = [
-        e
-        for e in step.campaign.get("experiments") or sorted(config["experiments"])
-        if not select or e in select.split(",")
-    ]
+    experiments = [e for e in step.campaign.get("experiments") or sorted(config["experiments"])
+                   if not select or e in select.split(",")]
     cpu_jobs, gpu_jobs = jobs(config, experiments, order)
     cores = sorted(os.sched_getaffinity(0))
     free = [c for c in cores if c >= FIRST_CPU_CORE]
     if len(free) < len(cpu_jobs):
-        step.say(
-            f"{len(free)} cores for {len(cpu_jobs)} pyTsetlinMachine runs: the last "
-            f"{len(cpu_jobs) - len(free)} are left out"
-        )
+        step.say(f"{len(free)} cores for {len(cpu_jobs)} pyTsetlinMachine runs: the last "
+                 f"{len(cpu_jobs) - len(free)} are left out")
         for job in cpu_jobs[len(free) :]:
             step.skip("/".join(job), f"no core of its own ({len(cores)} logical cores)")
         cpu_jobs = cpu_jobs[: len(free)]
     folder = f"benchmarks/results/campaign/host_peers_{_slug(step)}_{step.stamp}"
     (step.work / folder).mkdir(parents=True, exist_ok=True)
     until = step.deadline - stop_margin_s
-    step.manifest.update(
-        host_peers={
-            "folder": folder,
-            "cores": len(cores),
-            "gpu_core": GPU_CORE,
-            "cpu_jobs": ["/".join(j) for j in cpu_jobs],
-            "gpu_jobs": ["/".join(j) for j in gpu_jobs],
-            "load_at_start": load_now(),
-        }
-    )
-    step.say(
-        f"{len(cpu_jobs)} pyTsetlinMachine runs on cores {free[0] if free else '-'}.."
-        f"{free[len(cpu_jobs) - 1] if cpu_jobs else '-'}, {len(gpu_jobs)} GPU runs on core {GPU_CORE}, "
-        f"until {until - time.time():.0f} s from now"
-    )
+    step.manifest.update(host_peers={"folder": folder, "cores": len(cores), "gpu_core": GPU_CORE,
+                                     "cpu_jobs": ["/".join(j) for j in cpu_jobs],
+                                     "gpu_jobs": ["/".join(j) for j in gpu_jobs], "load_at_start": load_now()})
+    step.say(f"{len(cpu_jobs)} pyTsetlinMachine runs on cores {free[0] if free else '-'}.."
+             f"{free[len(cpu_jobs) - 1] if cpu_jobs else '-'}, {len(gpu_jobs)} GPU runs on core {GPU_CORE}, "
+             f"until {until - time.time():.0f} s from now")
 
     def command(name: str, impl: str, core: int | None) -> list[str]:
         out = step.work / folder / f"{name}_{impl}.json"
-        return [
-            step.python,
-            "-m",
-            "asynctm.campaign.host",
-            "--campaign-dir",
-            str(step.campaign_dir),
-            "--experiment",
-            name,
-            "--impl",
-            impl,
-            "--until",
-            f"{until:.1f}",
-            "--out",
-            str(out),
-        ] + (["--cpu", str(core)] if core is not None else [])
+        return [step.python, "-m", "asynctm.campaign.host", "--campaign-dir", str(step.campaign_dir), "--experiment",
+                name, "--impl", impl, "--until", f"{until:.1f}", "--out", str(out)] + (
+            ["--cpu", str(core)] if core is not None else [])
 
     def ended(name: str, impl: str, rc: int | None) -> None:
         step.say(f"{name}/{impl}: exit {rc}")
@@ -272,15 +207,8 @@ def step_host_peers(step, select: str | None = None, order=(), stop_margin_s: fl
     try:
         for (name, impl), core in zip(cpu_jobs, free):
             log = open(logs / f"{name}_{impl}.log", "w")
-            procs.append(
-                (
-                    (name, impl),
-                    subprocess.Popen(
-                        command(name, impl, core), env=step.env, stdout=log, stderr=subprocess.STDOUT, process_group=0
-                    ),
-                    log,
-                )
-            )
+            procs.append(((name, impl), subprocess.Popen(command(name, impl, core), env=step.env, stdout=log,
+                                                         stderr=subprocess.STDOUT, process_group=0), log))
         gpu_core = GPU_CORE if GPU_CORE in cores else None
         for name, impl in gpu_jobs:
             if step.remaining() < stop_margin_s + 15:
@@ -305,15 +233,14 @@ def step_host_peers(step, select: str | None = None, order=(), stop_margin_s: fl
 
 
 def _slug(step) -> str:
-    from .goals import slug
+    from . import slug
 
     return slug((step.gpu or {}).get("name", "no_gpu"))
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(
-        prog="python -m asynctm.campaign.host", description="one run of the host_peers step (started by the step)"
-    )
+    ap = argparse.ArgumentParser(prog="python -m asynctm.campaign.host",
+                                 description="one run of the host_peers step (started by the step)")
     ap.add_argument("--campaign-dir", required=True)
     ap.add_argument("--experiment", required=True)
     ap.add_argument("--impl", required=True)
@@ -322,18 +249,14 @@ def main(argv=None) -> int:
     ap.add_argument("--out", required=True)
     ap.add_argument("--gpu-epochs", type=int, default=GPU_EPOCHS)
     ap.add_argument("--gpu-job-s", type=float, default=GPU_JOB_S)
-    ap.add_argument(
-        "--backend",
-        choices=("cuda", "cpu"),
-        default="cuda",
-        help="our builds' backend: cuda, or cpu to rehearse the step on a machine without a GPU (the record says so)",
-    )
+    ap.add_argument("--backend", choices=("cuda", "cpu"), default="cuda",
+                    help="our builds' backend: cuda, or cpu to rehearse the step on a machine without a GPU (the "
+                         "record says so)")
     a = ap.parse_args(argv)
     if not math.isfinite(a.until):
         ap.error("--until must be a finite UNIX time")
-    worker(
-        Path(a.campaign_dir), a.experiment, a.impl, a.cpu, a.until, Path(a.out), a.gpu_epochs, a.gpu_job_s, a.backend
-    )
+    worker(Path(a.campaign_dir), a.experiment, a.impl, a.cpu, a.until, Path(a.out), a.gpu_epochs, a.gpu_job_s,
+           a.backend)
     return 0
 
 

@@ -17,11 +17,9 @@ the same step (same staged campaign), the step keeps that call's work folder: it
 an ``unpack`` in between, its tarball holds only what this call adds, and a run that paused at that call's end
 (``--stop-at``: no time for its next epoch) resumes from its checkpoint. ``--until`` ends a step at a given time (the
 device call's end, shared by its steps: what one step leaves unused goes to the next), ``--budget`` after a given
-number of seconds, whichever comes first; the ``sweeps`` and ``paper`` steps choose each experiment's GPU build
-with ``--threads-per-clause auto`` (:mod:`asynctm.campaign.choice`): one thread per clause runs ``tm_gpu`` (the
-paper's design), a warp ``tm_gpu_warp``, each into its own record folder. With ``auto`` or without the option,
-an experiment stays on the build of its recorded seeds (rule 5 there), so that a call again after ``unpack`` finds
-its runs recorded; only a number names the build of every experiment.
+number of seconds, whichever comes first. The ``sweeps`` and ``paper`` steps run every GPU implementation the
+config lists for an experiment (``impls``; a sweep's own ``impls``), each into its own record folder: ``tm_gpu``
+(the paper's design, one thread per clause) and ``tm_gpu_warp`` (a warp per clause); ``--impl`` narrows them to one.
 """
 
 from __future__ import annotations
@@ -41,45 +39,21 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ..experiments import plan
+from ..experiments import estimate, plan
 from ..experiments.run import EXIT_PAUSED, checkpoint_path, read_checkpoint
 from ..provenance import REPO, code_digests
-from . import STAGE_DIR
-from .choice import (
-    ESTIMATE_MARGIN,
-    KEEP_RECORDED,
-    RUN_OVERHEAD_S,
-    bench_estimate_s,
-    choose_threads,
-    gpu_tests_verdict,
-    json_files,
-    sibling_work,
-    source_commit,
-    tests_sound,
-)
-from .goals import seed_cost_s, seeds_done, slug
+from . import STAGE_DIR, slug
 from .stage import StageError, load_campaign
 
 DEFAULT_BUDGET_S = 480  # a device command may run 600 s; the rest is install, start-up and packing
 SITE = Path("/tmp/asynctm-site")
 WORK_ROOT = Path("/tmp/asynctm-campaign")  # the steps' work folders, one per step, kept while the machine is warm
-# Paper-scale tm_gpu runs (Tables 3-5), most valuable first: WSD apple (the accuracy goal against tm_cpu and
-# PyTsetlinMachineCUDA), SemEval and IMDb (the speed goals), Bike Sharing (Tables 4-5), BBC Sport, WSD Java,
-# then the two largest, 20 Newsgroups and BlogFeedback.
+# The order in which the steps take the experiments (any other active experiment follows, by name).
 PAPER_ORDER = ("wsd_apple", "semeval", "imdb", "bike_sharing", "bbc_sport", "wsd_java", "newsgroups20",
                "blogfeedback")
-# Clause sweeps (the figures): SemEval first (the "almost constant time" goal), then IMDb, BBC Sport, Bike Sharing.
 SWEEP_ORDER = ("semeval", "imdb", "bbc_sport", "bike_sharing")
-# The tally ablation's tm_gpu runs (config ablation, at each experiment's main setting; kernels/README.md,
-# "Example order"), most telling first, each group's variants seed by seed so that a step cut short leaves them
-# with equal seeds: first, with a warp per clause (seconds a run), whether that build's Bike Sharing MAE (about
-# 20 after the benchmark's epochs, as the asynchronous CPU build's; one thread per clause: about 50) stays where it
-# is in the staggered order, as the CPU's stale asynchronous tallies do (23.41 and 24.13), or moves as the fresh
-# synchronous ones do (43.23 and 32.57): the README's reading says its clauses drift apart and read stale tallies;
-# then, with one thread per clause, does the staggered order bring the MAE from the synchronous tally's towards
-# the asynchronous CPU build's; then whether the GPU's tallies are the synchronous ones; then WSD Apple's
-# accuracy in either order, with one thread and then with a warp (where the warp build did not reach the CPU
-# build's accuracy: 92.25 against 95.35 after the benchmark's 11 epochs).
+# The tally ablation's GPU runs (config ablation, at each experiment's main setting; kernels/README.md, "Example
+# order"), in this order, each group's variants seed by seed so that a step cut short leaves them with equal seeds.
 GPU_ABLATION = (("bike_sharing", ("async_linear_warp", "async_linear_staggered_warp")),
                 ("bike_sharing", ("async_linear_staggered", "async_linear")),
                 ("bike_sharing", ("sync_linear", "sync_linear_staggered")),
@@ -207,17 +181,10 @@ class Step:
         self.config = self.campaign["config"]
         self.env: dict = {}
         self.gpu: dict | None = None
-        self.threads: dict[str, int] = {}  # per experiment, where --threads-per-clause chose (else default_threads)
-        self.default_threads = 1  # --threads-per-clause K: every experiment's (1: tm_gpu, the paper's design)
-        self.auto_threads = False  # --threads-per-clause auto: the training steps choose (choose)
-        # --threads-per-clause K named: every experiment in that build; else the training steps keep an experiment
-        # on the build of its recorded seeds (rule 5 of asynctm.campaign.choice), with or without auto
-        self.named_threads = False
         self.later_s = float(later_s)  # seconds of this step in the lease's next call (--later): runs may continue
+        self.impl: str | None = None  # --impl: the one GPU implementation the sweeps and paper steps run
         stamp = datetime.fromtimestamp(self.started, UTC).strftime("%Y%m%dT%H%M%SZ")
-        # The kernels' and backends' digests: results of another commit with the same ones are of this code too
-        # (asynctm.campaign.choice.same_code).
-        self.code = code_digests()
+        self.code = code_digests()  # the kernels' and backends' digests, kept in the manifest
         self.manifest = {"step": name, "started_utc": stamp, "budget_s": budget_s, "later_s": self.later_s,
                          "gpu": None, "source": self.campaign.get("source"), "code": self.code, "done": [],
                          "skipped": [], "stopped": None}
@@ -561,35 +528,17 @@ def step_gpu_tests(step: Step, select: str | None = None) -> None:
         step.stop("pytest ran past the budget")
     else:
         step.say(f"pytest -m gpu: exit {rc}: {summary.strip('= ')}")
-        if failed and tests_sound(step.manifest["pytest"]):
-            step.say("only learning bars were missed (" + ", ".join(f["test"] for f in failed) + "): both GPU builds "
-                     "are still benchmarked, and their accuracy on real data decides")
         step.manifest["done"].append("pytest -m gpu")
 
 
-def _bench_name(step: Step, suffix: str = "") -> str:
-    """A benchmark record's name: ``gpu_<gpu>_<commit>`` (and a suffix)."""
-    return f"gpu_{slug(step.gpu['name'])}_{(source_commit(step) or 'unknown')[:7]}{suffix}"
-
-
-def _bench_command(step: Step, name: str, settings: str | None = None, seeds: str | None = None) -> list[str]:
-    """The benchmark's command line (:mod:`asynctm.campaign.bench`), writing ``<name>.{json,md}``; it starts no
-    epoch later than :data:`BENCH_END_MARGIN_S` before the step's end."""
+def step_bench(step: Step, select: str | None = None) -> None:
+    """(b) ours and PyTsetlinMachineCUDA on one GPU in one process (:mod:`asynctm.campaign.bench`): records
+    ``benchmarks/results/gpu_<gpu>_<commit>.{json,md}``; no epoch starts later than :data:`BENCH_END_MARGIN_S`
+    before the step's end."""
+    name = f"gpu_{slug(step.gpu['name'])}_{((step.campaign.get('source') or {}).get('commit') or 'unknown')[:7]}"
     cmd = [step.python, "-m", "asynctm.campaign.bench", "--campaign-dir", str(step.campaign_dir),
            "--out-dir", str(step.work / "benchmarks" / "results"), "--name", name,
-           "--deadline", f"{step.deadline - BENCH_END_MARGIN_S:.0f}"]
-    if settings:
-        cmd += ["--settings", settings]
-    if seeds:
-        cmd += ["--seeds", seeds]
-    if gpu_tests_verdict(step) is False:
-        # a warp build that hangs on this GPU would take the whole budget with it
-        cmd += ["--without", "tm_gpu_warp=the GPU tests of this code did not pass on this machine"]
-    return cmd
-
-
-def _bench_child(step: Step, cmd: list[str], name: str) -> None:
-    """Run one benchmark process; its record (what it finished) is packed, its table shown."""
+           "--deadline", f"{step.deadline - BENCH_END_MARGIN_S:.0f}"] + (["--settings", select] if select else [])
     step.say("running " + " ".join(cmd[2:]))
     rc = step.child(cmd)
     if rc is None:
@@ -597,156 +546,10 @@ def _bench_child(step: Step, cmd: list[str], name: str) -> None:
     elif rc != 0:
         step.failed("benchmark", f"exit status {rc} (see the log)")
     else:
-        step.failures_in_a_row = 0
         step.manifest["done"].append(f"benchmarks/results/{name}.json")
     table = step.work / "benchmarks" / "results" / f"{name}.md"
     if table.is_file():
         print(table.read_text(), flush=True)  # the device tool's reply shows the end of stdout
-
-
-def step_bench(step: Step, select: str | None = None) -> None:
-    """(b) ours and PyTsetlinMachineCUDA on one GPU in one process: :mod:`asynctm.campaign.bench`."""
-    name = _bench_name(step)
-    _bench_child(step, _bench_command(step, name, select), name)
-
-
-def step_goal_seeds(step: Step, select: str | None = None) -> None:
-    """(b, continued at later leases) the benchmark's goal settings (WSD apple, SemEval, IMDb), one seed per
-    process, until each has the benchmark's seeds (0, 1, 2) on this GPU with this code (:mod:`.goals` pools them);
-    a seed starts only where its estimate (the setting's earlier seeds) fits the time left."""
-    from .bench import GOAL_SETTINGS, SEEDS
-
-    gpu = step.gpu["name"]
-    folders = [step.tree / "benchmarks/results", step.work / "benchmarks/results",
-               sibling_work(step, "bench") / "benchmarks/results"]
-    done = seeds_done(folders, gpu, step.code)
-    active = plan.active_experiments(step.config)
-    todo = [(n, k) for n in GOAL_SETTINGS if n in active and (not select or n in select.split(","))
-            for k in SEEDS if k not in done.get(n, set())]
-    step.manifest["seeds_done"] = {n: sorted(v) for n, v in sorted(done.items())}
-    if not todo:
-        step.say(f"every goal setting has seeds {list(SEEDS)} on this GPU with this code")
-        return
-    step.say("goal seeds to measure: " + ", ".join(f"{n} seed {k}" for n, k in todo))
-    for setting, seed in todo:
-        if step.manifest["stopped"]:
-            return
-        what = f"{setting} seed {seed}"
-        need, left = seed_cost_s(folders, setting, gpu), step.remaining()
-        if need is None:
-            step.skip(what, "no benchmark record of the setting to estimate a seed from (the bench step first)")
-            continue
-        if need > left - BENCH_END_MARGIN_S:
-            step.skip(what, f"would not fit: about {need:.0f} s needed, {left:.0f} s left")
-            continue
-        name = _bench_name(step, f"_{setting}_seed{seed}")
-        _bench_child(step, _bench_command(step, name, setting, str(seed)), name)
-        step.pack()
-
-
-# The GPU build of each number of threads per clause (plan.GPU_THREADS_PER_CLAUSE, inverted).
-GPU_IMPL_OF = {k: impl for impl, k in plan.GPU_THREADS_PER_CLAUSE.items()}
-
-
-def threads_for(step: Step, name: str) -> int:
-    """Threads per clause of an experiment's GPU runs in this step (1: tm_gpu; a warp: tm_gpu_warp)."""
-    return step.threads.get(name, getattr(step, "default_threads", 1))
-
-
-def run_threads(step: Step, name: str, variant: str | None = None) -> int:
-    """Threads per clause of one GPU run: a tally ablation variant's own (one, or a warp where it ends in
-    ``_warp``), else its experiment's in this step (:func:`threads_for`)."""
-    return plan.parse_ablation_variant(variant).get("threads_per_clause", 1) if variant else threads_for(step, name)
-
-
-def run_impl(threads: int, variant: str | None = None) -> str:
-    """The implementation of a GPU run: the tally ablation's runs are all tm_gpu's (their variant names a warp),
-    the others the build of their threads per clause (tm_gpu or tm_gpu_warp)."""
-    return "tm_gpu" if variant else plan.gpu_impl(threads)
-
-
-def _rel_threads(step: Step, rel: str) -> int:
-    """:func:`run_threads` of the run whose record is ``rel``: ``.../<experiment>/<impl>/<params>/seed<k>.json``
-    (the impl's threads per clause) or ``.../ablation/<experiment>/tm_gpu/<params>/<variant>/seed<k>.json`` (the
-    variant's)."""
-    parts = Path(rel).parts
-    if len(parts) >= 6 and parts[-6] == plan.ABLATION_DIR:
-        return run_threads(step, parts[-5], parts[-2])
-    return plan.GPU_THREADS_PER_CLAUSE.get(parts[-3], threads_for(step, parts[-4]))
-
-
-def _campaign_manifests(step: Step) -> list[dict]:
-    """This step's manifests: unpacked into the checkout from earlier leases, and left in the work folder by an
-    earlier call on this machine."""
-    return [man for _, man in json_files([base / "benchmarks/results/campaign" for base in (step.tree, step.work)],
-                                         f"{step.name}_*.json") if isinstance(man, dict)]
-
-
-def epoch_seconds(epochs: list[dict]) -> float:
-    """A run's seconds per epoch, training and evaluation, from its epochs (median)."""
-    return statistics.median(e["train_s"] + e["eval_s"] for e in epochs)
-
-
-def paused_estimate_s(step: Step, name: str, params: str, threads: int | None = None) -> float | None:
-    """Seconds a whole run of this setting should take, from a run of it that paused at an earlier call's end
-    (its seconds per epoch, with as many threads per clause as now, or ``threads``), plus a process's start, times
-    a margin."""
-    threads = threads_for(step, name) if threads is None else threads
-    rate = [e["s_per_epoch"] for man in _campaign_manifests(step) for e in man.get("paused", [])
-            if isinstance(e, dict) and Path(e.get("run", "")).parent.name == params
-            and Path(e.get("run", "")).parts[-4:-3] == (name,) and e.get("threads_per_clause", 1) == threads
-            and isinstance(e.get("s_per_epoch"), (int, float))]
-    if not rate:
-        return None
-    return ESTIMATE_MARGIN * (RUN_OVERHEAD_S + plan.parse_tm_params(params)["epochs"] * max(rate))
-
-
-def estimate_s(step: Step, name: str, params: str, threads: int | None = None) -> float | None:
-    """Seconds a GPU run should take, from a recorded run of the same experiment, clauses and build (tm_gpu or
-    tm_gpu_warp: its threads per clause; any epochs, e.g. a sweep point): its time per epoch, training and
-    evaluation, times the epochs, plus its set-up; else from a run of the setting that paused at an earlier call's end
-    (:func:`paused_estimate_s`); else from the GPU benchmark (:func:`~.choice.bench_estimate_s`, with the
-    evaluation time of the recorded run with the nearest number of clauses where the benchmark has none). None
-    when none has one. ``threads``: the run's threads per clause, where not its experiment's in this step."""
-    want = plan.parse_tm_params(params)
-    threads = threads_for(step, name) if threads is None else threads
-    root = plan.results_root(step.config)
-    evals = []  # (distance in log2 clauses, evaluation seconds per epoch) of the records with other clauses
-    impl = GPU_IMPL_OF.get(threads)  # another build's (kernel schedule's) time says nothing of this run's
-    for base in (step.work, step.tree) if impl else ():
-        for path in sorted((base / root / name / impl).glob("n*/seed*.json")):
-            try:
-                got = plan.parse_tm_params(path.parent.name)
-                rec = json.loads(path.read_text())
-                if got["clauses"] != want["clauses"]:
-                    evals.append((abs(math.log2(got["clauses"] / want["clauses"])),
-                                  rec["timing"]["eval_s_total"] / max(1, len(rec["epochs"]))))
-                    continue
-                n = max(1, len(rec["epochs"]))
-                per_epoch = (rec["timing"]["train_s_total"] + rec["timing"]["eval_s_total"]) / n
-                return per_epoch * want["epochs"] + sum(v for v in rec["timing"]["setup"].values()
-                                                        if isinstance(v, (int, float)))
-            except (plan.PlanError, KeyError, ValueError, TypeError):
-                continue
-    paused = paused_estimate_s(step, name, params, threads)
-    if paused is not None:
-        return paused
-    return bench_estimate_s(step, name, params, threads, eval_s=min(evals)[1] if evals else None)
-
-
-def past_budget(step: Step) -> dict[str, float]:
-    """Runs that an earlier call of this step had to kill at its deadline, with that budget (from its
-    manifests in the checkout, unpacked from earlier calls, or in the work folder an earlier call on this machine
-    left), with as many threads per clause as now."""
-    out: dict[str, float] = {}
-    for man in _campaign_manifests(step):
-        try:
-            for entry in man.get("past_budget", []):
-                if entry.get("threads_per_clause", 1) == _rel_threads(step, entry["run"]):
-                    out[entry["run"]] = max(out.get(entry["run"], 0.0), float(entry["budget_s"]))
-        except (ValueError, KeyError, TypeError, AttributeError, IndexError):
-            continue
-    return out
 
 
 def resumable(step: Step, rel: str) -> dict | None:
@@ -762,41 +565,45 @@ def resumable(step: Step, rel: str) -> dict | None:
         return None
 
 
-def run_fields(run: tuple) -> tuple:
-    """``(experiment, params, seed, variant)`` of a run ``(experiment, params, seed)`` (variant None) or of a run of
-    the tally ablation, ``(experiment, params, seed, variant)``."""
-    return tuple(run) + (None,) * (4 - len(run))
+def timings(step: Step) -> estimate.Timings:
+    """The pipeline's references for estimating a run (:mod:`asynctm.experiments.estimate`): the records in the
+    checkout and in this step's work folder, and the staged datasets' sizes."""
+    from ..store import RecordError
+
+    root = plan.results_root(step.config)
+    try:
+        out = estimate.load_timings(step.tree / root, None, step.campaign_dir / "data")
+        for key, refs in estimate.load_timings(step.work / root).tm.items():
+            out.tm.setdefault(key, []).extend(refs)
+    except RecordError as exc:  # the runs still start, and pause at the step's end where they must
+        step.say(f"no estimates: {exc}")
+        return estimate.Timings()
+    return out
 
 
-def record_path(config: dict, run: tuple, impl: str = "tm_gpu") -> str:
-    """The record of a GPU run ``(experiment, params, seed)`` of ``impl`` (tm_gpu or tm_gpu_warp), or
-    ``(experiment, params, seed, variant)`` of the tally ablation (variant None: not one; always tm_gpu's)."""
-    name, params, seed, variant = run_fields(run)
-    rec = {"experiment": name, "impl": "tm_gpu" if variant else impl, "params": params, "seed": seed}
-    return plan.ablation_record_path(config, {**rec, "variant": variant}) if variant else plan.record_path(config, rec)
+def record_path(config: dict, run: tuple) -> str:
+    """The record of a GPU run ``(experiment, impl, params, seed)``, or ``(experiment, impl, params, seed,
+    variant)`` of the tally ablation."""
+    name, impl, params, seed, *variant = run
+    rec = {"experiment": name, "impl": impl, "params": params, "seed": seed}
+    if variant:
+        return plan.ablation_record_path(config, {**rec, "variant": variant[0]})
+    return plan.record_path(config, rec)
 
 
 def _tm_runs(step: Step, runs: list[tuple]) -> None:
-    """``(experiment, params, seed)`` GPU runs in order (``(experiment, params, seed, variant)``: a run of the
-    tally ablation), each through ``python -m asynctm.experiments tm``
-    (novelty experiments: then the MLP stage on its class sums), each with its experiment's threads per clause
-    (:func:`threads_for`; with ``--threads-per-clause auto`` chosen first, :func:`choose`) and so its build: one
-    thread, tm_gpu (the paper's design); a warp, tm_gpu_warp (:func:`run_impl`). A run that would not
-    fit in the time left and the next call's (``--later``; :func:`estimate_s`, or the last run of the experiment in
-    this step) is passed over for the next one; so is a run that an earlier call had to kill at a budget at least as
-    large as this one's. Each run pauses (``--stop-at``) before an epoch that would end after the step; its
-    checkpoint stays in the work folder, and the step's next call on this machine resumes it (:func:`resumable`)."""
-    if step.auto_threads or (step.name in KEEP_RECORDED and not step.named_threads):
-        choose(step, runs)
-    took: dict[tuple[str, int], float] = {}  # seconds of this step's last run, per experiment and threads
-    killed_before = past_budget(step)
-    step.manifest.setdefault("past_budget", [])
-    for name, params, seed, variant in map(run_fields, runs):
+    """GPU runs ``(experiment, impl, params, seed[, variant])`` in order, each through ``python -m
+    asynctm.experiments tm`` (novelty experiments: then the MLP stage on its class sums). A run whose estimate (the
+    pipeline's, :func:`asynctm.experiments.estimate.estimate_run`) exceeds the time left and the next call's
+    (``--later``) is passed over; an unestimated one starts. Each run pauses (``--stop-at``) before an epoch that
+    would end after the step; its checkpoint stays in the work folder, and the step's next call on this machine
+    resumes it (:func:`resumable`)."""
+    config, refs = step.config, timings(step)
+    for run in runs:
         if step.manifest["stopped"]:
             return
-        threads = run_threads(step, name, variant)
-        config, impl = step.config, run_impl(threads, variant)
-        rel = record_path(config, (name, params, seed, variant), impl)
+        name, impl, params, seed, *variant = run
+        rel = record_path(config, run)
         if step.exists(rel):
             step.say(f"{rel}: recorded already")
         else:
@@ -805,42 +612,31 @@ def _tm_runs(step: Step, runs: list[tuple]) -> None:
                 step.stop("the budget is spent")
                 return
             resume = resumable(step, rel)
-            if resume is None and killed_before.get(rel, 0) >= step.manifest["budget_s"]:
-                step.skip(rel, f"an earlier call killed it at its {killed_before[rel]:.0f} s budget; call this "
-                               "step with a larger --budget (at most about 570 s) to try it again")
+            need = None if resume else estimate.estimate_run(
+                config, {"experiment": name, "impl": impl, "params": params, "kind": "tm"}, refs).seconds
+            if need is not None and need > left + step.later_s:
+                step.skip(rel, f"would not fit: about {need:.0f} s needed (the pipeline's estimate), {left:.0f} s "
+                          "left" + (f" (and {step.later_s:.0f} s in the next call)" if step.later_s else ""))
                 continue
             epochs = plan.parse_tm_params(params)["epochs"]
-            if resume is not None:  # the rest of a run paused (or killed) at an earlier call's end on this machine
-                done = len(resume["epochs"])
-                need = ESTIMATE_MARGIN * (RUN_OVERHEAD_S + (epochs - done) * epoch_seconds(resume["epochs"]))
-            else:
-                need = estimate_s(step, name, params, threads) or took.get((name, threads), 0)
-            # A run too long for the time left starts anyway where the call that follows on this machine (--later)
-            # gives it the rest: it pauses with a checkpoint before this step's end, and that call resumes it.
-            if need > left + step.later_s:
-                step.skip(rel, f"would not fit: about {need:.0f} s needed, {left:.0f} s left"
-                          + (f" (and {step.later_s:.0f} s in the next call)" if step.later_s else ""))
-                continue
-            settings = (plan.ablation_run_settings(config, name, "tm_gpu", params, variant, seed) if variant else
+            settings = (plan.ablation_run_settings(config, name, impl, params, variant[0], seed) if variant else
                         plan.tm_run_settings(config, name, impl, params, seed))
             out = step.work / rel
             out.parent.mkdir(parents=True, exist_ok=True)
             log = out.with_suffix(".log")
-            t0 = time.time()
             step.say(f"{rel}: " + (f"resuming after epoch {len(resume['epochs'])}/{epochs}" if resume else "training")
                      + f" ({left:.0f} s left" + (f", about {need:.0f} s needed)" if need else ")"))
             rc = step.child([step.python, "-m", "asynctm.experiments", "tm", "--settings",
                              json.dumps(settings, sort_keys=True), "--data-dir", str(step.data_dir), "--out",
                              str(out), "--log", str(log), "--stop-at", f"{step.deadline - STOP_MARGIN_S:.0f}"])
-            took[name, threads] = time.time() - t0
             state = resumable(step, rel) if rc == EXIT_PAUSED else None
             if state:
-                entry = {"run": rel, "epochs_done": len(state["epochs"]), "epochs": epochs,
-                         "s_per_epoch": round(epoch_seconds(state["epochs"]), 4),
-                         "threads_per_clause": threads, "gpu": (step.gpu or {}).get("name")}
-                step.manifest.setdefault("paused", []).append(entry)
-                step.say(f"{rel}: paused after epoch {entry['epochs_done']}/{epochs} ({entry['s_per_epoch']:.3f} s "
-                         "per epoch): no time for another; its checkpoint stays on this machine for the next call")
+                s_per_epoch = statistics.median(e["train_s"] + e["eval_s"] for e in state["epochs"])
+                step.manifest.setdefault("paused", []).append({
+                    "run": rel, "epochs_done": len(state["epochs"]), "epochs": epochs,
+                    "s_per_epoch": round(s_per_epoch, 4), "gpu": (step.gpu or {}).get("name")})
+                step.say(f"{rel}: paused after epoch {len(state['epochs'])}/{epochs} ({s_per_epoch:.3f} s per epoch): "
+                         "no time for another; its checkpoint stays on this machine for the next call")
                 step.pack()
                 continue
             if rc is None or rc != 0 or not out.is_file():
@@ -848,10 +644,7 @@ def _tm_runs(step: Step, runs: list[tuple]) -> None:
                 for partial in [out.with_name(out.name.removesuffix(".json") + ".scores.npz")] + [log] * (not keep_log):
                     partial.unlink(missing_ok=True)
                 if rc is None:
-                    step.manifest["past_budget"].append({
-                        "run": rel, "budget_s": step.manifest["budget_s"],
-                        "elapsed_s": round(took[name, threads], 1), "threads_per_clause": threads})
-                    step.stop(f"{rel} ran past the budget ({took[name, threads]:.0f} s); not recorded")
+                    step.stop(f"{rel} ran past the budget; not recorded")
                     return
                 step.failed(rel, f"exit status {rc} (see the log)")
                 continue
@@ -862,7 +655,6 @@ def _tm_runs(step: Step, runs: list[tuple]) -> None:
             step.pack()
         if plan.experiment(config, name)["task"] == "novelty" and step.manifest.get("with_mlp") and not variant:
             _mlp_run(step, name, params, seed, impl)
-
 
 def _mlp_run(step: Step, name: str, params: str, seed: int, impl: str = "tm_gpu") -> None:
     """The novelty MLP (CPU, seconds) on a GPU run's class sums (``impl``: tm_gpu or tm_gpu_warp), so that Table 3's
@@ -892,37 +684,42 @@ def _mlp_run(step: Step, name: str, params: str, seed: int, impl: str = "tm_gpu"
         step.skip(rel, f"the MLP stage failed or ran past the budget (exit {rc})")
 
 
-def sweep_runs(config: dict) -> list[tuple[str, str, int]]:
-    """The GPU points of the figures' clause sweeps (of each sweep that lists a GPU build; the step runs each
-    experiment's chosen build), in :data:`SWEEP_ORDER`; per sweep the smallest and the largest number of clauses
-    first (the time ratio the paper's claim is about), then the rest ascending."""
+def ordered(config: dict, order: tuple[str, ...], names=None) -> list[str]:
+    """The active experiments (of ``names``, if given) in ``order``, then any other, by name."""
+    active = [n for n in plan.active_experiments(config) if names is None or n in names]
+    return [n for n in order if n in active] + sorted(n for n in active if n not in order)
+
+
+def gpu_impls(impls, only: str | None = None) -> list[str]:
+    """The GPU implementations among ``impls`` (the config's list, in its order), or just ``only`` (``--impl``)."""
+    return [i for i in impls if i in plan.GPU_IMPLS and (only is None or i == only)]
+
+
+def sweep_runs(config: dict, only: str | None = None) -> list[tuple[str, str, str, int]]:
+    """The GPU points ``(experiment, impl, params, seed)`` of the figures' clause sweeps, in :data:`SWEEP_ORDER`,
+    each GPU implementation the sweep lists; per sweep the smallest and the largest number of clauses first (the
+    time ratio the paper's claim is about), then the rest ascending."""
     runs = []
-    active = plan.active_experiments(config)
-    for name in SWEEP_ORDER:
-        if name not in active or name not in config.get("sweeps", {}):
-            continue
+    for name in ordered(config, SWEEP_ORDER, config.get("sweeps", {})):
         pts = plan.sweep_points(config, name)
-        if not set(plan.GPU_IMPLS) & set(pts["impls"]):
-            continue
-        params = sorted(plan.sweep_params(pts, "tm_gpu"), key=lambda p: plan.parse_tm_params(p)["clauses"])
-        order = [params[0], params[-1], *params[1:-1]] if len(params) > 1 else params
-        runs += [(name, p, seed) for p in dict.fromkeys(order) for seed in pts["seeds"]]
+        for impl in gpu_impls(pts["impls"], only):
+            params = sorted(plan.sweep_params(pts, impl), key=lambda p: plan.parse_tm_params(p)["clauses"])
+            order = [params[0], params[-1], *params[1:-1]] if len(params) > 1 else params
+            runs += [(name, impl, p, seed) for p in dict.fromkeys(order) for seed in pts["seeds"]]
     return runs
 
 
-def paper_runs(config: dict) -> list[tuple[str, str, int]]:
-    """Each experiment's main setting, every seed, in :data:`PAPER_ORDER` (then any other experiment)."""
-    active = plan.active_experiments(config)
-    order = [n for n in PAPER_ORDER if n in active] + sorted(n for n in active if n not in PAPER_ORDER)
-    # a configuration may run tm_gpu under a reduced protocol (config reduced): its seeds and epochs
-    return [(name, plan.main_params(config, name, "tm_gpu"), seed) for name in order
-            for seed in plan.run_seeds(config, name, "tm_gpu")]
+def paper_runs(config: dict, only: str | None = None) -> list[tuple[str, str, str, int]]:
+    """Each experiment's main setting ``(experiment, impl, params, seed)``, every seed, in :data:`PAPER_ORDER`, each
+    GPU implementation the config lists (``impls``)."""
+    return [(name, impl, plan.main_params(config, name, impl), seed) for name in ordered(config, PAPER_ORDER)
+            for impl in gpu_impls(config.get("impls", plan.GPU_IMPLS), only)
+            for seed in plan.run_seeds(config, name, impl)]
 
 
-def ablation_runs(config: dict) -> list[tuple[str, str, int, str]]:
-    """The tally ablation's tm_gpu runs, ``(experiment, params, seed, variant)`` in :data:`GPU_ABLATION`'s order:
-    those of the configured ablation (its experiments, variants and seeds, at this scale) at each experiment's
-    main setting, each group's variants seed by seed."""
+def ablation_runs(config: dict) -> list[tuple[str, str, str, int, str]]:
+    """The tally ablation's GPU runs ``(experiment, "tm_gpu", params, seed, variant)`` in :data:`GPU_ABLATION`'s
+    order: those of the configured ablation at each experiment's main setting, each group's variants seed by seed."""
     wanted = {(r["experiment"], r["variant"], r["seed"]): r["params"]
               for r in plan.ablation_runs({**config, "ablation": {**config["ablation"], "impl": "tm_gpu"}})
               if r["params"] == plan.main_params(config, r["experiment"])}
@@ -930,47 +727,35 @@ def ablation_runs(config: dict) -> list[tuple[str, str, int, str]]:
     runs = []
     for name, variants in GPU_ABLATION:
         seeds = sorted({seed for n, _, seed in wanted if n == name}) if name in active else []
-        runs += [(name, wanted[name, v, seed], seed, v) for seed in seeds for v in variants
+        runs += [(name, "tm_gpu", wanted[name, v, seed], seed, v) for seed in seeds for v in variants
                  if (name, v, seed) in wanted]
     return runs
 
 
-def choose(step: Step, runs: list[tuple]) -> None:
-    """Each experiment's threads per clause (:func:`~.choice.choose_threads`; the ``paper`` step keeps a main
-    setting's recorded build, the ``sweeps`` step a sweep's), in the log and the manifest: with
-    ``--threads-per-clause auto`` from the GPU tests and benchmark where nothing is recorded, without the option
-    the default there (one thread). A run whose record is in the tree or the work folder for that build is not
-    trained again, whichever way the step was called."""
-    names = list(dict.fromkeys(run[0] for run in runs))
-    chosen = choose_threads(step, names, keep=KEEP_RECORDED.get(step.name), rules=step.auto_threads)
-    step.threads = {n: c["threads"] for n, c in chosen.items()}
-    step.manifest["threads_per_clause"] = {n: c for n, c in chosen.items()}
-    for n, c in chosen.items():
-        step.say(f"{n}: {c['threads']} thread{'s' if c['threads'] > 1 else ''} per clause ({c['reason']})")
+def _selected(runs: list[tuple], select: str | None) -> list[tuple]:
+    return [r for r in runs if not select or r[0] in select.split(",")]
 
 
 def step_sweeps(step: Step, select: str | None = None) -> None:
-    """(c) the clause sweeps' GPU points, each experiment's in its build (epochs per point: the config's sweep
-    epochs)."""
-    runs = [r for r in sweep_runs(step.config) if not select or r[0] in select.split(",")]
-    step.say(f"{len(runs)} sweep runs: " + ", ".join(f"{n}/{p}/seed{s}" for n, p, s in runs))
+    """(c) the clause sweeps' GPU points (epochs per point: the config's sweep epochs)."""
+    runs = _selected(sweep_runs(step.config, step.impl), select)
+    step.say(f"{len(runs)} sweep runs: " + ", ".join(f"{n}/{i}/{p}/seed{s}" for n, i, p, s in runs))
     _tm_runs(step, runs)
 
 
 def step_paper(step: Step, select: str | None = None) -> None:
-    """(d) paper-scale GPU runs of Tables 3-5, each experiment's in its build (the config's seeds and epochs), most
-    valuable first."""
-    runs = [r for r in paper_runs(step.config) if not select or r[0] in select.split(",")]
+    """(d) paper-scale GPU runs of Tables 3-5 (the config's seeds and epochs)."""
+    runs = _selected(paper_runs(step.config, step.impl), select)
     step.manifest["with_mlp"] = True
-    step.say(f"{len(runs)} runs: " + ", ".join(f"{n}/{p}/seed{s}" for n, p, s in runs))
+    step.say(f"{len(runs)} runs: " + ", ".join(f"{n}/{i}/{p}/seed{s}" for n, i, p, s in runs))
     _tm_runs(step, runs)
 
 
 def step_ablation(step: Step, select: str | None = None) -> None:
-    """The tally ablation's tm_gpu runs (:func:`ablation_runs`), each with its variant's threads per clause (one,
-    the paper's, or a warp for a ``_warp`` variant): records under results/ablation/, beside the CPU build's."""
-    runs = [r for r in ablation_runs(step.config) if not select or r[0] in select.split(",")]
-    step.say(f"{len(runs)} ablation runs: " + ", ".join(f"{n}/{p}/{v}/seed{s}" for n, p, s, v in runs))
+    """The tally ablation's GPU runs (:func:`ablation_runs`), each with its variant's threads per clause (one, the
+    paper's, or a warp for a ``_warp`` variant): records under results/ablation/, beside the CPU build's."""
+    runs = _selected(ablation_runs(step.config), select)
+    step.say(f"{len(runs)} ablation runs: " + ", ".join(f"{n}/{p}/{v}/seed{s}" for n, _, p, s, v in runs))
     _tm_runs(step, runs)
 
 
@@ -980,38 +765,28 @@ def step_host_peers(step: Step, select: str | None = None) -> None:
     run(step, select, order=PAPER_ORDER, stop_margin_s=STOP_MARGIN_S)
 
 
-STEPS = {"gpu_tests": step_gpu_tests, "bench": step_bench, "goal_seeds": step_goal_seeds, "sweeps": step_sweeps,
-         "paper": step_paper, "ablation": step_ablation, "host_peers": step_host_peers}
+STEPS = {"gpu_tests": step_gpu_tests, "bench": step_bench, "sweeps": step_sweeps, "paper": step_paper,
+         "ablation": step_ablation, "host_peers": step_host_peers}
+IMPL_STEPS = ("sweeps", "paper")  # the steps that take --impl
 
 
 def run_step(name: str, campaign_dir: Path | None = None, out_dir: Path | None = None,
              budget_s: float = DEFAULT_BUDGET_S, do_install: bool = True, work_dir: Path | None = None,
-             select: str | None = None, tree: Path | None = None, threads_per_clause: int | str | None = None,
+             select: str | None = None, tree: Path | None = None, impl: str | None = None,
              until: float | None = None, later_s: float = 0.0) -> int:
-    """Run one step; returns the exit status (0: it ran, even if it stopped at its budget).
-    ``threads_per_clause`` (sweeps, paper): every experiment's GPU build, 1 (tm_gpu, the paper's design) or 32
-    (tm_gpu_warp), so that a call can choose it on the GPU machine after the benchmark, without staging again;
-    ``"auto"`` chooses per experiment from the GPU tests and benchmark of this code (:mod:`~.choice`); None keeps
-    each experiment on the build of its recorded seeds, else one thread (:mod:`~.choice`, rule 5). ``until``
-    (UNIX time) ends the step then, if that comes before the budget. ``later_s``: seconds the same step gets in
-    the next call of this lease, on this machine (a run that needs more than this call has left starts where the
-    two together fit, pauses at this call's end and resumes in that one)."""
+    """Run one step; returns the exit status (0: it ran, even if it stopped at its budget). ``impl`` (sweeps,
+    paper): only this GPU implementation. ``until`` (UNIX time) ends the step then, if that comes before the budget.
+    ``later_s``: seconds the same step gets in the next call of this lease, on this machine (a run that needs more
+    than this call has left starts where the two together fit, pauses at this call's end and resumes in that one)."""
     if name not in STEPS:
         raise StageError(f"unknown step {name!r}; the steps are, in order: {', '.join(STEPS)}")
-    if threads_per_clause is not None and (name not in ("sweeps", "paper")
-                                           or threads_per_clause not in (*GPU_IMPL_OF, "auto")):
-        raise StageError(f"--threads-per-clause applies to the sweeps and paper steps and must be one of "
-                         f"{', '.join(f'{k} ({impl})' for k, impl in GPU_IMPL_OF.items())} or auto, got "
-                         f"{threads_per_clause} for step {name}")
+    if impl is not None and (name not in IMPL_STEPS or impl not in plan.GPU_IMPLS):
+        raise StageError(f"--impl applies to the {' and '.join(IMPL_STEPS)} steps and must be one of "
+                         f"{', '.join(plan.GPU_IMPLS)}, got {impl} for step {name}")
     campaign_dir = Path(campaign_dir) if campaign_dir else REPO / STAGE_DIR
     out_dir = Path(out_dir or os.environ.get("OUT") or REPO / "campaign-out")
     step = Step(name, campaign_dir, out_dir, budget_s, work_dir, tree, until=until, later_s=later_s)
-    if threads_per_clause == "auto":
-        step.auto_threads = True
-        step.manifest["threads_per_clause"] = "auto"  # replaced by the choice, per experiment
-    elif threads_per_clause is not None:
-        step.default_threads = step.manifest["threads_per_clause"] = threads_per_clause
-        step.named_threads = True
+    step.impl = step.manifest["impl"] = impl
     try:
         if do_install:
             install(campaign_dir, step.campaign, say=step.say)

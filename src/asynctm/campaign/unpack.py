@@ -370,8 +370,4 @@ def unpack(folder: str | Path, into: str | Path | None = None, overwrite: bool =
         say(f"left out {len(plan.left_out)} later copies that differ from an earlier tarball's (the same run made by "
             "two steps; the first tarball's copy was kept): "
             + ", ".join(f"{rel} ({tar.name})" for rel, tar in plan.left_out))
-    if any(PurePosixPath(rel).match("benchmarks/results/gpu_*.json") for rel in writes):
-        from .goals import write
-
-        write(into, say=say)  # the benchmark's comparisons with every seed of this GPU and code
     return writes
