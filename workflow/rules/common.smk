@@ -1,7 +1,10 @@
-# Shared helpers for the .smk files: config lookups and input functions. Every job runs its package CLI
-# through JOBS.run_module (asynctm.jobs: its own process, its own log, a failure that names the log).
+# Shared helpers for the .smk files: config lookups and input functions. Every rule is a shell: rule calling the
+# console script, `asynctm <subcommand> ... --log LOG` (asynctm.cli), so `snakemake -p` prints each job's command;
+# given a log it runs as a job (asynctm.jobs: its own log, a failure that names the log, the deadline).
 import json
 import os
+import shlex
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -22,6 +25,18 @@ if config["data_mirror"] is not None and not Path(config["data_mirror"]).is_dir(
     )
 
 
+# The console script lives beside the interpreter that runs snakemake (.venv/bin/asynctm): the jobs find it there
+# without an activated environment.
+_BIN = str(Path(sys.executable).parent)
+if _BIN not in os.environ.get("PATH", "").split(os.pathsep):
+    os.environ["PATH"] = os.pathsep.join([_BIN, *filter(None, [os.environ.get("PATH")])])
+if shutil.which("asynctm") is None:
+    raise WorkflowError(
+        f"the console script asynctm is not installed beside {sys.executable} nor on PATH; install the package "
+        "into this environment: pip install -e '.[pipeline]'"
+    )
+
+
 def processed_datasets():
     """The meta.json of every configured dataset and protocol (each marks a finished folder)."""
     return [
@@ -39,7 +54,7 @@ onstart:
 
 # The deadline (config deadline): resolved once, here in the main process (a duration counts from now), and handed
 # through the environment to the job processes, which read this file again later (asynctm.jobs). No job starts
-# after it, and a TM run pauses with its checkpoint a margin before it (run_tm_job's --stop-at).
+# after it, and a TM run pauses with its checkpoint a margin before it (its --stop-at, added by asynctm.cli).
 from asynctm.config_check import resolve_deadline
 
 if workflow.is_main_process:
@@ -48,9 +63,8 @@ if workflow.is_main_process:
         print(JOBS.deadline_note(_deadline), file=sys.stderr)
 
 
-def mirror_args():
-    """The fetch CLI's mirror option; the pipeline reaches a mirror only through config."""
-    return [] if config["data_mirror"] is None else ["--mirror", config["data_mirror"]]
+# The fetch command's mirror option; the pipeline reaches a mirror only through config.
+MIRROR_ARGS = "" if config["data_mirror"] is None else f"--mirror {shlex.quote(config['data_mirror'])}"
 
 
 # -- experiments (workflow/rules/experiments.smk; record layout: results/README.md) -----------------------
@@ -211,18 +225,8 @@ def tm_settings(wildcards):
     )
 
 
-def run_tm_job(input, output, params, threads, log):
-    JOBS.run_module(
-        "asynctm.experiments",
-        "tm",
-        "--settings",
-        params.settings,
-        "--data-dir",
-        DATA,
-        "--out",
-        output.record,
-        "--threads",
-        threads,
-        *JOBS.stop_at_args(),
-        log=log[0],
-    )
+# The command of a TM run (run_tm, run_tm_novelty, run_ablation). Under a deadline asynctm.cli adds its --stop-at.
+TM_RUN = (
+    "asynctm run tm --settings {params.settings:q} --data-dir {DATA:q} --out {output.record:q} --threads {threads}"
+    " --log {log:q}"
+)
