@@ -16,8 +16,9 @@ ignored it for minutes.
 :func:`install_signal_handlers` (the workflow's ``onstart``, which runs in the main Snakemake process after
 Snakemake has installed its own SIGTERM handler) makes both signals do the same thing: send SIGTERM to every
 process below this one (each job's shell and its ``asynctm`` process), kill those still alive :data:`GRACE_S`
-seconds later, and interrupt Snakemake as Ctrl-C does, so that it marks the jobs failed, removes their outputs
-and incomplete markers and releases its lock. A run writes its record last and atomically, so an interrupted run
+seconds later, and end Snakemake as its own SIGTERM handler does (its scheduler starts no other job), which now
+takes seconds: it marks the stopped jobs failed, removes their outputs and incomplete markers and releases its
+lock. A run writes its record last and atomically, so an interrupted run
 leaves none (asynctm.baselines.pytm.interruptible keeps pyTsetlinMachine's C epochs from delaying the signal).
 
 A deadline (config ``deadline``: the end of a SLURM allocation, of a preemptible or time-boxed machine) is
@@ -33,6 +34,8 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
+import shutil
 import signal
 import sys
 import threading
@@ -82,6 +85,24 @@ def run_job(what: str, main, argv: list[str], log) -> int:
     elif status:
         print(f"{what} failed; see {log}", file=sys.stderr, flush=True)
     return status or 0
+
+
+def shell_word(value) -> str:
+    """``value`` (a folder, the mirror, the artifacts' settings) as one word of a workflow rule's shell command, written
+    in when the workflow is read: quoted for the shell, its braces doubled for Snakemake, which fills in the rest of
+    the command per job."""
+    return shlex.quote(str(value)).replace("{", "{{").replace("}", "}}")
+
+
+def console_script_on_path(environ=None) -> str | None:
+    """Put the folder of this interpreter first on the jobs' PATH (``environ``, default ``os.environ``): a virtual
+    environment's bin/, where pip installs the console script ``asynctm``, so that ``.venv/bin/snakemake`` finds it
+    without an activated environment. Returns where ``asynctm`` is found then (None: nowhere)."""
+    environ = os.environ if environ is None else environ
+    here, path = str(Path(sys.executable).parent), environ.get("PATH", "")
+    if here not in path.split(os.pathsep):
+        environ["PATH"] = os.pathsep.join(filter(None, [here, path]))
+    return shutil.which("asynctm", path=environ["PATH"])
 
 
 # -- the deadline ------------------------------------------------------------------------------------------
@@ -232,6 +253,9 @@ def _kill_leftovers() -> None:
     signal_descendants(signal.SIGKILL)
 
 
+_snakemake_exit = None  # Snakemake's own SIGTERM handler: its scheduler's graceful exit
+
+
 def _on_signal(signum, frame):
     first = not _stopping.is_set()
     _stopping.set()
@@ -242,11 +266,18 @@ def _on_signal(signum, frame):
         timer.start()
         print(f"{signal.Signals(signum).name}: stopping the running jobs ({n} processes); interrupted runs write "
               "no record", file=sys.stderr, flush=True)
-        raise KeyboardInterrupt  # Snakemake's own Ctrl-C path: cancel, clean up, unlock
+        if not callable(_snakemake_exit):
+            raise KeyboardInterrupt  # no scheduler yet: Snakemake's own Ctrl-C path
+        # Snakemake starts no other job and ends once the stopped ones have: it handles each as failed (removes its
+        # outputs and incomplete marker), then releases its lock.
+        _snakemake_exit(signum, frame)
 
 
 def install_signal_handlers() -> None:
-    """SIGINT and SIGTERM stop every job process, then interrupt Snakemake (call from the main thread, in
-    the workflow's ``onstart``)."""
+    """SIGINT and SIGTERM stop every job process, then end Snakemake as its own SIGTERM handler does, without waiting
+    for the jobs (call from the main thread, in the workflow's ``onstart``, after Snakemake installed that handler)."""
+    global _snakemake_exit
+    if signal.getsignal(signal.SIGTERM) is not _on_signal:
+        _snakemake_exit = signal.getsignal(signal.SIGTERM)
     signal.signal(signal.SIGINT, _on_signal)
     signal.signal(signal.SIGTERM, _on_signal)

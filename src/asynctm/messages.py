@@ -183,6 +183,8 @@ class _Messages(logging.Filter):
                 with self.lock:
                     self.stopped_jobs.append(str(getattr(record, "rule_name", None) or "a group job"))
                 return False
+            if str(record.msg).startswith("Will exit after finishing currently running jobs"):
+                return False  # its scheduler's graceful exit, which does not wait here: the jobs were stopped
             # Exceptions the stop caused ("At least one job did not complete successfully"): the last line says
             # it. Other errors (a cleanup that failed) still show.
             return not (record.levelno >= logging.ERROR and getattr(record, "exception", None))

@@ -35,6 +35,8 @@ rule run_ablation:
         params=r"n\d+_T\d+_s[^/]+_e\d+",
         variant=r"(async|sync)_(linear|quadratic)(_staggered)?(_warp)?",
         seed=r"\d+",
+    conda:
+        ENV
     threads: config["ablation"]["threads"]
     resources:
         gpu=lambda wc: int(wc.impl == "tm_gpu"),
@@ -66,8 +68,10 @@ rule ablation_artifacts:
         inputs=RULES.inputs_manifest_path("ablation", TABLES_DIR),
     log:
         f"{RESULTS}/{PLAN.ABLATION_DIR}/artifacts.log",
+    conda:
+        ENV
     shell:
-        "asynctm ablation --results {RESULTS:q} --tables-dir {TABLES_DIR:q} --figures-dir {FIGURES_DIR:q}"
+        f"asynctm ablation --results {word(RESULTS)} --tables-dir {word(TABLES_DIR)} --figures-dir {word(FIGURES_DIR)}"
         " --inputs-manifest {output.inputs:q} --stale {input.stale:q} --log {log:q} --records {input.records:q}"
 
 

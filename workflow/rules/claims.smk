@@ -12,14 +12,21 @@ from pathlib import Path
 
 from asynctm.artifacts import ablation as CLAIMS_ABLATION
 from asynctm.artifacts import catalog
-from asynctm.artifacts.rules import changed_stamp, config_text, declared_records, inputs_manifest_path, with_stamp
+from asynctm.artifacts.rules import (
+    artifact_command,
+    changed_stamp,
+    config_text,
+    declared_records,
+    inputs_manifest_path,
+    with_stamp,
+)
 
 # The config the verdicts are built from: the artifacts' keys plus the thresholds and the ablation's settings.
 CLAIMS_CONFIG = f"{TABLES_DIR}/claims_config.yaml"
 _CLAIMS_CONFIG_KEYS = (*ARTIFACTS_CONFIG_KEYS, "ablation", "claims")
 # As artifacts_config (tables.smk): the stamp, not a param, says when the settings changed.
-CLAIMS_CONFIG_JSON = json.dumps({key: config[key] for key in _CLAIMS_CONFIG_KEYS if key in config}, sort_keys=True)
-_CLAIMS_CONFIG_TEXT = config_text(json.loads(CLAIMS_CONFIG_JSON))
+_CLAIMS_CONFIG_JSON = json.dumps({key: config[key] for key in _CLAIMS_CONFIG_KEYS if key in config}, sort_keys=True)
+_CLAIMS_CONFIG_TEXT = config_text(json.loads(_CLAIMS_CONFIG_JSON))
 
 
 rule claims_config:
@@ -29,22 +36,19 @@ rule claims_config:
         CLAIMS_CONFIG,
     log:
         f"{ARTIFACTS_LOGS}/claims_config.log",
+    conda:
+        ENV
     shell:
-        "asynctm artifacts config --settings {CLAIMS_CONFIG_JSON:q} --out {output:q} --stale {input.stale:q}"
-        " --log {log:q}"
+        f"asynctm artifacts config --settings {word(_CLAIMS_CONFIG_JSON)} --out {{output:q}}"
+        " --stale {input.stale:q} --log {log:q}"
 
 
-# The records a claims artifact reads (the cells it reports, requested or on disk, and the ablation's on disk), and
-# its job: it reads exactly those records (and, for the page, the evidence under {RESULTS}/evidence), writes into
-# params.out, then the manifest of those records, and removes the stamps that asked for it.
+# The records a claims artifact reads (the cells it reports, requested or on disk, and the ablation's on disk); its
+# job (asynctm.artifacts.rules.artifact_command) reads exactly those, and the page the evidence under
+# {RESULTS}/evidence.
 _CLAIMS_RECORDS = lambda name: sorted(
     set(declared_records(name, config, record_paths, RESULTS))
     | {p.as_posix() for p in CLAIMS_ABLATION.record_files(RESULTS)}
-)
-CLAIMS_JOB = (
-    "asynctm artifacts {params.artifact} --results {RESULTS:q} --config {input.config:q} --out {params.out:q}"
-    " --host-gpu no --reference {input.reference:q} --inputs-manifest {output.inputs:q} --stale {input.stale:q}"
-    " --log {log:q} --records {input.records:q}"
 )
 
 
@@ -65,11 +69,10 @@ rule claims_page:
         inputs=inputs_manifest_path("claims", TABLES_DIR),
     log:
         f"{ARTIFACTS_LOGS}/claims.log",
-    params:
-        artifact="claims",
-        out=TABLES_DIR,
+    conda:
+        ENV
     shell:
-        CLAIMS_JOB
+        artifact_command("claims", RESULTS, TABLES_DIR, host_gpu=False)
 
 
 rule fig_claims_forest:
@@ -83,11 +86,10 @@ rule fig_claims_forest:
         inputs=inputs_manifest_path("fig_claims_forest", TABLES_DIR),
     log:
         f"{ARTIFACTS_LOGS}/fig_claims_forest.log",
-    params:
-        artifact="fig_claims_forest",
-        out=FIGURES_DIR,
+    conda:
+        ENV
     shell:
-        CLAIMS_JOB
+        artifact_command("fig_claims_forest", RESULTS, FIGURES_DIR, host_gpu=False)
 
 
 # The verdicts page, its CSV, the README's block and the forest plot.

@@ -1,10 +1,8 @@
-# Shared helpers for the .smk files: config lookups and input functions. Every rule is a shell: rule calling the
+# Shared helpers for the .smk files: config lookups and input functions. Each rule's shell command calls the
 # console script, `asynctm <subcommand> ... --log LOG` (asynctm.cli), so `snakemake -p` prints each job's command;
-# given a log it runs as a job (asynctm.jobs: its own log, a failure that names the log, the deadline).
+# given a log it runs as a job (asynctm.jobs, which says how: its own log, a failure that names the log, the deadline).
 import json
 import os
-import shlex
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -27,10 +25,7 @@ if config["data_mirror"] is not None and not Path(config["data_mirror"]).is_dir(
 
 # The console script lives beside the interpreter that runs snakemake (.venv/bin/asynctm): the jobs find it there
 # without an activated environment.
-_BIN = str(Path(sys.executable).parent)
-if _BIN not in os.environ.get("PATH", "").split(os.pathsep):
-    os.environ["PATH"] = os.pathsep.join([_BIN, *filter(None, [os.environ.get("PATH")])])
-if shutil.which("asynctm") is None:
+if JOBS.console_script_on_path() is None:
     raise WorkflowError(
         f"the console script asynctm is not installed beside {sys.executable} nor on PATH; install the package "
         "into this environment: pip install -e '.[pipeline]'"
@@ -63,8 +58,19 @@ if workflow.is_main_process:
         print(JOBS.deadline_note(_deadline), file=sys.stderr)
 
 
+# The software of every job: the conda environment environment.yml creates (conda env create -f environment.yml),
+# which `snakemake --use-conda` runs the jobs in; without --use-conda they run in snakemake's own environment.
+ENV = "asynctm"
+
+# The workflow's own values in a command (a folder, the mirror, the artifacts' settings) are written in as the
+# workflow is read (f-strings of word(...), quoted and with braces doubled), so that it names nothing else from
+# outside its rule, as snakemake --lint asks. They are no params (a folder is no setting of a job, and its outputs'
+# paths name it), since a new param would redo the finished jobs of a checkout whose metadata predates it.
+word = JOBS.shell_word
+
+
 # The fetch command's mirror option; the pipeline reaches a mirror only through config.
-MIRROR_ARGS = "" if config["data_mirror"] is None else f"--mirror {shlex.quote(config['data_mirror'])}"
+MIRROR_ARGS = "" if config["data_mirror"] is None else f" --mirror {word(config['data_mirror'])}"
 
 
 # -- experiments (workflow/rules/experiments.smk; record layout: results/README.md) -----------------------
@@ -227,6 +233,6 @@ def tm_settings(wildcards):
 
 # The command of a TM run (run_tm, run_tm_novelty, run_ablation). Under a deadline asynctm.cli adds its --stop-at.
 TM_RUN = (
-    "asynctm run tm --settings {params.settings:q} --data-dir {DATA:q} --out {output.record:q} --threads {threads}"
-    " --log {log:q}"
+    f"asynctm run tm --settings {{params.settings:q}} --data-dir {word(DATA)} --out {{output.record:q}}"
+    " --threads {threads} --log {log:q}"
 )

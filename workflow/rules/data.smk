@@ -13,8 +13,11 @@ rule fetch:
         "logs/data/fetch_{dataset}.log",
     wildcard_constraints:
         dataset="|".join(DATASET_NAMES),
+    conda:
+        ENV
     shell:
-        "asynctm data fetch {wildcards.dataset} --raw-dir {DATA:q}/raw/{wildcards.dataset} {MIRROR_ARGS} --log {log:q}"
+        f"asynctm data fetch {{wildcards.dataset}} --raw-dir {word(DATA)}/raw/{{wildcards.dataset}}{MIRROR_ARGS}"
+        " --log {log:q}"
 
 
 # Re-verifies the raw members, prepares one protocol, writes the folder atomically; meta.json
@@ -29,7 +32,9 @@ rule prepare:
     wildcard_constraints:
         dataset="|".join(DATASET_NAMES),
         protocol="|".join(PROTOCOL_NAMES),
+    conda:
+        ENV
     shell:
         "asynctm data prepare {wildcards.dataset} --protocol {wildcards.protocol}"
-        " --raw-dir {DATA:q}/raw/{wildcards.dataset} --out {DATA:q}/processed/{wildcards.dataset}/{wildcards.protocol}"
-        " --log {log:q}"
+        f" --raw-dir {word(DATA)}/raw/{{wildcards.dataset}}"
+        f" --out {word(DATA)}/processed/{{wildcards.dataset}}/{{wildcards.protocol}} --log {{log:q}}"

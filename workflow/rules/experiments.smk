@@ -23,6 +23,8 @@ rule run_tm:
         experiment=_NONNOVEL,
         impl=_TM_IMPL,
         seed=r"\d+",
+    conda:
+        ENV
     threads: tm_threads
     resources:
         gpu=lambda wc: int(wc.impl in PLAN.GPU_IMPLS),
@@ -45,6 +47,8 @@ rule run_tm_novelty:
         experiment=_NOVEL,
         impl=_TM_IMPL,
         seed=r"\d+",
+    conda:
+        ENV
     threads: tm_threads
     resources:
         gpu=lambda wc: int(wc.impl in PLAN.GPU_IMPLS),
@@ -65,6 +69,8 @@ rule run_svm:
     wildcard_constraints:
         experiment=_EXP,
         seed=r"\d+",
+    conda:
+        ENV
     # ThunderSVM on every core; scikit-learn (an experiment's svm_library) is single-threaded
     threads: lambda wc: ESTIMATE.run_threads(config, "svm", workflow.cores, wc.experiment)
     params:
@@ -72,8 +78,8 @@ rule run_svm:
             PLAN.svm_run_settings(config, wc.experiment, wc.params, int(wc.seed)), sort_keys=True
         ),
     shell:
-        "asynctm run svm --settings {params.settings:q} --data-dir {DATA:q} --out {output.record:q} --threads {threads}"
-        " --log {log:q}"
+        f"asynctm run svm --settings {{params.settings:q}} --data-dir {word(DATA)} --out {{output.record:q}}"
+        " --threads {threads} --log {log:q}"
 
 
 # Novelty detection, second stage: an MLP on the class sums of one TM run (params = <tm impl>.<tm params>).
@@ -88,6 +94,8 @@ rule run_mlp_novelty:
         experiment=_NOVEL,
         tm_impl=_TM_IMPL,
         seed=r"\d+",
+    conda:
+        ENV
     params:
         settings=lambda wc: json.dumps(
             PLAN.mlp_run_settings(config, wc.experiment, f"{wc.tm_impl}.{wc.tm_params}", int(wc.seed)),

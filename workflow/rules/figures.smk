@@ -7,7 +7,7 @@
 from pathlib import Path
 
 from asynctm.artifacts import catalog
-from asynctm.artifacts.rules import inputs_manifest_path, record_input_with_stamp
+from asynctm.artifacts.rules import artifact_command, inputs_manifest_path, record_input_with_stamp
 
 for _name in catalog.FIGURES:
 
@@ -24,13 +24,13 @@ for _name in catalog.FIGURES:
             inputs=inputs_manifest_path(_name, TABLES_DIR),
         log:
             f"{ARTIFACTS_LOGS}/{_name}.log",
+        conda:
+            ENV
         params:
             artifact=_name,
-            host_gpu="yes" if HOST_GPU else "no",
+            host_gpu=HOST_GPU,
         shell:
-            "asynctm artifacts {params.artifact} --results {RESULTS:q} --config {input.config:q} --out {FIGURES_DIR:q}"
-            " --host-gpu {params.host_gpu} --inputs-manifest {output.inputs:q} --stale {input.stale:q} --log {log:q}"
-            " --records {input.records:q}"
+            artifact_command(_name, RESULTS, FIGURES_DIR, HOST_GPU, reference=False)
 
 
 # Every figure (PNG, PDF, caption).

@@ -20,13 +20,16 @@ rule report:
         claims=rules.claims.input,  # the verdicts it opens on (claims.smk)
         config=ARTIFACTS_CONFIG,
     output:
-        f"{TABLES_DIR}/report.html",
+        html=f"{TABLES_DIR}/report.html",
         inputs=inputs_manifest_path("report", TABLES_DIR),
     log:
         f"{ARTIFACTS_LOGS}/report.log",
+    conda:
+        ENV
     shell:
-        "asynctm report --tables {TABLES_DIR:q} --figures {FIGURES_DIR:q} --config {input.config:q} --out {output[0]:q}"
-        " --inputs-manifest {output.inputs:q} --stale {input.stale:q} --log {log:q} --records {input.records:q}"
+        f"asynctm report --tables {word(TABLES_DIR)} --figures {word(FIGURES_DIR)} --config {{input.config:q}}"
+        " --out {output.html:q} --inputs-manifest {output.inputs:q} --stale {input.stale:q} --log {log:q}"
+        " --records {input.records:q}"
 
 
 # A workflow has one onsuccess: add other end-of-run steps here. After a run, say where the results are.

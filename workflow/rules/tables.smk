@@ -14,7 +14,13 @@ from pathlib import Path
 
 from asynctm.artifacts import catalog
 from asynctm.artifacts.tables import HOST_TIMING_TABLES
-from asynctm.artifacts.rules import changed_stamp, config_text, inputs_manifest_path, record_input_with_stamp
+from asynctm.artifacts.rules import (
+    artifact_command,
+    changed_stamp,
+    config_text,
+    inputs_manifest_path,
+    record_input_with_stamp,
+)
 
 PAPER_NUMBERS = "paper_tables/reference/paper_numbers.csv"
 # The config the artifacts are built from as Snakemake sees it (--config overrides included), cut to the
@@ -45,9 +51,11 @@ _HOST_TIMING = lambda name: (
 # Written by a rule, never while the workflow is read (a dry run or a refused run writes nothing): where the file
 # on disk holds other settings than this invocation's, its input gains a stamp that does not exist yet, so the rule
 # runs and writes it (only when its content changes, so its time says when the settings last changed), and the
-# artifacts built from it follow. The stamp, not a param, says when: the settings reach the command as a variable.
-ARTIFACTS_CONFIG_JSON = json.dumps({key: config[key] for key in ARTIFACTS_CONFIG_KEYS if key in config}, sort_keys=True)
-_ARTIFACTS_CONFIG_TEXT = config_text(json.loads(ARTIFACTS_CONFIG_JSON))
+# artifacts built from it follow. The stamp, not a param, says when: the settings are written into the command.
+_ARTIFACTS_CONFIG_JSON = json.dumps(
+    {key: config[key] for key in ARTIFACTS_CONFIG_KEYS if key in config}, sort_keys=True
+)
+_ARTIFACTS_CONFIG_TEXT = config_text(json.loads(_ARTIFACTS_CONFIG_JSON))
 
 
 rule artifacts_config:
@@ -57,19 +65,11 @@ rule artifacts_config:
         ARTIFACTS_CONFIG,
     log:
         f"{ARTIFACTS_LOGS}/artifacts_config.log",
+    conda:
+        ENV
     shell:
-        "asynctm artifacts config --settings {ARTIFACTS_CONFIG_JSON:q} --out {output:q} --stale {input.stale:q}"
-        " --log {log:q}"
-
-
-# The command of a table's job (and the results summary's): it reads exactly its declared records, writes beside
-# its first output, then the manifest of those records (asynctm.artifacts.rules), and removes the stamps that asked
-# for it.
-TABLE_JOB = (
-    "asynctm artifacts {params.artifact} --results {RESULTS:q} --config {input.config:q} --out {TABLES_DIR:q}"
-    " --host-gpu {params.host_gpu} --reference {input.reference:q} --inputs-manifest {output.inputs:q}"
-    " --stale {input.stale:q} --log {log:q} --records {input.records:q}"
-)
+        f"asynctm artifacts config --settings {word(_ARTIFACTS_CONFIG_JSON)} --out {{output:q}}"
+        " --stale {input.stale:q} --log {log:q}"
 
 
 for _name in catalog.TABLES:
@@ -90,12 +90,13 @@ for _name in catalog.TABLES:
             inputs=inputs_manifest_path(_name, TABLES_DIR),
         log:
             f"{ARTIFACTS_LOGS}/{_name}.log",
+        conda:
+            ENV
         params:
             artifact=_name,
-            # words the gap of a missing tm_gpu run; a param, so a change rebuilds
-            host_gpu="yes" if HOST_GPU else "no",
+            host_gpu=HOST_GPU,  # words the gap of a missing tm_gpu run; a param, so a change rebuilds
         shell:
-            TABLE_JOB
+            artifact_command(_name, RESULTS, TABLES_DIR, HOST_GPU)
 
 
 rule results_summary:
@@ -108,11 +109,12 @@ rule results_summary:
         inputs=inputs_manifest_path("results_summary", TABLES_DIR),
     log:
         f"{ARTIFACTS_LOGS}/results_summary.log",
+    conda:
+        ENV
     params:
-        artifact="results_summary",
-        host_gpu="yes" if HOST_GPU else "no",
+        host_gpu=HOST_GPU,
     shell:
-        TABLE_JOB
+        artifact_command("results_summary", RESULTS, TABLES_DIR, HOST_GPU)
 
 
 # Every table (CSV, Markdown, LaTeX, caption) and the results summary.

@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import store
+from ..jobs import shell_word
 from . import catalog
 
 
@@ -149,6 +150,17 @@ def remove_stamps(stamps) -> None:
     """Remove the stamps that asked for a rebuild, once it is done (a later change of the records makes a new one)."""
     for stamp in stamps:
         Path(stamp).unlink(missing_ok=True)
+
+
+def artifact_command(name: str, results, out_dir, host_gpu: bool, reference: bool = True) -> str:
+    """The shell command of the rule of table, figure or claims artifact ``name``: ``asynctm artifacts NAME`` on the
+    rule's declared records (it reads those alone) below ``results``, writing into ``out_dir``, then the manifest of
+    those records, and the stamps that asked for the build go (:func:`finish_job`). ``host_gpu`` words the gap of a
+    missing tm_gpu run; ``reference``: the rule's input.reference, the paper's numbers."""
+    return (f"asynctm artifacts {name} --results {shell_word(results)} --config {{input.config:q}} --out "
+            f"{shell_word(out_dir)} --host-gpu {'yes' if host_gpu else 'no'}"
+            + (" --reference {input.reference:q}" if reference else "")
+            + " --inputs-manifest {output.inputs:q} --stale {input.stale:q} --log {log:q} --records {input.records:q}")
 
 
 def add_job_args(parser) -> None:
