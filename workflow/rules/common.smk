@@ -58,9 +58,9 @@ if workflow.is_main_process:
         print(JOBS.deadline_note(_deadline), file=sys.stderr)
 
 
-# The software of every job: the conda environment environment.yml creates (conda env create -f environment.yml),
-# which `snakemake --use-conda` runs the jobs in; without --use-conda they run in snakemake's own environment.
-ENV = "asynctm"
+# The software of every job: the project's conda environment (workflow/envs/asynctm.yaml is environment.yml; a path
+# relative to the .smk files). Without --use-conda the jobs run in snakemake's own environment.
+ENV = "../envs/asynctm.yaml"
 
 # The workflow's own values in a command (a folder, the mirror, the artifacts' settings) are written in as the
 # workflow is read (f-strings of word(...), quoted and with braces doubled), so that it names nothing else from

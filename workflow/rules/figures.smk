@@ -30,7 +30,8 @@ for _name in catalog.FIGURES:
             artifact=_name,
             host_gpu=HOST_GPU,
         shell:
-            artifact_command(_name, RESULTS, FIGURES_DIR, HOST_GPU, reference=False)
+            # the name through params: a job evaluates this again when it runs, when _name holds the loop's last
+            artifact_command("{params.artifact}", RESULTS, FIGURES_DIR, HOST_GPU, reference=False)
 
 
 # Every figure (PNG, PDF, caption).

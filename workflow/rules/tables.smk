@@ -96,7 +96,8 @@ for _name in catalog.TABLES:
             artifact=_name,
             host_gpu=HOST_GPU,  # words the gap of a missing tm_gpu run; a param, so a change rebuilds
         shell:
-            artifact_command(_name, RESULTS, TABLES_DIR, HOST_GPU)
+            # the name through params: a job evaluates this again when it runs, when _name holds the loop's last
+            artifact_command("{params.artifact}", RESULTS, TABLES_DIR, HOST_GPU)
 
 
 rule results_summary:
