@@ -4,8 +4,11 @@ with --help; an unknown subcommand is one line."""
 from __future__ import annotations
 
 import json
+import os
+import shlex
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -69,3 +72,22 @@ def test_the_artifacts_config_job_writes_the_settings_as_yaml_and_removes_its_st
              "--log", str(tmp_path / "config.log"))
     assert r.returncode == 0, r.stderr
     assert out.read_text() == config_text(settings) and not stamp.exists()
+
+
+def test_a_value_written_into_a_rule_command_is_one_shell_word_that_snakemake_leaves_as_it_is():
+    from asynctm.jobs import shell_word
+
+    settings = json.dumps({"a b": "it's"})
+    command = f"echo {shell_word(settings)} {{x}}".format(x="job")  # Snakemake formats the command per job
+    assert shlex.split(command) == ["echo", settings, "job"]
+
+
+def test_the_console_script_is_found_beside_the_interpreter_without_an_activated_environment():
+    from asynctm.jobs import console_script_on_path
+
+    environ = {"PATH": "/usr/bin"}
+    found = console_script_on_path(environ)
+    assert environ["PATH"].split(os.pathsep)[0] == str(Path(sys.executable).parent)
+    assert found == str(Path(sys.executable).parent / "asynctm")
+    console_script_on_path(environ)
+    assert environ["PATH"].count(str(Path(sys.executable).parent)) == 1  # once, however often the Snakefile is read

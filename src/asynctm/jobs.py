@@ -18,8 +18,8 @@ Snakemake has installed its own SIGTERM handler) makes both signals do the same 
 process below this one (each job's shell and its ``asynctm`` process), kill those still alive :data:`GRACE_S`
 seconds later, and end Snakemake as its own SIGTERM handler does (its scheduler starts no other job), which now
 takes seconds: it marks the stopped jobs failed, removes their outputs and incomplete markers and releases its
-lock. A run writes its record last and atomically, so an interrupted run
-leaves none (asynctm.baselines.pytm.interruptible keeps pyTsetlinMachine's C epochs from delaying the signal).
+lock. A run writes its record last and atomically, so an interrupted run leaves none
+(asynctm.baselines.pytm.interruptible keeps pyTsetlinMachine's C epochs from delaying the signal).
 
 A deadline (config ``deadline``: the end of a SLURM allocation, of a preemptible or time-boxed machine) is
 resolved once, by the main Snakemake process (a duration counts from the start of the command), and reaches the
