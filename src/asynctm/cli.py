@@ -1,7 +1,10 @@
 """One command for every stage of the pipeline: ``asynctm <subcommand> [arguments]`` (or ``python -m asynctm``).
 
-Each subcommand is the command line of one module (the one the workflow's rules call); ``asynctm <subcommand>
---help`` shows its arguments. ``asynctm --help`` lists them. The library (``TMClassifier``, ``TMRegressor``) needs
+Each subcommand is the command line of one module; ``asynctm <subcommand> --help`` shows its arguments,
+``asynctm --help`` lists them. Every rule of the workflow is a ``shell:`` rule calling one of them with ``--log LOG``:
+given a log, the subcommand runs as a job (asynctm.jobs.run_job: nothing starts once the workflow's deadline has
+passed, a failure ends with one line naming the log), and ``asynctm run tm`` pauses a margin before that deadline
+(its ``--stop-at``). The library (``TMClassifier``, ``TMRegressor``) needs
 none of this; the subcommands need the pipeline's dependencies (``pip install 'asynctm[pipeline]'``).
 """
 
@@ -9,6 +12,8 @@ from __future__ import annotations
 
 import importlib
 import sys
+
+from . import jobs
 
 # subcommand -> (module whose main(argv) it runs, what it does)
 SUBCOMMANDS = {
@@ -51,5 +56,22 @@ def main(argv=None) -> int:
         print(f"asynctm {name}: needs {exc.name!r}, a dependency of the pipeline; install it with "
               "pip install 'asynctm[pipeline]'", file=sys.stderr)
         return 1
-    sys.argv[0] = f"asynctm {name}"
-    return module.main(rest)
+    log = _log_arg(rest)
+    if log is None:
+        sys.argv = [f"asynctm {name}", *rest]
+        return module.main(rest)
+    if name == "run" and rest[:1] == ["tm"] and not any(a.split("=")[0] == "--stop-at" for a in rest):
+        rest += jobs.stop_at_args()
+    sys.argv = [f"asynctm {name}", *rest]  # a run's record keeps its command (provenance)
+    what = f"asynctm {name}" + (f" {rest[0]}" if rest and not rest[0].startswith("-") else "")
+    return jobs.run_job(what, module.main, rest, log)
+
+
+def _log_arg(argv: list[str]) -> str | None:
+    """The value of ``--log`` in ``argv``; None without one."""
+    for k, arg in enumerate(argv):
+        if arg == "--log" and k + 1 < len(argv):
+            return argv[k + 1]
+        if arg.startswith("--log="):
+            return arg.removeprefix("--log=")
+    return None

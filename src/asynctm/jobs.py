@@ -1,43 +1,42 @@
 """How the pipeline runs a job with its log, and a clean stop on Ctrl-C (SIGINT) or SIGTERM.
 
-One way to run a job (every ``run:`` block of workflow/rules/*.smk): :func:`run_module` starts
-``python -m MODULE ARGS --log LOG`` with this interpreter as its own process (so jobs run in parallel and a
-signal reaches it), leaves its stderr to the terminal (Snakemake shows a long run's progress), and turns a
-failure or a signal into one error naming the log. The job's CLI writes its own log with :class:`JobLog`
-(messages to the log and to stderr, the traceback of an unexpected error to the log too): asynctm.datasets and
-asynctm.artifacts plain lines, a run of asynctm.experiments its progress as timestamped lines tagged with the
-run, kept across a resumed attempt.
+Every rule of workflow/rules/*.smk is a ``shell:`` rule calling the console script, ``asynctm <subcommand> ...
+--log LOG`` (asynctm.cli), so ``snakemake -p`` prints each job's command. Given ``--log``, the console script
+runs its subcommand as a job (:func:`run_job`): it starts nothing once the deadline has passed, and ends a
+failure with one line naming the log. The subcommand writes its own log with :class:`JobLog` (messages to the log
+and to stderr, the traceback of an unexpected error to the log too): asynctm.datasets and asynctm.artifacts plain
+lines, a run of asynctm.experiments its progress as timestamped lines tagged with the run, kept across a resumed
+attempt.
 
-Left to itself, Snakemake 9 stops badly. Its local executor runs each job of a ``run:`` rule in a
-Snakemake subprocess (``/bin/sh -c 'python -m snakemake --target-jobs ...'``), which runs our
-``python -m asynctm...`` process (:func:`run_module`). On SIGTERM Snakemake waits
-for the running jobs to finish (hours for a pyTsetlinMachine run); on SIGINT it cancels its thread pool,
-which also waits for them unless the terminal happened to deliver the SIGINT to the whole process group,
-and even then a pyTsetlinMachine epoch busy in C ignored it for minutes.
+Left to itself, Snakemake 9 stops badly: on SIGTERM it waits for the running jobs to finish (hours for a
+pyTsetlinMachine run); on SIGINT it cancels its thread pool, which also waits for them unless the terminal
+happened to deliver the SIGINT to the whole process group, and even then a pyTsetlinMachine epoch busy in C
+ignored it for minutes.
 
 :func:`install_signal_handlers` (the workflow's ``onstart``, which runs in the main Snakemake process after
 Snakemake has installed its own SIGTERM handler) makes both signals do the same thing: send SIGTERM to every
-process below this one (the job shells, Snakemake subprocesses and our runs), kill those still alive
-:data:`GRACE_S` seconds later, and interrupt Snakemake as Ctrl-C does, so that it marks the jobs failed,
-removes their outputs and incomplete markers and releases its lock. A run writes its record last and
-atomically, so an interrupted run leaves none (asynctm.baselines.pytm.interruptible keeps pyTsetlinMachine's
-C epochs from delaying the signal).
+process below this one (each job's shell and its ``asynctm`` process), kill those still alive :data:`GRACE_S`
+seconds later, and end Snakemake as its own SIGTERM handler does (its scheduler starts no other job), which now
+takes seconds: it marks the stopped jobs failed, removes their outputs and incomplete markers and releases its
+lock. A run writes its record last and atomically, so an interrupted run leaves none
+(asynctm.baselines.pytm.interruptible keeps pyTsetlinMachine's C epochs from delaying the signal).
 
 A deadline (config ``deadline``: the end of a SLURM allocation, of a preemptible or time-boxed machine) is
 resolved once, by the main Snakemake process (a duration counts from the start of the command), and reaches the
 jobs through the environment (:func:`share_deadline`, :data:`DEADLINE_ENV`): Snakemake reads the Snakefile
-again in every job process, where the clock has moved on. :func:`run_module` starts no job after it, and a TM
-run gets ``--stop-at`` :data:`DEADLINE_MARGIN_S` before it (:func:`stop_at_args`): it pauses before an epoch
-that would end later, keeping its checkpoint, and the job fails with one line (:class:`JobPaused`) saying so and
-that the same command resumes it.
+again in a remote job's process, where the clock has moved on. :func:`run_job` starts no job after it, and a TM
+run gets ``--stop-at`` :data:`DEADLINE_MARGIN_S` before it (:func:`stop_at_args`, added by asynctm.cli): it
+pauses before an epoch that would end later, keeping its checkpoint, and the job ends with :data:`EXIT_PAUSED`
+and one line saying so and that the same command resumes it.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shlex
+import shutil
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -59,32 +58,51 @@ DEADLINE_MARGIN_S = 60.0
 _stopping = threading.Event()
 
 
-class JobFailed(RuntimeError):
-    """A job's process failed or was stopped by a signal; the message names its log."""
-
-
-class JobPaused(JobFailed):
-    """A job paused at the deadline, or did not start because it had passed; the same command resumes it."""
-
-
-def run_module(module: str, *args, log) -> None:
-    """Run ``python -m MODULE ARGS --log LOG`` (this interpreter) as its own process; raise JobFailed naming the
-    log if it fails or a signal stops it, JobPaused if it paused at the deadline (exit status
-    :data:`EXIT_PAUSED`) or the deadline had passed before it could start. SIGINT or SIGTERM to snakemake stops it
-    within seconds (:func:`install_signal_handlers`)."""
-    what = f"python -m {module}" + (f" {args[0]}" if args and not str(args[0]).startswith("-") else "")
+def run_job(what: str, main, argv: list[str], log) -> int:
+    """Run ``main(argv)`` in this process as one job of the workflow (asynctm.cli, for a subcommand given
+    ``--log LOG``; ``what`` names it: ``asynctm run tm``) and return its exit status. Starts nothing once the
+    deadline has passed (one line, :data:`EXIT_PAUSED`); a run paused at the deadline (its status
+    :data:`EXIT_PAUSED`) ends with one line saying where it stopped and that the same command resumes it, any
+    other failure with one line naming the log. SIGINT or SIGTERM to snakemake stops it within seconds
+    (:func:`install_signal_handlers`)."""
     due = deadline()
     if due is not None and time.time() >= due:
-        raise JobPaused(f"{what} not started: the deadline ({_clock(due)}) had passed; rerun the same command to "
-                        "resume")
+        print(f"{what} not started: the deadline ({_clock(due)}) had passed; rerun the same command to resume",
+              file=sys.stderr, flush=True)
+        return EXIT_PAUSED
     Path(log).parent.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run([sys.executable, "-m", module, *map(str, args), "--log", str(log)])
-    if done.returncode < 0:
-        raise JobFailed(f"{what} stopped by {signal.Signals(-done.returncode).name}; see {log}")
-    if done.returncode == EXIT_PAUSED:
-        raise JobPaused(f"{what} {paused_line(log)}; see {log}")
-    if done.returncode != 0:
-        raise JobFailed(f"{what} failed; see {log}")
+    try:
+        status = main(argv)
+    except SystemExit as exc:  # argparse's usage error (already printed)
+        status = exc.code if isinstance(exc.code, int) or exc.code is None else 1
+    except Exception:  # noqa: BLE001 - the subcommand's log holds the traceback; it shows here too, then one line
+        traceback.print_exc()
+        status = 1
+    if status == EXIT_PAUSED:
+        print(f"{what} {paused_line(log)}; see {log}", file=sys.stderr, flush=True)
+    elif status and status - 128 in signal.valid_signals():
+        print(f"{what} stopped by {signal.Signals(status - 128).name}; see {log}", file=sys.stderr, flush=True)
+    elif status:
+        print(f"{what} failed; see {log}", file=sys.stderr, flush=True)
+    return status or 0
+
+
+def shell_word(value) -> str:
+    """``value`` (a folder, the mirror, the artifacts' settings) as one word of a workflow rule's shell command, written
+    in when the workflow is read: quoted for the shell, its braces doubled for Snakemake, which fills in the rest of
+    the command per job."""
+    return shlex.quote(str(value)).replace("{", "{{").replace("}", "}}")
+
+
+def console_script_on_path(environ=None) -> str | None:
+    """Put the folder of this interpreter first on the jobs' PATH (``environ``, default ``os.environ``): a virtual
+    environment's bin/, where pip installs the console script ``asynctm``, so that ``.venv/bin/snakemake`` finds it
+    without an activated environment. Returns where ``asynctm`` is found then (None: nowhere)."""
+    environ = os.environ if environ is None else environ
+    here, path = str(Path(sys.executable).parent), environ.get("PATH", "")
+    if here not in path.split(os.pathsep):
+        environ["PATH"] = os.pathsep.join(filter(None, [here, path]))
+    return shutil.which("asynctm", path=environ["PATH"])
 
 
 # -- the deadline ------------------------------------------------------------------------------------------
@@ -235,6 +253,9 @@ def _kill_leftovers() -> None:
     signal_descendants(signal.SIGKILL)
 
 
+_snakemake_exit = None  # Snakemake's own SIGTERM handler: its scheduler's graceful exit
+
+
 def _on_signal(signum, frame):
     first = not _stopping.is_set()
     _stopping.set()
@@ -245,11 +266,18 @@ def _on_signal(signum, frame):
         timer.start()
         print(f"{signal.Signals(signum).name}: stopping the running jobs ({n} processes); interrupted runs write "
               "no record", file=sys.stderr, flush=True)
-        raise KeyboardInterrupt  # Snakemake's own Ctrl-C path: cancel, clean up, unlock
+        if not callable(_snakemake_exit):
+            raise KeyboardInterrupt  # no scheduler yet: Snakemake's own Ctrl-C path
+        # Snakemake starts no other job and ends once the stopped ones have: it handles each as failed (removes its
+        # outputs and incomplete marker), then releases its lock.
+        _snakemake_exit(signum, frame)
 
 
 def install_signal_handlers() -> None:
-    """SIGINT and SIGTERM stop every job process, then interrupt Snakemake (call from the main thread, in
-    the workflow's ``onstart``)."""
+    """SIGINT and SIGTERM stop every job process, then end Snakemake as its own SIGTERM handler does, without waiting
+    for the jobs (call from the main thread, in the workflow's ``onstart``, after Snakemake installed that handler)."""
+    global _snakemake_exit
+    if signal.getsignal(signal.SIGTERM) is not _on_signal:
+        _snakemake_exit = signal.getsignal(signal.SIGTERM)
     signal.signal(signal.SIGINT, _on_signal)
     signal.signal(signal.SIGTERM, _on_signal)

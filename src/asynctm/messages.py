@@ -12,17 +12,15 @@ say little about the fix:
 - Ctrl-C (SIGINT) or SIGTERM: the run ends with one line saying what stopped and how to resume, instead of
   an "Error in rule" block per stopped job, the job processes' stack frames and "At least one job did not
   complete successfully".
-- a job paused at the deadline (:class:`asynctm.jobs.JobPaused`): its one line (where it stopped, that the
-  same command resumes it), without the stack frames Snakemake shows for a failed ``run:`` block.
+- a job paused at the deadline (exit status :data:`asynctm.jobs.EXIT_PAUSED`): its own line (where it stopped,
+  that the same command resumes it), without Snakemake's ``CalledProcessError`` for its shell command.
 
 How, in Snakemake 9: every message goes through the ``snakemake.logging`` logger, so :func:`install` adds a
 filter to its stream handlers. The target names are those of Snakemake's own DAG settings once the DAG fails
 (no parsing of the command line). A stop is known from :mod:`asynctm.jobs` (the signal handlers the workflow's
 ``onstart`` installs) or from an uncaught KeyboardInterrupt (before ``onstart``, while Snakemake plans); the
 last line comes at exit, after every job process of this run has ended (they carry :data:`RUN_MARKER` in
-their environment), so nothing prints after it. A job of a ``run:`` rule runs in a Snakemake subprocess
-(``--mode subprocess``) started by a shell; when the stop ends that shell, the subprocess keeps quiet: its
-errors would only repeat, after the last line, what the main process reports.
+their environment), so nothing prints after it.
 
 Each step is guarded: should Snakemake change what it logs, its own message comes through unchanged.
 """
@@ -159,9 +157,6 @@ class _Messages(logging.Filter):
         super().__init__()
         self.workflow = workflow
         self.main = main
-        # A job of a run: rule (the local executor's `--mode subprocess`), started by a shell.
-        self.job_subprocess = getattr(getattr(workflow, "exec_mode", None), "name", "") == "SUBPROCESS"
-        self.ppid = os.getppid()
         self.stopped_jobs: list[str] = []
         self.lock = threading.Lock()
 
@@ -172,12 +167,10 @@ class _Messages(logging.Filter):
             return True
 
     def _filter(self, record: logging.LogRecord) -> bool:
-        paused = _paused_line(record)
-        if paused:
-            record.msg, record.args = paused, ()
+        if _paused_error(record):
+            return False  # the job's own line says where it paused and that the same command resumes it
         if not self.main:
-            # The shell that ran this job subprocess is gone: the main process stopped it, and reports for it.
-            return not (self.job_subprocess and os.environ.get(RUN_MARKER) and os.getppid() != self.ppid)
+            return True
         if getattr(record, "exception", None) == "MissingRuleException":
             unknown = _unknown_targets(self.workflow)
             if unknown:
@@ -190,6 +183,8 @@ class _Messages(logging.Filter):
                 with self.lock:
                     self.stopped_jobs.append(str(getattr(record, "rule_name", None) or "a group job"))
                 return False
+            if str(record.msg).startswith("Will exit after finishing currently running jobs"):
+                return False  # its scheduler's graceful exit, which does not wait here: the jobs were stopped
             # Exceptions the stop caused ("At least one job did not complete successfully"): the last line says
             # it. Other errors (a cleanup that failed) still show.
             return not (record.levelno >= logging.ERROR and getattr(record, "exception", None))
@@ -208,16 +203,11 @@ class _Messages(logging.Filter):
         print(line, file=sys.stderr, flush=True)
 
 
-def _paused_line(record: logging.LogRecord) -> str | None:
-    """The one line of a job paused at the deadline, from the error Snakemake logs for its ``run:`` block
-    ("JobPaused in file ..., line N:", the line, then the stack frames); None for any other record."""
-    if getattr(record, "exception", None) != "RuleException" or not isinstance(record.msg, str):
-        return None
-    lines = record.msg.splitlines()
-    for k, line in enumerate(lines[:-1]):
-        if line.startswith(f"{jobs.JobPaused.__name__} in "):
-            return lines[k + 1]
-    return None
+def _paused_error(record: logging.LogRecord) -> bool:
+    """Whether ``record`` is the error Snakemake logs for the shell command of a job paused at the deadline
+    ("CalledProcessError in file ..., line N:", then "Command '...' returned non-zero exit status 75.")."""
+    return (getattr(record, "exception", None) == "RuleException" and isinstance(record.msg, str)
+            and record.msg.rstrip().endswith(f"returned non-zero exit status {jobs.EXIT_PAUSED}."))
 
 
 def _stream_handlers(logger: logging.Logger) -> list[logging.Handler]:

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import yaml
 
-from asynctm import jobs
+from asynctm import cli, jobs
 from asynctm.config_check import (
     DEADLINE_FORMS,
     ConfigError,
@@ -111,13 +111,15 @@ def test_stop_at_is_a_margin_before_the_deadline(monkeypatch):
     assert jobs.stop_at_args() == ["--stop-at", f"{5000.5 - jobs.DEADLINE_MARGIN_S:.3f}"]
 
 
-def test_no_job_starts_once_the_deadline_has_passed(tmp_path, monkeypatch):
+def test_no_job_starts_once_the_deadline_has_passed(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv(jobs.DEADLINE_ENV, repr(time.time() - 1))
     log = tmp_path / "job" / "x.log"
-    with pytest.raises(jobs.JobPaused) as info:
-        jobs.run_module("asynctm.experiments", "tm", "--settings", "{}", log=log)
-    message = str(info.value)
-    assert "\n" not in message and "not started: the deadline" in message and "rerun the same command" in message
+    status = cli.main(["run", "tm", "--settings", "{}", "--data-dir", str(tmp_path), "--out", str(tmp_path / "r.json"),
+                       "--log", str(log)])
+    message = capsys.readouterr().err
+    assert status == jobs.EXIT_PAUSED
+    assert message.count("\n") == 1 and "asynctm run tm not started: the deadline" in message
+    assert "rerun the same command" in message
     assert not log.parent.exists()  # nothing was started, nothing written
 
 
@@ -177,8 +179,8 @@ def test_a_run_pauses_at_the_deadline_and_the_same_command_resumes_it(tmp_path):
     r = _snakemake(paused, f"deadline={int(jobs.DEADLINE_MARGIN_S * 0.95)}s")
     out = r.stdout + r.stderr
     assert r.returncode != 0, out[-3000:]
-    line = (f"python -m asynctm.experiments tm paused at the deadline after epoch 1 of {EPOCHS}; rerun the same "
-            f"command to resume; see {RECORD.removesuffix('.json')}.log")
+    line = (f"asynctm run tm paused at the deadline after epoch 1 of {EPOCHS}; rerun the same command to resume; "
+            f"see {RECORD.removesuffix('.json')}.log")
     assert line in out.splitlines(), out[-3000:]
     assert "Traceback" not in out and 'File "' not in out, out[-3000:]
     assert checkpoint_path(paused / RECORD).is_file() and not (paused / RECORD).exists()

@@ -47,6 +47,5 @@ def test_snakefmt_passes_on_the_workflow():
     if result.returncode != 0:
         diff = _run(snakefmt, "--diff", "Snakefile", "workflow/")
         pytest.fail(f"snakefmt --check Snakefile workflow/ failed (exit {result.returncode}): run `{snakefmt} "
-                    f"Snakefile workflow/`, then check that `snakemake -n` plans the same jobs (Snakemake reruns a "
-                    f"job whose run: block's text changed; keep such a block between # fmt: off and # fmt: on)."
+                    f"Snakefile workflow/`, then check that `snakemake -n` plans the same jobs."
                     f"\n{result.stdout}{result.stderr}\n{diff.stdout}{diff.stderr}")

@@ -3,7 +3,7 @@
 # one record per run under {RESULTS}/ablation/<experiment>/<impl>/<params>/<tally>_<rule>[_staggered][_warp]/seed<k>.json
 # (results/README.md), then one table and three figures built from those records alone. Not in the default target:
 #   snakemake --cores all ablation
-# Include after common.smk (RESULTS, TABLES_DIR, FIGURES_DIR, run_tm_job, JOBS).
+# Include after common.smk (RESULTS, TABLES_DIR, FIGURES_DIR, TM_RUN).
 from asynctm.artifacts import ablation as ABLATION
 from asynctm.artifacts import rules as RULES
 
@@ -35,6 +35,8 @@ rule run_ablation:
         params=r"n\d+_T\d+_s[^/]+_e\d+",
         variant=r"(async|sync)_(linear|quadratic)(_staggered)?(_warp)?",
         seed=r"\d+",
+    conda:
+        ENV
     threads: config["ablation"]["threads"]
     resources:
         gpu=lambda wc: int(wc.impl == "tm_gpu"),
@@ -43,8 +45,8 @@ rule run_ablation:
             PLAN.ablation_run_settings(config, wc.experiment, wc.impl, wc.params, wc.variant, int(wc.seed)),
             sort_keys=True,
         ),
-    run:
-        run_tm_job(input, output, params, threads, log)
+    shell:
+        TM_RUN
 
 
 rule ablation_artifacts:
@@ -66,13 +68,11 @@ rule ablation_artifacts:
         inputs=RULES.inputs_manifest_path("ablation", TABLES_DIR),
     log:
         f"{RESULTS}/{PLAN.ABLATION_DIR}/artifacts.log",
-    run:
-        # fmt: off
-        # Kept as written: Snakemake reruns a finished job when the text of its run block changes.
-        RULES.run_artifact(JOBS, "asynctm.artifacts.ablation", ["--results", RESULTS, "--tables-dir", TABLES_DIR,
-                           "--figures-dir", FIGURES_DIR, "--records", *input.records], log[0], output.inputs, input.records,
-                           input.stale)
-        # fmt: on
+    conda:
+        ENV
+    shell:
+        f"asynctm ablation --results {word(RESULTS)} --tables-dir {word(TABLES_DIR)} --figures-dir {word(FIGURES_DIR)}"
+        " --inputs-manifest {output.inputs:q} --stale {input.stale:q} --log {log:q} --records {input.records:q}"
 
 
 # The records, the table and the figures of the ablation.

@@ -1,4 +1,4 @@
-# What reproduced: one verdict per claim of the paper, built by `python -m asynctm.artifacts claims` from the run
+# What reproduced: one verdict per claim of the paper, built by `asynctm artifacts claims` from the run
 # records (the main experiments' and the tally ablation's), the paper's numbers and the thresholds of config
 # `claims:` (each with its reason). Outputs: {TABLES_DIR}/claims.{md,csv}, {TABLES_DIR}/claims_readme.md (the
 # README's block between <!-- claims:start --> and <!-- claims:end -->) and the forest plot of every Table 3/5 cell,
@@ -10,27 +10,23 @@
 import json
 from pathlib import Path
 
-import yaml
-
 from asynctm.artifacts import ablation as CLAIMS_ABLATION
 from asynctm.artifacts import catalog
 from asynctm.artifacts.rules import (
+    artifact_command,
     changed_stamp,
-    cli_args,
+    config_text,
     declared_records,
     inputs_manifest_path,
-    remove_stamps,
-    run_artifact,
     with_stamp,
 )
-from asynctm.io import write_text_atomic
 
 # The config the verdicts are built from: the artifacts' keys plus the thresholds and the ablation's settings.
 CLAIMS_CONFIG = f"{TABLES_DIR}/claims_config.yaml"
 _CLAIMS_CONFIG_KEYS = (*ARTIFACTS_CONFIG_KEYS, "ablation", "claims")
-_CLAIMS_CONFIG_TEXT = yaml.safe_dump(
-    json.loads(json.dumps({key: config[key] for key in _CLAIMS_CONFIG_KEYS if key in config})), sort_keys=True
-)
+# As artifacts_config (tables.smk): the stamp, not a param, says when the settings changed.
+_CLAIMS_CONFIG_JSON = json.dumps({key: config[key] for key in _CLAIMS_CONFIG_KEYS if key in config}, sort_keys=True)
+_CLAIMS_CONFIG_TEXT = config_text(json.loads(_CLAIMS_CONFIG_JSON))
 
 
 rule claims_config:
@@ -40,25 +36,19 @@ rule claims_config:
         CLAIMS_CONFIG,
     log:
         f"{ARTIFACTS_LOGS}/claims_config.log",
-    run:
-        write_text_atomic(output[0], _CLAIMS_CONFIG_TEXT)
-        remove_stamps(input.stale)
+    conda:
+        ENV
+    shell:
+        f"asynctm artifacts config --settings {word(_CLAIMS_CONFIG_JSON)} --out {{output:q}}"
+        " --stale {input.stale:q} --log {log:q}"
 
 
-# The records a claims artifact reads (the cells it reports, requested or on disk, and the ablation's on disk), and
-# its CLI's arguments: it reads exactly those records (and, for the page, the evidence under {RESULTS}/evidence).
+# The records a claims artifact reads (the cells it reports, requested or on disk, and the ablation's on disk); its
+# job (asynctm.artifacts.rules.artifact_command) reads exactly those, and the page the evidence under
+# {RESULTS}/evidence.
 _CLAIMS_RECORDS = lambda name: sorted(
     set(declared_records(name, config, record_paths, RESULTS))
     | {p.as_posix() for p in CLAIMS_ABLATION.record_files(RESULTS)}
-)
-_CLAIMS_CLI = lambda name, input, out_dir: cli_args(
-    name,
-    results=RESULTS,
-    config_file=input.config,
-    reference=input.reference,
-    out_dir=out_dir,
-    host_gpu=False,
-    records=input.records,
 )
 
 
@@ -79,12 +69,10 @@ rule claims_page:
         inputs=inputs_manifest_path("claims", TABLES_DIR),
     log:
         f"{ARTIFACTS_LOGS}/claims.log",
-    run:
-        # fmt: off
-        # Kept as written: Snakemake reruns a finished job when the text of its run block changes.
-        run_artifact(JOBS, "asynctm.artifacts", _CLAIMS_CLI("claims", input, Path(output.md).parent), log[0],
-                     output.inputs, input.records, input.stale)
-        # fmt: on
+    conda:
+        ENV
+    shell:
+        artifact_command("claims", RESULTS, TABLES_DIR, host_gpu=False)
 
 
 rule fig_claims_forest:
@@ -98,12 +86,10 @@ rule fig_claims_forest:
         inputs=inputs_manifest_path("fig_claims_forest", TABLES_DIR),
     log:
         f"{ARTIFACTS_LOGS}/fig_claims_forest.log",
-    run:
-        # fmt: off
-        # Kept as written: Snakemake reruns a finished job when the text of its run block changes.
-        run_artifact(JOBS, "asynctm.artifacts", _CLAIMS_CLI("fig_claims_forest", input, Path(output.png).parent),
-                     log[0], output.inputs, input.records, input.stale)
-        # fmt: on
+    conda:
+        ENV
+    shell:
+        artifact_command("fig_claims_forest", RESULTS, FIGURES_DIR, host_gpu=False)
 
 
 # The verdicts page, its CSV, the README's block and the forest plot.

@@ -1,5 +1,6 @@
-# Shared helpers for the .smk files: config lookups and input functions. Every job runs its package CLI
-# through JOBS.run_module (asynctm.jobs: its own process, its own log, a failure that names the log).
+# Shared helpers for the .smk files: config lookups and input functions. Each rule's shell command calls the
+# console script, `asynctm <subcommand> ... --log LOG` (asynctm.cli), so `snakemake -p` prints each job's command;
+# given a log it runs as a job (asynctm.jobs, which says how: its own log, a failure that names the log, the deadline).
 import json
 import os
 import sys
@@ -22,6 +23,15 @@ if config["data_mirror"] is not None and not Path(config["data_mirror"]).is_dir(
     )
 
 
+# The console script lives beside the interpreter that runs snakemake (.venv/bin/asynctm): the jobs find it there
+# without an activated environment.
+if JOBS.console_script_on_path() is None:
+    raise WorkflowError(
+        f"the console script asynctm is not installed beside {sys.executable} nor on PATH; install the package "
+        "into this environment: pip install -e '.[pipeline]'"
+    )
+
+
 def processed_datasets():
     """The meta.json of every configured dataset and protocol (each marks a finished folder)."""
     return [
@@ -39,7 +49,7 @@ onstart:
 
 # The deadline (config deadline): resolved once, here in the main process (a duration counts from now), and handed
 # through the environment to the job processes, which read this file again later (asynctm.jobs). No job starts
-# after it, and a TM run pauses with its checkpoint a margin before it (run_tm_job's --stop-at).
+# after it, and a TM run pauses with its checkpoint a margin before it (its --stop-at, added by asynctm.cli).
 from asynctm.config_check import resolve_deadline
 
 if workflow.is_main_process:
@@ -48,9 +58,19 @@ if workflow.is_main_process:
         print(JOBS.deadline_note(_deadline), file=sys.stderr)
 
 
-def mirror_args():
-    """The fetch CLI's mirror option; the pipeline reaches a mirror only through config."""
-    return [] if config["data_mirror"] is None else ["--mirror", config["data_mirror"]]
+# The software of every job: the project's conda environment (workflow/envs/asynctm.yaml is environment.yml; a path
+# relative to the .smk files). Without --use-conda the jobs run in snakemake's own environment.
+ENV = "../envs/asynctm.yaml"
+
+# The workflow's own values in a command (a folder, the mirror, the artifacts' settings) are written in as the
+# workflow is read (f-strings of word(...), quoted and with braces doubled), so that it names nothing else from
+# outside its rule, as snakemake --lint asks. They are no params (a folder is no setting of a job, and its outputs'
+# paths name it), since a new param would redo the finished jobs of a checkout whose metadata predates it.
+word = JOBS.shell_word
+
+
+# The fetch command's mirror option; the pipeline reaches a mirror only through config.
+MIRROR_ARGS = "" if config["data_mirror"] is None else f" --mirror {word(config['data_mirror'])}"
 
 
 # -- experiments (workflow/rules/experiments.smk; record layout: results/README.md) -----------------------
@@ -211,18 +231,8 @@ def tm_settings(wildcards):
     )
 
 
-def run_tm_job(input, output, params, threads, log):
-    JOBS.run_module(
-        "asynctm.experiments",
-        "tm",
-        "--settings",
-        params.settings,
-        "--data-dir",
-        DATA,
-        "--out",
-        output.record,
-        "--threads",
-        threads,
-        *JOBS.stop_at_args(),
-        log=log[0],
-    )
+# The command of a TM run (run_tm, run_tm_novelty, run_ablation). Under a deadline asynctm.cli adds its --stop-at.
+TM_RUN = (
+    f"asynctm run tm --settings {{params.settings:q}} --data-dir {word(DATA)} --out {{output.record:q}}"
+    " --threads {threads} --log {log:q}"
+)

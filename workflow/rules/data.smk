@@ -4,7 +4,7 @@
 
 
 # Raw files from data/raw (if they verify), else the mirror (config data_mirror), else the official
-# URL; MANIFEST.json (member hashes + raw digest) is written last. The mirror is deliberately not a
+# URL; MANIFEST.json (member hashes + raw digest) is written last. The mirror (MIRROR_ARGS) is deliberately not a
 # param: where verified-identical files came from must not trigger reruns.
 rule fetch:
     output:
@@ -13,14 +13,11 @@ rule fetch:
         "logs/data/fetch_{dataset}.log",
     wildcard_constraints:
         dataset="|".join(DATASET_NAMES),
-    run:
-        # fmt: off
-        # Kept as written: Snakemake reruns a finished job when the text of its run block changes.
-        JOBS.run_module(
-            "asynctm.datasets",
-            "fetch", wildcards.dataset, "--raw-dir", Path(output.manifest).parent, *mirror_args(), log=log[0]
-        )
-        # fmt: on
+    conda:
+        ENV
+    shell:
+        f"asynctm data fetch {{wildcards.dataset}} --raw-dir {word(DATA)}/raw/{{wildcards.dataset}}{MIRROR_ARGS}"
+        " --log {log:q}"
 
 
 # Re-verifies the raw members, prepares one protocol, writes the folder atomically; meta.json
@@ -35,16 +32,9 @@ rule prepare:
     wildcard_constraints:
         dataset="|".join(DATASET_NAMES),
         protocol="|".join(PROTOCOL_NAMES),
-    run:
-        JOBS.run_module(
-            "asynctm.datasets",
-            "prepare",
-            wildcards.dataset,
-            "--protocol",
-            wildcards.protocol,
-            "--raw-dir",
-            Path(input.manifest).parent,
-            "--out",
-            Path(output.meta).parent,
-            log=log[0],
-        )
+    conda:
+        ENV
+    shell:
+        "asynctm data prepare {wildcards.dataset} --protocol {wildcards.protocol}"
+        f" --raw-dir {word(DATA)}/raw/{{wildcards.dataset}}"
+        f" --out {word(DATA)}/processed/{{wildcards.dataset}}/{{wildcards.protocol}} --log {{log:q}}"

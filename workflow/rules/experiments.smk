@@ -1,6 +1,6 @@
 # Experiments: one record per run, results/<experiment>/<impl>/<params>/seed<k>.json (results/README.md).
 # What runs and with which settings comes from asynctm.experiments.plan (config/config.yaml); each job
-# calls `python -m asynctm.experiments`, which writes the record last and atomically. A run's processed
+# calls `asynctm run`, which writes the record last and atomically. A run's processed
 # dataset is its input only while its record is missing (run_data_input): a committed record is not redone
 # because a fresh clone rebuilt the data.
 _EXP = "|".join(EXPERIMENTS)
@@ -23,13 +23,15 @@ rule run_tm:
         experiment=_NONNOVEL,
         impl=_TM_IMPL,
         seed=r"\d+",
+    conda:
+        ENV
     threads: tm_threads
     resources:
         gpu=lambda wc: int(wc.impl in PLAN.GPU_IMPLS),
     params:
         settings=tm_settings,
-    run:
-        run_tm_job(input, output, params, threads, log)
+    shell:
+        TM_RUN
 
 
 # Novelty experiments: as run_tm, plus the class sums of the known-class test and the novel documents.
@@ -45,13 +47,15 @@ rule run_tm_novelty:
         experiment=_NOVEL,
         impl=_TM_IMPL,
         seed=r"\d+",
+    conda:
+        ENV
     threads: tm_threads
     resources:
         gpu=lambda wc: int(wc.impl in PLAN.GPU_IMPLS),
     params:
         settings=tm_settings,
-    run:
-        run_tm_job(input, output, params, threads, log)
+    shell:
+        TM_RUN
 
 
 # The SVM baseline of Table 4 (ThunderSVM GPU, else ThunderSVM CPU, else scikit-learn: the record says which).
@@ -65,20 +69,17 @@ rule run_svm:
     wildcard_constraints:
         experiment=_EXP,
         seed=r"\d+",
+    conda:
+        ENV
     # ThunderSVM on every core; scikit-learn (an experiment's svm_library) is single-threaded
     threads: lambda wc: ESTIMATE.run_threads(config, "svm", workflow.cores, wc.experiment)
     params:
         settings=lambda wc: json.dumps(
             PLAN.svm_run_settings(config, wc.experiment, wc.params, int(wc.seed)), sort_keys=True
         ),
-    run:
-        # fmt: off
-        # Kept as written: Snakemake reruns a finished job when the text of its run block changes.
-        JOBS.run_module(
-            "asynctm.experiments", "svm", "--settings", params.settings, "--data-dir", DATA, "--out",
-            output.record, "--threads", threads, log=log[0],
-        )
-        # fmt: on
+    shell:
+        f"asynctm run svm --settings {{params.settings:q}} --data-dir {word(DATA)} --out {{output.record:q}}"
+        " --threads {threads} --log {log:q}"
 
 
 # Novelty detection, second stage: an MLP on the class sums of one TM run (params = <tm impl>.<tm params>).
@@ -93,20 +94,17 @@ rule run_mlp_novelty:
         experiment=_NOVEL,
         tm_impl=_TM_IMPL,
         seed=r"\d+",
+    conda:
+        ENV
     params:
         settings=lambda wc: json.dumps(
             PLAN.mlp_run_settings(config, wc.experiment, f"{wc.tm_impl}.{wc.tm_params}", int(wc.seed)),
             sort_keys=True,
         ),
         scores=mlp_scores_path,
-    run:
-        # fmt: off
-        # Kept as written: Snakemake reruns a finished job when the text of its run block changes.
-        JOBS.run_module(
-            "asynctm.experiments", "mlp", "--settings", params.settings, "--scores", params.scores, "--out",
-            output.record, log=log[0],
-        )
-        # fmt: on
+    shell:
+        "asynctm run mlp --settings {params.settings:q} --scores {params.scores:q} --out {output.record:q}"
+        " --log {log:q}"
 
 
 # Every requested run; and one target per experiment (its main setting, all impls and seeds, svm, mlp)

@@ -1,4 +1,4 @@
-# One HTML page of the results, built by `python -m asynctm.artifacts.report`: the results summary, Tables 3-5
+# One HTML page of the results, built by `asynctm report`: the results summary, Tables 3-5
 # (ours beside the paper's, gaps with their reasons), every figure with its caption, and how each number was
 # produced (the records' commits, machines, libraries and dataset protocols). Output: {TABLES_DIR}/report.html,
 # beside the tables it shows (paper_tables/report.html at paper scale, results/smoke/paper_tables/report.html at
@@ -9,7 +9,7 @@
 import sys
 from pathlib import Path
 
-from asynctm.artifacts.rules import inputs_manifest_path, report_record_input, run_artifact, with_stamp
+from asynctm.artifacts.rules import inputs_manifest_path, report_record_input, with_stamp
 
 
 rule report:
@@ -20,17 +20,16 @@ rule report:
         claims=rules.claims.input,  # the verdicts it opens on (claims.smk)
         config=ARTIFACTS_CONFIG,
     output:
-        f"{TABLES_DIR}/report.html",
+        html=f"{TABLES_DIR}/report.html",
         inputs=inputs_manifest_path("report", TABLES_DIR),
     log:
         f"{ARTIFACTS_LOGS}/report.log",
-    run:
-        # fmt: off
-        # Kept as written: Snakemake reruns a finished job when the text of its run block changes.
-        run_artifact(JOBS, "asynctm.artifacts.report", ["--tables", TABLES_DIR, "--figures", FIGURES_DIR, "--config",
-                     input.config, "--out", output[0], "--records", *input.records], log[0], output.inputs, input.records,
-                     input.stale)
-        # fmt: on
+    conda:
+        ENV
+    shell:
+        f"asynctm report --tables {word(TABLES_DIR)} --figures {word(FIGURES_DIR)} --config {{input.config:q}}"
+        " --out {output.html:q} --inputs-manifest {output.inputs:q} --stale {input.stale:q} --log {log:q}"
+        " --records {input.records:q}"
 
 
 # A workflow has one onsuccess: add other end-of-run steps here. After a run, say where the results are.

@@ -1,5 +1,5 @@
 # Tables 3-5 of the paper and the results summary, ours next to the paper's published numbers
-# (paper_tables/reference/), built by `python -m asynctm.artifacts` (one process per job) from the run
+# (paper_tables/reference/), built by `asynctm artifacts` (one process per job) from the run
 # records. Outputs: {TABLES_DIR}/<name>.{csv,md,tex,caption.txt} (paper_tables/ beside reference/ at paper
 # scale, results/smoke/paper_tables/ at smoke scale); `snakemake tables` builds all.
 #
@@ -12,18 +12,15 @@
 import json
 from pathlib import Path
 
-import yaml
-
 from asynctm.artifacts import catalog
 from asynctm.artifacts.tables import HOST_TIMING_TABLES
 from asynctm.artifacts.rules import (
+    artifact_command,
     changed_stamp,
-    artifact_job,
+    config_text,
     inputs_manifest_path,
     record_input_with_stamp,
-    remove_stamps,
 )
-from asynctm.io import write_text_atomic
 
 PAPER_NUMBERS = "paper_tables/reference/paper_numbers.csv"
 # The config the artifacts are built from as Snakemake sees it (--config overrides included), cut to the
@@ -54,10 +51,11 @@ _HOST_TIMING = lambda name: (
 # Written by a rule, never while the workflow is read (a dry run or a refused run writes nothing): where the file
 # on disk holds other settings than this invocation's, its input gains a stamp that does not exist yet, so the rule
 # runs and writes it (only when its content changes, so its time says when the settings last changed), and the
-# artifacts built from it follow.
-_ARTIFACTS_CONFIG_TEXT = yaml.safe_dump(
-    json.loads(json.dumps({key: config[key] for key in ARTIFACTS_CONFIG_KEYS if key in config})), sort_keys=True
+# artifacts built from it follow. The stamp, not a param, says when: the settings are written into the command.
+_ARTIFACTS_CONFIG_JSON = json.dumps(
+    {key: config[key] for key in ARTIFACTS_CONFIG_KEYS if key in config}, sort_keys=True
 )
+_ARTIFACTS_CONFIG_TEXT = config_text(json.loads(_ARTIFACTS_CONFIG_JSON))
 
 
 rule artifacts_config:
@@ -67,9 +65,11 @@ rule artifacts_config:
         ARTIFACTS_CONFIG,
     log:
         f"{ARTIFACTS_LOGS}/artifacts_config.log",
-    run:
-        write_text_atomic(output[0], _ARTIFACTS_CONFIG_TEXT)
-        remove_stamps(input.stale)
+    conda:
+        ENV
+    shell:
+        f"asynctm artifacts config --settings {word(_ARTIFACTS_CONFIG_JSON)} --out {{output:q}}"
+        " --stale {input.stale:q} --log {log:q}"
 
 
 for _name in catalog.TABLES:
@@ -90,11 +90,14 @@ for _name in catalog.TABLES:
             inputs=inputs_manifest_path(_name, TABLES_DIR),
         log:
             f"{ARTIFACTS_LOGS}/{_name}.log",
+        conda:
+            ENV
         params:
             artifact=_name,
             host_gpu=HOST_GPU,  # words the gap of a missing tm_gpu run; a param, so a change rebuilds
-        run:
-            artifact_job(JOBS, params.artifact, input, output, log, RESULTS, params.host_gpu)
+        shell:
+            # the name through params: a job evaluates this again when it runs, when _name holds the loop's last
+            artifact_command("{params.artifact}", RESULTS, TABLES_DIR, HOST_GPU)
 
 
 rule results_summary:
@@ -107,10 +110,12 @@ rule results_summary:
         inputs=inputs_manifest_path("results_summary", TABLES_DIR),
     log:
         f"{ARTIFACTS_LOGS}/results_summary.log",
+    conda:
+        ENV
     params:
         host_gpu=HOST_GPU,
-    run:
-        artifact_job(JOBS, "results_summary", input, output, log, RESULTS, params.host_gpu)
+    shell:
+        artifact_command("results_summary", RESULTS, TABLES_DIR, HOST_GPU)
 
 
 # Every table (CSV, Markdown, LaTeX, caption) and the results summary.

@@ -1,7 +1,8 @@
 """Command line: build one of the paper's artifacts from the run records.
 
     python -m asynctm.artifacts ARTIFACT --results DIR --config FILE --out DIR [--host-gpu yes|no|auto]
-        [--reference CSV] [--records FILE...] [--log FILE]
+        [--reference CSV] [--records FILE...] [--log FILE] [--inputs-manifest FILE] [--stale STAMP...]
+    python -m asynctm.artifacts config --settings JSON --out FILE [--log FILE] [--stale STAMP...]
     python -m asynctm.artifacts list
 
 ARTIFACT: table3_performance, table4_svm_time, table5_regression, results_summary, a figure
@@ -11,17 +12,22 @@ config's `claims:` thresholds (`list` prints them all). --config: the pipeline c
 pass the effective one they wrote); --records: read only these record files below --results (the rules
 pass their declared inputs; default: every record there); --host-gpu: whether this host has a GPU, which
 only words the gap of a missing tm_gpu run (auto: ask PyCUDA). Prints the files written; exit status 1 with
-an `error:` line when a record is malformed or an input is missing.
+an `error:` line when a record is malformed or an input is missing. --inputs-manifest and --stale: the
+workflow's bookkeeping after a build (asynctm.artifacts.rules). `config` writes the settings the artifacts are
+built from (the rules' artifacts_config.yaml and claims_config.yaml), JSON in, YAML out.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
+from ..io import write_text_atomic
 from ..jobs import JobLog
 from . import ARTIFACTS, CLAIMS, build, load_config
 from .records import RecordError
+from .rules import add_job_args, config_text, finish_job
 
 
 def _host_gpu(value: str) -> bool:
@@ -37,8 +43,8 @@ def _host_gpu(value: str) -> bool:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m asynctm.artifacts", description=__doc__.split("\n")[0])
-    parser.add_argument("artifact", choices=[*ARTIFACTS, *CLAIMS, "list"], metavar="ARTIFACT",
-                        help="what to build (`list`: print the names)")
+    parser.add_argument("artifact", choices=[*ARTIFACTS, *CLAIMS, "config", "list"],
+                        metavar="ARTIFACT", help="what to build (`list`: print the names)")
     parser.add_argument("--results", help="the records root (results/ or results/smoke/)")
     parser.add_argument("--config", help="the pipeline config YAML")
     parser.add_argument("--out", help="the folder to write into")
@@ -48,9 +54,18 @@ def main(argv=None) -> int:
     parser.add_argument("--records", nargs="*", default=None, help="the record files to read (below --results; "
                         "default: every record there)")
     parser.add_argument("--log", default=None, help="the job's log (the files written, or the error)")
+    parser.add_argument("--settings", default=None, help="config: the settings to write to --out, as JSON")
+    add_job_args(parser)
     args = parser.parse_args(argv)
     if args.artifact == "list":
         print("\n".join([*ARTIFACTS, *CLAIMS]))
+        return 0
+    if args.artifact == "config":
+        if args.settings is None or args.out is None:
+            parser.error("config needs --settings and --out")
+        write_text_atomic(args.out, config_text(json.loads(args.settings)))
+        JobLog(args.log)(args.out, stream=sys.stdout)
+        finish_job(args)
         return 0
     missing = [f"--{name}" for name in ("results", "config", "out") if getattr(args, name) is None]
     if missing:
@@ -66,6 +81,7 @@ def main(argv=None) -> int:
         log.traceback()
         raise
     log("\n".join(written), stream=sys.stdout)
+    finish_job(args)
     return 0
 
 

@@ -30,6 +30,7 @@ from ..io import atomic_open
 from ..jobs import JobLog
 from .figures import legend_below
 from .render import DATASET_LABELS
+from .rules import add_job_args, finish_job
 
 LAST = 10  # "mean of the last epochs": the last 10
 EARLY = 10  # the table also shows the literals per clause after this epoch
@@ -378,6 +379,7 @@ def main(argv=None) -> int:
     ap.add_argument("--records", nargs="*", default=None, help="the ablation records to read (default: every one "
                     "under --results)")
     ap.add_argument("--log", default=None, help="the job's log (the files written, or the error)")
+    add_job_args(ap)
     args = ap.parse_args(argv)
     log = JobLog(args.log)
     try:
@@ -389,6 +391,7 @@ def main(argv=None) -> int:
     except Exception:
         log.traceback()
         raise
+    finish_job(args)
     return 0
 
 

@@ -30,6 +30,7 @@ from ..experiments.plan import TM_IMPLS
 from ..jobs import JobLog
 from . import catalog, load_config
 from .render import DATASET_LABELS
+from .rules import add_job_args, finish_job
 
 PAGE = "report.html"
 IMPL_LABELS = {"pytm_indexed": "TM indexed (pyTM)", "pytm_nonindexed": "TM non-indexed (pyTM)",
@@ -418,6 +419,7 @@ def main(argv=None) -> int:
                         "that a table or figure reads")
     parser.add_argument("--out", default=None, help=f"the page to write (default: TABLES/{PAGE})")
     parser.add_argument("--log", default=None, help="the job's log (the page written, or the error)")
+    add_job_args(parser)
     args = parser.parse_args(argv)
     log = JobLog(args.log)
     try:
@@ -434,6 +436,7 @@ def main(argv=None) -> int:
     except Exception:
         log.traceback()
         raise
+    finish_job(args)
     return 0
 
 

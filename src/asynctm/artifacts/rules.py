@@ -1,6 +1,6 @@
-"""Glue for the Snakemake rules of workflow/rules/tables.smk, figures.smk, report.smk and ablation.smk (kept
-here so that those files hold rules only): the records each artifact declares as its inputs, and the
-arguments of the CLI.
+"""Glue for the Snakemake rules of workflow/rules/tables.smk, figures.smk, claims.smk, report.smk and ablation.smk
+(kept here so that those files hold rules only): the records each artifact declares as its inputs, and what an
+artifact's job does after its build (:func:`add_job_args`, :func:`finish_job`).
 
 Every record an artifact reads is a declared input, so Snakemake rebuilds the artifact when one appears,
 changes or goes: the records this configuration requests (on disk, or started by this invocation within the
@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import store
+from ..jobs import shell_word
 from . import catalog
 
 
@@ -48,16 +49,6 @@ def report_record_input(config: dict, record_paths, results):
         return sorted({p for name in catalog.ARTIFACTS for p in declared_records(name, config, record_paths, results)})
 
     return records
-
-
-def cli_args(name: str, *, results, config_file, out_dir, host_gpu: bool, records, reference=None) -> list[str]:
-    """The arguments of ``python -m asynctm.artifacts NAME ...``: it reads exactly ``records`` (the rule's
-    declared inputs) below ``results``."""
-    args = [name, "--results", str(results), "--config", str(config_file), "--out", str(out_dir),
-            "--host-gpu", "yes" if host_gpu else "no"]
-    if reference is not None:
-        args += ["--reference", str(reference)]
-    return [*args, "--records", *map(str, records)]
 
 
 # -- artifacts follow their records, whatever the files' times ----------------------------------------------------
@@ -161,17 +152,35 @@ def remove_stamps(stamps) -> None:
         Path(stamp).unlink(missing_ok=True)
 
 
-def run_artifact(jobs, module: str, args, log, manifest, records, stamps=()) -> None:
-    """An artifact rule's job: ``python -m module args`` (asynctm.jobs: its own process and log), then the manifest
-    of the records it was built from (:func:`write_inputs_manifest`), then its stamps go (:func:`remove_stamps`)."""
-    jobs.run_module(module, *args, log=log)
-    write_inputs_manifest(manifest, records)
-    remove_stamps(stamps)
+def artifact_command(name: str, results, out_dir, host_gpu: bool, reference: bool = True) -> str:
+    """The shell command of the rule of table, figure or claims artifact ``name``: ``asynctm artifacts NAME`` on the
+    rule's declared records (it reads those alone) below ``results``, writing into ``out_dir``, then the manifest of
+    those records, and the stamps that asked for the build go (:func:`finish_job`). ``host_gpu`` words the gap of a
+    missing tm_gpu run; ``reference``: the rule's input.reference, the paper's numbers."""
+    return (f"asynctm artifacts {name} --results {shell_word(results)} --config {{input.config:q}} --out "
+            f"{shell_word(out_dir)} --host-gpu {'yes' if host_gpu else 'no'}"
+            + (" --reference {input.reference:q}" if reference else "")
+            + " --inputs-manifest {output.inputs:q} --stale {input.stale:q} --log {log:q} --records {input.records:q}")
 
 
-def artifact_job(jobs, name: str, input, output, log, results, host_gpu: bool) -> None:
-    """The job of a table or figure rule: ``python -m asynctm.artifacts NAME`` on the rule's declared records,
-    writing beside its first output, then the manifest (``output.inputs``)."""
-    args = cli_args(name, results=results, config_file=input.config, out_dir=Path(output[0]).parent,
-                    host_gpu=host_gpu, records=input.records, reference=getattr(input, "reference", None))
-    run_artifact(jobs, "asynctm.artifacts", args, log[0], output.inputs, input.records, getattr(input, "stale", ()))
+def add_job_args(parser) -> None:
+    """The options of an artifact's command line that its rule's job passes (it also passes ``--records``)."""
+    parser.add_argument("--inputs-manifest", default=None, metavar="FILE",
+                        help="after the build, write the manifest of --records here (the workflow's)")
+    parser.add_argument("--stale", nargs="*", default=[], metavar="STAMP",
+                        help="the stamps that asked for this build, removed after it (the workflow's)")
+
+
+def finish_job(args) -> None:
+    """After a build: the manifest of the records it was built from (:func:`write_inputs_manifest`), then its
+    stamps go (:func:`remove_stamps`)."""
+    if args.inputs_manifest:
+        write_inputs_manifest(args.inputs_manifest, args.records or [])
+    remove_stamps(args.stale)
+
+
+def config_text(settings: dict) -> str:
+    """The config an artifact is built from (``artifacts_config.yaml``, ``claims_config.yaml``) as written."""
+    import yaml
+
+    return yaml.safe_dump(settings, sort_keys=True)
