@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -163,31 +163,19 @@ def step_host_peers(step, select: str | None = None, order=(), stop_margin_s: fl
         else:
             step.manifest["skipped"].append({"run": f"{name}/{impl}", "reason": f"exit {rc}"})
 
-    procs = []
-    try:
-        for (name, impl), core in zip(cpu_jobs, free):
-            with open(folder / "logs" / f"{name}_{impl}.log", "w") as log:
-                procs.append(((name, impl), subprocess.Popen(command(name, impl, core), env=step.env, stdout=log,
-                                                             stderr=subprocess.STDOUT, process_group=0)))
+    logs = folder / "logs"
+    with ThreadPoolExecutor(1) as pool:  # the CPU workers side by side, until the step's end, meanwhile the GPU's
+        cpu = pool.submit(step.children, [(command(n, i, core), logs / f"{n}_{i}.log", None)
+                                          for (n, i), core in zip(cpu_jobs, free)])
         for name, impl in gpu_jobs:
             if step.remaining() < stop_margin_s + 15:
                 step.skip(f"{name}/{impl}", "no time left in the call")
             else:
                 ended(name, impl, step.child(command(name, impl, GPU_CORE if GPU_CORE in cores else None),
-                                             folder / "logs" / f"{name}_{impl}.log"))
+                                             logs / f"{name}_{impl}.log"))
         step.pack()
-        for (name, impl), proc in procs:
-            try:
-                rc = proc.wait(timeout=max(0.0, step.remaining()))
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, 15)
-                rc = proc.wait()
+        for (name, impl), rc in zip(cpu_jobs, cpu.result()):
             ended(name, impl, rc)
-    finally:
-        for _, proc in procs:
-            if proc.poll() is None:
-                os.killpg(proc.pid, 9)
-                proc.wait()
     step.manifest["host_peers"]["load_at_end"] = load_now()
 
 

@@ -63,19 +63,10 @@ STOP_MARGIN_S = 20  # a run's --stop-at (and the benchmark's --deadline): this l
 WORK_MARKER = ".campaign-step.json"  # what a work folder was made for (a later call keeps it for the same campaign)
 MANIFESTS = "benchmarks/results/campaign"
 
-PROBE = """import json
-out = {}
-try:
-    import pycuda.driver as drv
-    drv.init()
-    out["device_count"] = drv.Device.count()
-except Exception as exc:
-    out["error"] = f"{type(exc).__name__}: {exc}"
-from asynctm.provenance import gpu_info, versions
-out["gpu"], v = gpu_info(), versions()
-out["versions"] = {k: v.get(k) for k in ("python", "numpy", "scipy", "pycuda", "pyTsetlinMachineCUDA")}
-print(json.dumps(out))
-"""
+# What PyCUDA says of the GPU (and why not, where it fails), from a child with the step's environment.
+PROBE = ("import json\ntry:\n    import pycuda.driver as d\n    d.init()\n    error = None\nexcept Exception as exc:\n"
+         "    error = f'{type(exc).__name__}: {exc}'\nfrom asynctm.provenance import gpu_info, versions\n"
+         "print(json.dumps({'error': error, 'gpu': gpu_info(), 'versions': versions()}))")
 
 
 # -- the environment on the GPU machine -----------------------------------------------------------------------
@@ -276,7 +267,6 @@ class Step:
 
 
 def probe(step: Step) -> dict:
-    """What PyCUDA and provenance say of the GPU, from a child with the step's environment."""
     try:
         r = subprocess.run([PY, "-c", PROBE], cwd=REPO, env=step.env, capture_output=True, text=True,
                            timeout=max(30.0, min(180.0, step.remaining())))
@@ -369,7 +359,7 @@ def step_gpu_tests(step: Step, select: str | None = None) -> None:
         for ext in (".txt", ".xml"):
             p.with_suffix(ext).unlink(missing_ok=True)
     # None: one ran past the budget; else one that broke off (a crash: a negative signal), else 1 where tests failed
-    rc = None if None in codes else next((c for c in codes if c not in (0, 1)), max(codes))
+    rc = None if None in codes else next((c for c in codes if c not in (0, 1)), max(codes, default=0))
     counts = {"passed": totals["tests"] - totals["failures"] - totals["errors"] - totals["skipped"],
               "failed": totals["failures"], "errors": totals["errors"], "skipped": totals["skipped"]}
     summary = (", ".join(f"{v} {k}" for k, v in counts.items() if v) + f" in {time.time() - t0:.0f} s ({n} process"
