@@ -129,17 +129,22 @@ def test_install_refuses_another_python(tmp_path):
 
 def test_run_order_and_device_commands(tmp_path):
     config = load_config([])
-    sweeps = steps_mod.sweep_runs(config)
+    sweeps = [(r["experiment"], r["impl"], r["params"], r["seed"]) for r in steps_mod.sweep_runs(config)]
     assert sweeps[0][:2] == ("semeval", "tm_gpu")
     clauses = [int(p.split("_")[0][1:]) for n, i, p, s in sweeps if (n, i) == ("semeval", "tm_gpu")]
     assert clauses[:2] == [20, 15000] and clauses[2:] == sorted(clauses[2:]) and 10000 in clauses
     assert {n for n, _, _, _ in sweeps} == {"semeval", "imdb", "bbc_sport", "bike_sharing"}
     # each GPU implementation the config lists, in its order: the paper's design, then a warp per clause
     assert list(dict.fromkeys(i for n, i, _, _ in sweeps if n == "imdb")) == ["tm_gpu", "tm_gpu_warp"]
-    assert {i for _, i, _, _ in steps_mod.sweep_runs(config, "tm_gpu_warp")} == {"tm_gpu_warp"}
+    assert {r["impl"] for r in steps_mod.sweep_runs(config, "tm_gpu_warp")} == {"tm_gpu_warp"}
     paper = steps_mod.paper_runs(config)
-    assert paper[0][:2] == ("wsd_apple", "tm_gpu") and paper[-1][:2] == ("blogfeedback", "tm_gpu_warp")
-    assert len({n for n, _, _, _ in paper}) == 8
+    assert (paper[0]["experiment"], paper[0]["impl"]) == ("wsd_apple", "tm_gpu")
+    assert (paper[-1]["experiment"], paper[-1]["impl"]) == ("blogfeedback", "tm_gpu_warp")
+    assert len({r["experiment"] for r in paper}) == 8
+    # a novelty run is followed by the MLP stage on its class sums
+    i = next(i for i, r in enumerate(paper) if r["experiment"] == "bbc_sport")
+    assert paper[i + 1] == {**paper[i], "impl": "mlp_novelty", "params": f"tm_gpu.{paper[i]['params']}",
+                            "kind": "mlp_novelty"}
     only_cpu = load_config(["impls=[tm_cpu]"])
     assert steps_mod.paper_runs(only_cpu) == []  # the config lists no GPU build: none runs
     from asynctm.campaign.__main__ import commands
@@ -237,8 +242,8 @@ def test_runs_that_cannot_fit_are_passed_over(tmp_path):
     step = _paper_step(tmp_path, budget=480)
     started = []
     step.child = lambda cmd, log_path=None: started.append(cmd) or 1
-    steps_mod._tm_runs(step, [("semeval", "tm_gpu", "n40_T15_s3.9_e100", 0),
-                              ("semeval", "tm_gpu_warp", "n40_T15_s3.9_e100", 0)])
+    steps_mod.run_records(step, [steps_mod.run("semeval", "tm_gpu", "n40_T15_s3.9_e100", 0),
+                                 steps_mod.run("semeval", "tm_gpu_warp", "n40_T15_s3.9_e100", 0)])
     reasons = [s["reason"] for s in step.manifest["skipped"]]
     assert "would not fit: about 1003 s needed (the pipeline's estimate)" in reasons[0]
     # the warp build has no record: another implementation's time says nothing of it, so the run starts
@@ -446,13 +451,11 @@ def test_gpu_test_processes_reports_are_merged(tmp_path):
                  '</testsuites>')
     b.write_text('<testsuite name="pytest" tests="2" failures="0" errors="1" skipped="0"><testcase name="u"/>'
                  '<testcase name="v"><error/></testcase></testsuite>')
-    steps_mod.merge_junit([a, b, tmp_path / "killed-before-writing.xml"], tmp_path / "all.xml")
+    totals, failed = steps_mod.merge_junit([a, b, tmp_path / "killed-before-writing.xml"], tmp_path / "all.xml")
     merged = (tmp_path / "all.xml").read_text()
     assert '<testsuites tests="5" failures="1" errors="1" skipped="1">' in merged and merged.count("<testcase") == 5
-    text = ("==== pytest process part0 ====\n.F.s\nFAILED tests/t.py::y - assert 1 passed\n"
-            "==== 1 failed, 2 passed, 1 skipped in 0.50s ====\n==== pytest process part1 ====\n.E\n"
-            "1 passed, 1 error in 0.20s\n")
-    assert steps_mod._pytest_counts(text) == {"failed": 1, "passed": 3, "skipped": 1, "errors": 1}
+    assert totals == {"tests": 5, "failures": 1, "errors": 1, "skipped": 1}
+    assert [f["test"] for f in failed] == ["::y", "::v"]
 
 
 def test_learning_bars_say_so_in_the_junit_xml(tmp_path, repo_root):
@@ -469,13 +472,15 @@ def test_learning_bars_say_so_in_the_junit_xml(tmp_path, repo_root):
                 for c in ET.parse(xml).getroot().iter("testcase")}
     assert learning == {"test_noisy_xor_learns_without_negated_literals_and_boost": True,
                         "test_noisy_xor_learns[cpu]": True, "test_regressor_accepts_odd_clause_counts": False}
-    # The scores a learning test records come back whether it passed or not.
-    scores = steps_mod.junit_scores(xml)
-    assert list(scores) == ["tests.unit.test_estimators::test_noisy_xor_learns[cpu]"]
-    ours = scores["tests.unit.test_estimators::test_noisy_xor_learns[cpu]"]["ours"]
-    assert len(ours) == 3 and all(0.5 < x <= 1.0 for x in ours)
+    # The scores a learning test records come back in the report whether it passed or not.
+    scores = {c.get("name"): json.loads(p.get("value")) for c in ET.parse(xml).getroot().iter("testcase")
+              for p in c.iter("property") if p.get("name") == "scores"}
+    assert list(scores) == ["test_noisy_xor_learns[cpu]"]
+    assert len(scores["test_noisy_xor_learns[cpu]"]["ours"]) == 3
+    assert all(0.5 < x <= 1.0 for x in scores["test_noisy_xor_learns[cpu]"]["ours"])
     xml.write_text(xml.read_text().replace("</testcase>", '<failure message="AssertionError: 0.5"/></testcase>', 1))
-    assert [(f["learning"], f["kind"]) for f in steps_mod.junit_failures(xml)] == [(True, "assertion")]
+    _, failed = steps_mod.merge_junit([xml], tmp_path / "merged.xml")
+    assert [f["learning"] for f in failed] == [True]
 
 
 def test_a_crashed_gpu_test_process_fails_the_step(tmp_path, monkeypatch):
@@ -488,13 +493,17 @@ def test_a_crashed_gpu_test_process_fails_the_step(tmp_path, monkeypatch):
         for (_cmd, log, env), text in zip(jobs, ("1 passed in 0.1s\n", "Segmentation fault\n")):
             log.write_text(text)
             assert env["PYCUDA_CACHE_DIR"].startswith(str(tmp_path / "cache" / "tests-"))
+        xml = next(w for w in jobs[0][0] if w.startswith("--junitxml=")).split("=", 1)[1]
+        Path(xml).write_text('<testsuite tests="2" failures="1" errors="0" skipped="0"><testcase name="a"/>'
+                             '<testcase name="b"><failure/></testcase></testsuite>')  # the crashed one wrote none
         return [1, -11]  # a failed test beside the crash: the crash is what the step reports
 
     step.children = children
     steps_mod.step_gpu_tests(step)
     assert step.manifest["pytest"]["returncode"] == -11
-    assert "1 passed" in step.manifest["pytest"]["summary"] and "part1 exited with -11" in step.manifest["pytest"][
-        "summary"]
+    assert "1 passed, 1 failed" in step.manifest["pytest"]["summary"]
+    assert "part1 exited with -11" in step.manifest["pytest"]["summary"]
+    assert step.manifest["pytest"]["failed"] == [{"test": "::b", "learning": False}]
     step.close()
 
 
@@ -574,11 +583,11 @@ def _fake_run(rel_out: Path, epochs_done: int, n_epochs: int, record: bool):
 def test_a_run_longer_than_the_call_pauses_and_the_next_call_on_the_machine_resumes_it(tmp_path, monkeypatch):
     tree = tmp_path / "tree"
     _gpu_record(tree, "semeval", "tm_gpu", "n40_T15_s3.9_e5", 3.5, overhead_s=0.0)  # 350 s for 100 epochs
-    run = [("semeval", "tm_gpu", "n40_T15_s3.9_e100", 0)]
+    run = [steps_mod.run("semeval", "tm_gpu", "n40_T15_s3.9_e100", 0)]
     rel = "results/semeval/tm_gpu/n40_T15_s3.9_e100/seed0.json"
     # Without a next call, the run does not fit.
     step = _paper_step(tmp_path, budget=100)
-    steps_mod._tm_runs(step, run)
+    steps_mod.run_records(step, run)
     reason = step.manifest["skipped"][0]["reason"]
     assert "would not fit: about 350 s needed (the pipeline's estimate), 100 s left" in reason
     step.close()
@@ -592,7 +601,7 @@ def test_a_run_longer_than_the_call_pauses_and_the_next_call_on_the_machine_resu
 
     step = _paper_step(tmp_path, budget=100, later=300)
     monkeypatch.setattr(step, "child", child)
-    steps_mod._tm_runs(step, run)
+    steps_mod.run_records(step, run)
     stop_at = float(seen[0][seen[0].index("--stop-at") + 1])
     assert abs(stop_at - (step.deadline - steps_mod.STOP_MARGIN_S)) <= 1
     paused = step.manifest["paused"][0]
@@ -604,7 +613,7 @@ def test_a_run_longer_than_the_call_pauses_and_the_next_call_on_the_machine_resu
     step = _paper_step(tmp_path, budget=300)
     assert steps_mod.resumable(step, rel)["epochs"][-1]["epoch"] == 20
     monkeypatch.setattr(step, "child", child)
-    steps_mod._tm_runs(step, run)
+    steps_mod.run_records(step, run)
     assert step.manifest["done"] == [rel] and len(seen) == 2
     with tarfile.open(step.pack()) as tar:
         names = tar.getnames()
@@ -623,8 +632,8 @@ def test_an_ablation_variant_sets_its_runs_threads_per_clause(tmp_path, monkeypa
 
     monkeypatch.setattr(step, "child", child)
     params = "n1280_T1280_s1.5_e100"
-    steps_mod._tm_runs(step, [("bike_sharing", "tm_gpu", params, 0, "sync_linear_warp"),
-                              ("bike_sharing", "tm_gpu", params, 0, "async_linear")])
+    steps_mod.run_records(step, [steps_mod.run("bike_sharing", "tm_gpu", params, 0, "sync_linear_warp"),
+                                 steps_mod.run("bike_sharing", "tm_gpu", params, 0, "async_linear")])
     assert [h.get("threads_per_clause") for h in seen] == [32, None]
     assert seen[0]["tally"] == "sync"
     assert [e["run"] for e in step.manifest["paused"]] == [

@@ -2,23 +2,17 @@
 
 A GPU machine is lent now and then for a few minutes of device time (its start and idle time included), with no
 network, a 64 MiB checkout and one command of limited length at a time; results come back as at most 8 files.
-So the campaign is prepared on a machine without a GPU:
 
-1. ``python -m asynctm.campaign stage`` copies into one ignored folder (``.campaign/``) the PyCUDA wheels
-   built for the GPU machine's Python, the PyTsetlinMachineCUDA sdist and the processed datasets (the
-   compact ``.npz`` files of ``data/processed``), plus ``campaign.json`` (the configuration and the commit),
-   and checks that checkout and folder fit the 64 MiB that travel.
-2. On the GPU machine, ``python3 -m asynctm.campaign step <name>`` (see :data:`~.steps.STEPS`) installs
-   PyCUDA and PyTsetlinMachineCUDA from that folder, runs one step within a time budget and packs what
-   finished into ``$OUT/<name>.tar.gz`` (rewritten after every finished run) and ``$OUT/<name>.log``.
-3. Here, ``python -m asynctm.campaign unpack <folder>`` checks each tarball (no links, no paths outside
-   ``results/`` and ``benchmarks/results/``, records through the record gate) and puts the records in place; then
-   ``snakemake --cores all tables figures --config run_missing=false`` rebuilds the tables and the figures.
+1. ``python -m asynctm.campaign stage`` (:mod:`.stage`) copies the wheels built for the GPU machine's python and the
+   processed datasets into one ignored folder (``.campaign/``) with ``campaign.json`` (the configuration, the commit).
+2. There, ``python3 -m asynctm.campaign step <name>`` (:mod:`.steps`) installs them, runs one step within a time
+   budget and packs what finished into ``$OUT/<name>.tar.gz`` (rewritten after every finished run) and its log.
+3. Here, ``python -m asynctm.campaign unpack <folder>`` (:mod:`.unpack`) checks each tarball and puts the records in
+   place through the record gate; then ``snakemake --cores all tables figures --config run_missing=false``.
 
-``python -m asynctm.campaign commands`` prints the device calls of a lease from :data:`CALLS_FILE`, a list a
-person edits (each call: its seconds and its steps). The GPU builds are implementations the config names
-(``impls``: ``tm_gpu``, the paper's design, one thread per clause; ``tm_gpu_warp``, a warp per clause); the steps
-run those it lists, and ``--impl`` narrows a step to one.
+``python -m asynctm.campaign commands`` prints the device calls of a lease from :data:`CALLS_FILE`, a list a person
+edits (each call: its seconds and its steps). The steps run the GPU builds the config names (``impls``: ``tm_gpu``,
+the paper's design, one thread per clause; ``tm_gpu_warp``, a warp per clause); ``--impl`` narrows a step to one.
 """
 
 from __future__ import annotations

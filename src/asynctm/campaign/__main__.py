@@ -2,8 +2,7 @@
 
     python -m asynctm.campaign stage [--config KEY=VALUE ...] [--wheels DIR] [--sdist FILE] [--dest DIR]
     python -m asynctm.campaign commands [--calls FILE]   # the device-tool calls to make, in order
-    python3 -m asynctm.campaign step NAME [--budget S] [--until T] [--later S] [--out DIR] [--no-install]
-                                     [--select TEXT] [--impl tm_gpu|tm_gpu_warp]               # on the GPU
+    python3 -m asynctm.campaign step NAME [--budget S] [--until T] [--later S] [--select TEXT] [--impl IMPL]  # there
     python -m asynctm.campaign unpack FOLDER [--into TREE] [--overwrite]
 
 Errors are printed as one line naming the problem; the exit status is then 1.
@@ -16,11 +15,9 @@ import math
 import sys
 from pathlib import Path
 
-from ..provenance import REPO as REPO_ROOT
+from ..provenance import REPO
 from . import CALLS_FILE, STAGE_DIR
 
-# The device tool's fixed arguments: the staged folder travels as a carried path.
-DEVICE_CALL = 'kind="nvidia-h100-x1" (or "nvidia-h200"), carry=["' + STAGE_DIR + '"]'
 PACK_S = 30  # per step of a call: the last step's children are killed at the call's end, then it packs
 
 
@@ -29,57 +26,52 @@ class CallsError(ValueError):
 
 
 def load_calls(path: Path | None = None) -> tuple[dict, list[tuple[int, list[str]]]]:
-    """The lease settings and its calls, ``(seconds, ["STEP [SECONDS] [OPTIONS]", ...])``, of :data:`CALLS_FILE`,
+    """The lease settings and its calls ``(seconds, ["STEP [SECONDS] [OPTIONS]", ...])`` of :data:`CALLS_FILE`,
     checked: known steps, every call within the command limit, all of them within the lease."""
     import yaml
 
     from .steps import STEPS
 
-    path = Path(path) if path else REPO_ROOT / CALLS_FILE
-    fix = f"edit {path}"
+    path = Path(path) if path else REPO / CALLS_FILE
     try:
         doc = yaml.safe_load(path.read_text())
         lease = {k: int(doc[k]) for k in ("lease_s", "start_s", "command_limit_s")}
         calls = [(int(c["seconds"]), [str(s) for s in c["steps"]]) for c in doc["calls"]]
     except (OSError, yaml.YAMLError, KeyError, TypeError, ValueError) as exc:
         raise CallsError(f"{path} is not a calls list (lease_s, start_s, command_limit_s, calls: [{{seconds, steps}}])"
-                         f": {type(exc).__name__}: {exc}; {fix}") from None
+                         f": {type(exc).__name__}: {exc}; edit {path}") from None
     for seconds, steps in calls:
         unknown = [s.split()[0] for s in steps if not s.split() or s.split()[0] not in STEPS]
         if unknown or not steps:
             raise CallsError(f"{path}: a call has no steps or unknown ones ({', '.join(unknown)}); the steps are "
-                             f"{', '.join(STEPS)}; {fix}")
+                             f"{', '.join(STEPS)}; edit {path}")
         if seconds + PACK_S * len(steps) > lease["command_limit_s"]:
             raise CallsError(f"{path}: a call of {seconds} s with {len(steps)} steps runs past the command limit "
-                             f"({lease['command_limit_s']} s with {PACK_S} s per step to pack); {fix}")
+                             f"({lease['command_limit_s']} s with {PACK_S} s per step to pack); edit {path}")
     if lease["start_s"] + sum(s for s, _ in calls) > lease["lease_s"]:
         raise CallsError(f"{path}: the calls take {sum(s for s, _ in calls)} s and the start {lease['start_s']} s, "
-                         f"more than the lease's {lease['lease_s']} s; {fix}")
+                         f"more than the lease's {lease['lease_s']} s; edit {path}")
     return lease, calls
-
-
-def device_command(seconds: int, steps: list[str], commit: str | None, dirty: int | None, later: int = 0) -> str:
-    """One device call: its steps, sharing its end; ``later``: seconds its last step gets in the next call."""
-    env = f" ASYNCTM_SOURCE_COMMIT={commit} ASYNCTM_SOURCE_DIRTY={dirty}" if commit else ""
-    out = []
-    for i, entry in enumerate(steps):
-        name, *rest = entry.split()
-        budget = rest.pop(0) if rest and rest[0].isdigit() else None
-        out.append(f"python3 -m asynctm.campaign step {name}" + (f" --budget {budget}" if budget else "")
-                   + " --until $END" + (f" --later {later}" if later and i == len(steps) - 1 else "")
-                   + "".join(f" {r}" for r in rest))
-    return f"export PYTHONPATH=src{env}; END=$(( $(date +%s) + {seconds} )); " + "; ".join(out)
 
 
 def call_commands(calls, commit: str | None = None, dirty: int | None = None,
                   limit_s: int = 600) -> list[tuple[int, str]]:
-    """``(timeout_s, command)`` of each device call. A call's last step that opens the next call too gets
-    ``--later`` with that call's seconds: it may start runs that continue there."""
+    """``(timeout_s, command)`` of each device call, its steps sharing its end. A call's last step that opens the next
+    call too gets ``--later`` with that call's seconds: it may start runs that continue there."""
+    env = f" ASYNCTM_SOURCE_COMMIT={commit} ASYNCTM_SOURCE_DIRTY={dirty}" if commit else ""
     out = []
     for i, (seconds, steps) in enumerate(calls):
         nxt = calls[i + 1] if i + 1 < len(calls) else None
         later = nxt[0] if nxt and nxt[1][0].split()[0] == steps[-1].split()[0] else 0
-        out.append((min(seconds + PACK_S * len(steps), limit_s), device_command(seconds, steps, commit, dirty, later)))
+        words = []
+        for j, entry in enumerate(steps):
+            name, *rest = entry.split()
+            budget = f" --budget {rest.pop(0)}" if rest and rest[0].isdigit() else ""
+            last = f" --later {later}" if later and j == len(steps) - 1 else ""
+            words.append(f"python3 -m asynctm.campaign step {name}{budget} --until $END{last}"
+                         + "".join(f" {r}" for r in rest))
+        out.append((min(seconds + PACK_S * len(steps), limit_s),
+                    f"export PYTHONPATH=src{env}; END=$(( $(date +%s) + {seconds} )); " + "; ".join(words)))
     return out
 
 
@@ -90,7 +82,8 @@ def commands(say=print, calls_file: Path | None = None) -> None:
     lease, calls = load_calls(calls_file)
     say("# 1. here: commit, then stage (the records name the commit; the staged folder must be current)")
     say("python -m asynctm.campaign stage --config data_dir=data")
-    say(f"# 2. the device tool's run, once per line below, with {DEVICE_CALL}; each call at once after the one")
+    say(f'# 2. the device tool\'s run, once per line below, with kind="nvidia-h100-x1" (or "nvidia-h200"), '
+        f'carry=["{STAGE_DIR}"]; each call at once after the one')
     say("#    before (the machine goes back when idle); then here, for each reply:")
     say("#    python -m asynctm.campaign unpack <files_at of that reply>")
     say("#    (a step that stopped at its budget is continued by calling it again: recorded runs are skipped)")
@@ -112,36 +105,27 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("stage", help="stage wheels, sdist and datasets into one folder that travels")
     p.add_argument("--config", nargs="*", default=[], metavar="KEY=VALUE",
                    help="overrides of config/config.yaml, as snakemake --config (e.g. data_dir=data)")
-    p.add_argument("--configfile", default=None)
     p.add_argument("--wheels", default=None, help="folder of PyCUDA wheels (default ../shared/gpu/wheels-cp312)")
     p.add_argument("--sdist", default=None, help="PyTsetlinMachineCUDA-0.1.9.tar.gz (default: pip download)")
     p.add_argument("--dest", default=None, help=f"the staged folder (default {STAGE_DIR}/ in the checkout)")
-    p.add_argument("--no-cpu-peers", action="store_true",
-                   help="do not build pyTsetlinMachine's wheels for the GPU machine (the host_peers step then skips "
-                        "it)")
+    p.add_argument("--no-cpu-peers", action="store_true", help="build no pyTsetlinMachine wheels for host_peers")
     p = sub.add_parser("commands", help="print the device-tool commands, in order")
     p.add_argument("--calls", default=None, help=f"the calls of a lease (default {CALLS_FILE})")
     p = sub.add_parser("step", help="run one step on the GPU machine")
     p.add_argument("name")
-    p.add_argument("--budget", type=float, default=None, help="seconds for the whole step (default 480; with "
-                   "--until and no --budget: until then)")
-    p.add_argument("--until", type=float, default=None,
-                   help="UNIX time at which the step ends if its budget has not ended it before (the device call's "
-                        "end, shared by its steps)")
+    p.add_argument("--budget", type=float, default=None, help="seconds for the step (default 480, or until --until)")
+    p.add_argument("--until", type=float, default=None, help="UNIX time at which the step ends (the call's end)")
     p.add_argument("--later", type=float, default=0.0, metavar="S",
-                   help="sweeps, paper, ablation: seconds this step gets in the lease's next call on this machine; a "
-                        "run that needs more than this call has left starts where both together fit, pauses at "
-                        "this call's end and resumes in the next")
+                   help="sweeps, paper, ablation: seconds this step gets in the next call on this machine (a run "
+                        "may start where both fit, pause at this call's end and resume there)")
     p.add_argument("--out", default=None, help="where the tarball and log go (default $OUT, else campaign-out/)")
     p.add_argument("--campaign-dir", default=None, help=f"the staged folder (default {STAGE_DIR}/)")
     p.add_argument("--work-dir", default=None, help="scratch folder (default /tmp/asynctm-campaign/<step>)")
     p.add_argument("--no-install", action="store_true", help="PyCUDA is importable already: skip pip")
     p.add_argument("--tree", default=None, help="the checkout whose records count as done (default: this one)")
-    p.add_argument("--select", default=None,
-                   help="gpu_tests: a pytest -k expression; bench, sweeps, paper, ablation: comma-separated "
-                        "experiments")
-    p.add_argument("--impl", choices=GPU_IMPLS, default=None,
-                   help="sweeps, paper: only this GPU implementation (default: every one the config lists)")
+    p.add_argument("--select", default=None, help="gpu_tests: a pytest -k expression; the others: experiments, "
+                                                  "comma-separated")
+    p.add_argument("--impl", choices=GPU_IMPLS, default=None, help="sweeps, paper: only this GPU build")
     p = sub.add_parser("unpack", help="put the returned tarballs into results/ and benchmarks/results/")
     p.add_argument("folder")
     p.add_argument("--into", default=None, help="the tree to unpack into (default: this checkout)")
@@ -153,26 +137,24 @@ def main(argv=None) -> int:
     from .stage import StageError
     from .unpack import UnpackError
 
-    ap = parser()
-    args = ap.parse_args(argv)
+    args = parser().parse_args(argv)
+    path = {k: Path(v) if v else None for k, v in vars(args).items()
+            if k in ("dest", "wheels", "sdist", "calls", "out", "campaign_dir", "work_dir", "tree")}
     try:
         if args.cmd == "stage":
             from .stage import load_config, stage
 
-            stage(load_config(args.config, args.configfile), dest=Path(args.dest) if args.dest else None,
-                  wheels=Path(args.wheels) if args.wheels else None, sdist=Path(args.sdist) if args.sdist else None,
+            stage(load_config(args.config), dest=path["dest"], wheels=path["wheels"], sdist=path["sdist"],
                   cpu_peer_wheels=not args.no_cpu_peers)
         elif args.cmd == "commands":
-            commands(calls_file=Path(args.calls) if args.calls else None)
+            commands(calls_file=path["calls"])
         elif args.cmd == "step":
             from .steps import DEFAULT_BUDGET_S, run_step
 
             budget = args.budget if args.budget is not None else (math.inf if args.until else DEFAULT_BUDGET_S)
-            return run_step(args.name, campaign_dir=Path(args.campaign_dir) if args.campaign_dir else None,
-                            out_dir=Path(args.out) if args.out else None, budget_s=budget, until=args.until,
-                            do_install=not args.no_install, work_dir=Path(args.work_dir) if args.work_dir else None,
-                            select=args.select, tree=Path(args.tree) if args.tree else None, impl=args.impl,
-                            later_s=args.later)
+            return run_step(args.name, campaign_dir=path["campaign_dir"], out_dir=path["out"], budget_s=budget,
+                            until=args.until, do_install=not args.no_install, work_dir=path["work_dir"],
+                            select=args.select, tree=path["tree"], impl=args.impl, later_s=args.later)
         else:
             from .unpack import unpack
 

@@ -2,17 +2,14 @@
 
     python -m asynctm.campaign.bench --campaign-dir .campaign --out-dir benchmarks/results --name NAME
 
-The settings of the benchmark harness :mod:`asynctm.benchmarking` (its per-epoch loop and its pooling of seeds)
-for a GPU: ours runs as both GPU implementations, ``tm_gpu`` (one thread per clause, the paper's design) and
-``tm_gpu_warp`` (a warp of 32 threads per clause), beside PyTsetlinMachineCUDA (and our CPU build where a goal
-compares accuracies with it). For each setting (an experiment's main setting of config/config.yaml, data from the
-staged processed folders) and seed (:data:`SEEDS`, or :data:`SEEDS_BY_SETTING`), the implementations train one
-warm-up epoch (kernel compilation, encoding and upload land there, reported apart), then :data:`TIMED_EPOCHS`
-timed epochs round-robin; the test metric is taken after every epoch outside the timed region (``eval_s``), and
-the literals per clause after the last. Per setting: the median epoch over all seeds' timed epochs, the metric
-averaged over seeds, the speed-up (PyTsetlinMachineCUDA's median epoch over ours) and, for WSD apple, SemEval and
-IMDb, the goal (ours >= 2x at accuracy within 1 point). Writes ``<name>.json`` and ``<name>.md`` after every
-setting; no round starts where it would end after ``--deadline``.
+The GPU settings of the benchmark harness :mod:`asynctm.benchmarking` (its per-epoch loop and pooling of seeds): ours
+as ``tm_gpu`` (one thread per clause, the paper's design) and ``tm_gpu_warp`` (a warp per clause) beside
+PyTsetlinMachineCUDA, and our CPU build where the accuracies are compared with it. Per setting (an experiment's main
+setting, data from the staged folders) and seed, one warm-up epoch (compilation, encoding and upload, reported apart),
+then :data:`TIMED_EPOCHS` timed epochs round-robin, the metric after each outside the timed region, the literals per
+clause after the last; the median epoch over all seeds, the metric averaged over seeds, the speed-up over
+PyTsetlinMachineCUDA and, for :data:`GOAL_SETTINGS`, the goal (ours >= 2x at accuracy within 1 point). Writes
+``<name>.json`` and ``<name>.md`` after every setting; no round starts where it would end after ``--deadline``.
 """
 
 from __future__ import annotations
@@ -31,8 +28,8 @@ from ..experiments import plan
 from ..experiments.run import dataset_summary, load_dataset
 from ..io import atomic_open, write_json_atomic
 
-# Timed epochs after the warm-up (paper scale; smoke scale: 1) and the seeds of the paper-scale benchmark; one
-# seed and one timed epoch where PyTsetlinMachineCUDA's epochs are long, so that the benchmark fits one call.
+# Timed epochs after the warm-up (paper scale; smoke scale: 1) and the seeds; one seed and one timed epoch where
+# PyTsetlinMachineCUDA's epochs are long, so that the benchmark fits one call.
 TIMED_EPOCHS = {"wsd_apple": 10, "semeval": 1, "imdb": 1, "bike_sharing": 10}
 SEEDS = (0, 1, 2)
 SEEDS_BY_SETTING = {"semeval": (0,), "imdb": (0,)}
@@ -42,18 +39,15 @@ GOAL_POINTS = 1.0
 IMPLS = {"tm_gpu": "ours (asynctm, CUDA)", "tm_gpu_warp": "ours (asynctm, CUDA, a warp per clause)",
          "pytm_cuda": "PyTsetlinMachineCUDA", "tm_cpu": "ours (asynctm, CPU threads)"}
 OURS_GPU = dict(plan.GPU_THREADS_PER_CLAUSE)  # our GPU implementations and their threads per clause
-# Our CPU build runs beside them where the goal compares accuracies with it (WSD apple: tm_gpu within the spread
-# of tm_cpu and of PyTsetlinMachineCUDA; the GPU interleaves clause updates differently from the CPU schedule).
-CPU_SETTINGS = ("wsd_apple",)
+CPU_SETTINGS = ("wsd_apple",)  # our CPU build beside them: tm_gpu's accuracy within the spread of tm_cpu's
 HYPERPARAMETERS = ("n_clauses", "T", "s", *benchmarking.TM_SETTINGS)
 
 
-def runner(impl: str, gpu_backend: str = "cuda") -> dict:
-    """The harness's runner (:func:`asynctm.benchmarking.build_peer`) of ``impl`` (``gpu_backend`` cpu: our GPU
-    builds' schedule on the CPU backend, to rehearse a step on a machine without a GPU)."""
+def runner(impl: str) -> dict:
+    """The harness's runner (:func:`asynctm.benchmarking.build_peer`) of ``impl``."""
     if impl in OURS_GPU:
-        options = {"backend": gpu_backend, "gpu_threads_per_clause": OURS_GPU[impl]}
-        return {"label": impl, "peer": "asynctm", "options": options}
+        return {"label": impl, "peer": "asynctm",
+                "options": {"backend": "cuda", "gpu_threads_per_clause": OURS_GPU[impl]}}
     if impl == "tm_cpu":
         return {"label": impl, "peer": "asynctm", "options": {"backend": "cpu"}}
     if impl in ("pytm_indexed", "pytm_nonindexed"):
@@ -61,17 +55,14 @@ def runner(impl: str, gpu_backend: str = "cuda") -> dict:
     return {"label": impl, "peer": "pytm_cuda", "options": {}}
 
 
-def _peer(impl: str, task: str, h: dict, seed: int, gpu_backend: str = "cuda"):
-    """The peer of ``impl`` with an experiment's hyperparameters ``h``."""
-    return benchmarking.build_peer(runner(impl, gpu_backend), task, {k: h[k] for k in HYPERPARAMETERS}, seed)
-
-
-def _literals(peer) -> dict:
-    return {"literals_per_clause": literals_per_clause(peer)}
+def peer(impl: str, task: str, h: dict, seed: int):
+    """The peer of ``impl`` with an experiment's hyperparameters ``h`` (a novelty experiment: its classifier)."""
+    task = "regression" if task == "regression" else "classification"
+    return benchmarking.build_peer(runner(impl), task, {k: h[k] for k in HYPERPARAMETERS}, seed)
 
 
 def literals_per_clause(peer) -> dict:
-    """Included literals per clause: ``{"mean", "mean_nonempty", "empty_clauses"}`` over every clause."""
+    """Included literals per clause over every clause: ``{"mean", "mean_nonempty", "empty_clauses", "clauses"}``."""
     if peer.peer == "asynctm":
         counts = np.asarray(peer.model.clauses_, dtype=bool).sum(axis=-1).ravel()
     else:
@@ -83,8 +74,8 @@ def literals_per_clause(peer) -> dict:
 
 
 def _pytm_cuda_literal_counts(model) -> np.ndarray:
-    """PyTsetlinMachineCUDA's include bits: its TA state (classes, clauses, chunks, state bits) from the GPU,
-    the last state-bit plane is the action (include) bit; bits past its number of literals are masked."""
+    """PyTsetlinMachineCUDA's include bits: its TA state (classes, clauses, chunks, state bits) from the GPU, the last
+    state-bit plane is the action (include) bit; bits past its number of literals are masked."""
     import pycuda.driver as cuda
 
     C, nc = int(model.number_of_classes), int(model.number_of_clauses)
@@ -97,13 +88,9 @@ def _pytm_cuda_literal_counts(model) -> np.ndarray:
     return np.unpackbits(include.view(np.uint8), axis=-1).reshape(C * nc, -1).sum(axis=1)
 
 
-def _main_metric(task: str) -> str:
-    return "mae" if task == "regression" else "accuracy"
-
-
 def result(rows: list[dict]) -> dict:
-    """One implementation over its seeds (:func:`asynctm.benchmarking.aggregate`), with the fields this record's
-    readers take: the timed epochs every seed has, the literals per clause, and each seed's row."""
+    """One implementation over its seeds (:func:`asynctm.benchmarking.aggregate`), with the timed epochs every seed
+    has, the literals per clause and each seed's row."""
     res = benchmarking.aggregate(rows)
     res.setdefault("per_seed", [{k: v for k, v in r.items() if k not in ("label", "peer", "options", "metadata")}
                                 for r in rows])
@@ -111,13 +98,11 @@ def result(rows: list[dict]) -> dict:
     return {"median_epoch_s": None, "final_metric": None, "final_metric_std": 0.0, **res,
             "timed_epochs": min(timed) if timed else 0,
             "literals_per_clause": float(np.mean([r["literals_per_clause"]["mean"] for r in rows])),
-            "literals_per_nonempty_clause": float(np.mean([r["literals_per_clause"]["mean_nonempty"]
-                                                           for r in rows]))}
+            "literals_per_nonempty_clause": float(np.mean([r["literals_per_clause"]["mean_nonempty"] for r in rows]))}
 
 
-def run_setting(config: dict, data_dir: Path, name: str, seeds, epochs: int, deadline: float, say=print,
-                without: dict | None = None, gpu_backend: str = "cuda") -> dict:
-    """One setting, every implementation but those in ``without`` (implementation: why it is left out)."""
+def run_setting(config: dict, data_dir: Path, name: str, seeds, epochs: int, deadline: float, say=print) -> dict:
+    """One setting, every implementation."""
     from ..peers import dense01
 
     base = plan.tm_run_settings(config, name, "tm_gpu", plan.main_params(config, name), seeds[0])
@@ -129,28 +114,26 @@ def run_setting(config: dict, data_dir: Path, name: str, seeds, epochs: int, dea
     dense = {"X_train": dense01(ds.X_train), "X_test": dense01(ds.X_test)}
     say(f"== {name}: {ds.X_train.shape[0]} train x {ds.X_train.shape[1]} features, {h['n_clauses']} clauses, "
         f"T={h['T']}, s={h['s']}; 1 warm-up + {epochs} timed epochs x seeds {list(seeds)}")
-    without = dict(without or {})
-    runners = [runner(i, gpu_backend) for i in IMPLS if (i != "tm_cpu" or name in CPU_SETTINGS) and i not in without]
+    runners = [runner(i) for i in IMPLS if i != "tm_cpu" or name in CPU_SETTINGS]
     per: dict[str, list[dict]] = {}
-    skipped, stopped = {impl: f"not run: {why}" for impl, why in without.items()}, None
-    hp = {k: h[k] for k in HYPERPARAMETERS}
+    skipped, stopped = {}, None
     for i, seed in enumerate(seeds):
         # a seed starts only where its warm-up and one timed round (the last seed's) would end before the deadline
         last = [rows[-1] for rows in per.values() if rows and rows[-1]["seed"] == seeds[i - 1]] if i else []
         if last and time.time() + sum(r["warmup_s"] + (r["epoch_s"] or [0.0])[0] for r in last) > deadline:
             stopped = f"the step's budget would have run out in seed {seed}'s first epochs"
             break
-        rows, skips = benchmarking.train_seed(task, data, dense, runners, hp, seed, epochs, "every",
-                                              deadline=deadline, finish=_literals)
+        rows, skips = benchmarking.train_seed(task, data, dense, runners, {k: h[k] for k in HYPERPARAMETERS}, seed,
+                                              epochs, "every", deadline=deadline,
+                                              finish=lambda p: {"literals_per_clause": literals_per_clause(p)})
         for r in rows:
             per.setdefault(r["label"], []).append(r)
-        for sk in skips:
-            skipped[sk["label"]] = sk["reason"]
+        skipped.update({sk["label"]: sk["reason"] for sk in skips})
         if any(len(r["epoch_s"]) < epochs for r in rows):
             stopped = f"the step's budget ran out in seed {seed}'s timed epochs"
             break
     results = {impl: result(rows) for impl, rows in per.items()}
-    key = _main_metric(base["task"])
+    key = "mae" if base["task"] == "regression" else "accuracy"
     return {"setting": name, "task": base["task"], "metric": key, "dataset": dataset_summary(ds, base),
             "hyperparameters": h, "epochs": {"warmup": 1, "timed": epochs}, "seeds": list(seeds),
             "stopped": stopped, "skipped": skipped, "results": results,
@@ -276,51 +259,32 @@ def main(argv=None) -> int:
     ap.add_argument("--campaign-dir", required=True, help="the staged folder (.campaign)")
     ap.add_argument("--out-dir", required=True, help="where <name>.json and <name>.md go")
     ap.add_argument("--name", required=True)
-    ap.add_argument("--deadline", type=float, default=None, help="UNIX time after which no epoch starts")
-    ap.add_argument("--without", action="append", default=[], metavar="IMPL=REASON",
-                    help="leave an implementation out, saying why (e.g. tm_gpu_warp=its GPU tests failed)")
-    ap.add_argument("--settings", default=None, help="comma-separated experiments (default: " +
-                    ",".join(TIMED_EPOCHS) + ")")
-    ap.add_argument("--seeds", default=None, help="comma-separated seeds for every setting (default: the settings' "
-                    "own, SEEDS_BY_SETTING or SEEDS)")
+    ap.add_argument("--deadline", type=float, default=float("inf"), help="UNIX time after which no epoch starts")
+    ap.add_argument("--settings", default=",".join(TIMED_EPOCHS), help="comma-separated experiments")
     args = ap.parse_args(argv)
-    try:
-        given_seeds = [int(x) for x in args.seeds.split(",")] if args.seeds else None
-    except ValueError:
-        ap.error(f"--seeds takes comma-separated integers, not {args.seeds!r}")
-    without = dict(w.split("=", 1) if "=" in w else (w, "left out") for w in args.without)
-    unknown = sorted(set(without) - (set(IMPLS) - {"tm_gpu"}))
-    if unknown:
-        ap.error(f"--without takes {', '.join(i for i in IMPLS if i != 'tm_gpu')}; not {', '.join(unknown)} "
-                 "(our one-thread build is the benchmark's reference)")
-    campaign = load_campaign(Path(args.campaign_dir))
-    config = campaign["config"]
-    active = plan.active_experiments(config)
-    names = [n for n in (args.settings.split(",") if args.settings else TIMED_EPOCHS) if n in active]
+    config = load_campaign(Path(args.campaign_dir))["config"]
     smoke = plan.is_smoke(config)
-    deadline = args.deadline or float("inf")
     record = {"generated_by": "python -m asynctm.campaign.bench", "name": args.name,
               "command": ["python", "-m", "asynctm.campaign.bench", *(sys.argv[1:] if argv is None else argv)],
               "date_utc": datetime.now(UTC).strftime("%Y-%m-%d"),
               "started_utc": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "git": git_info(),
-              "code": code_digests(),
-              "versions": versions(), "cpu": cpu_info(), "gpu": gpu_info(), "scale": config.get("scale", "paper"),
+              "code": code_digests(), "versions": versions(), "cpu": cpu_info(), "gpu": gpu_info(),
+              "scale": config.get("scale", "paper"),
               "timing": "wall clock around one fit_epoch call (both libraries synchronise the GPU before returning); "
                         "1 warm-up epoch per implementation and seed reported apart; timed epochs round-robin",
               "settings": []}
     out = Path(args.out_dir) / f"{args.name}.json"
-    for name in names:
-        if time.time() > deadline:
+    for name in [n for n in args.settings.split(",") if n in plan.active_experiments(config)]:
+        if time.time() > args.deadline:
             record["settings"].append({"setting": name, "stopped": "not started: the step's budget ran out"})
             break
-        epochs = 1 if smoke else TIMED_EPOCHS.get(name, 5)
-        seeds = given_seeds or (plan.seeds(config) if smoke else list(SEEDS_BY_SETTING.get(name, SEEDS)))
-        record["settings"].append(run_setting(config, Path(args.campaign_dir) / "data", name, seeds, epochs,
-                                              deadline, without=without))
-        done = [s for s in record["settings"] if "results" in s]
-        write_json_atomic(out, {**record, "settings": done}, sort_keys=False)
+        seeds = plan.seeds(config) if smoke else list(SEEDS_BY_SETTING.get(name, SEEDS))
+        record["settings"].append(run_setting(config, Path(args.campaign_dir) / "data", name, seeds,
+                                              1 if smoke else TIMED_EPOCHS.get(name, 5), args.deadline))
+        done = {**record, "settings": [s for s in record["settings"] if "results" in s]}
+        write_json_atomic(out, done, sort_keys=False)
         with atomic_open(out.with_suffix(".md")) as fh:
-            fh.write(markdown({**record, "settings": done}))
+            fh.write(markdown(done))
         print(f"wrote {out}", flush=True)
     return 0
 
