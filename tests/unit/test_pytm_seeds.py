@@ -76,7 +76,8 @@ def test_records_say_whether_the_seed_changes_the_run():
     assert cls["seeded"] is True and cls["libc_srand_seed"] == 4 and "srand(seed + 1)" in cls["random_numbers"]
     assert cls["pcg32_advance_examples"] is None
     reg = make_peer("pytm", "regression", 10, 15, 3.9, seed=3).metadata()
-    assert reg["seeded"] is True and reg["libc_srand_seed"] is None and reg["pcg32_advance_examples"] == 3
+    assert reg["seeded"] is True and reg["libc_srand_seed"] is None and reg["pcg32_advance_examples"] == 4
+    assert make_peer("pytm", "regression", 10, 15, 3.9, seed=0).metadata()["pcg32_advance_examples"] == 0
     assert "seeds are distinct runs" in reg["random_numbers"]
     unseeded = make_peer("pytm", "regression", 10, 15, 3.9).metadata()
     assert unseeded["seeded"] is False and unseeded["pcg32_advance_examples"] is None
@@ -100,11 +101,11 @@ print(h.hexdigest())
 """
 
 
-def test_regression_seeds_are_distinct_runs_and_one_seed_is_one_run():
+def test_regression_seeds_0_to_9_are_ten_runs_and_one_seed_is_one_run():
     def digest(seed):
         return subprocess.run([sys.executable, "-c", _ONE_REGRESSION_EPOCH, str(seed)], capture_output=True,
                               text=True, timeout=120, check=True).stdout.strip()
 
-    runs = {seed: digest(seed) for seed in (0, 1, 2)}
-    assert digest(1) == runs[1], "one seed must give one run"
-    assert len(set(runs.values())) == 3, f"regression seeds share a run: {runs}"
+    runs = {seed: digest(seed) for seed in range(10)}
+    assert digest(3) == runs[3], "one seed must give one run"
+    assert len(set(runs.values())) == 10, f"regression seeds share a run: {runs}"

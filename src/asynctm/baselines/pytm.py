@@ -80,18 +80,20 @@ def machine_arguments(peer: Peer) -> dict:
 
 
 def advance_stream(examples: int) -> None:
-    """Move pyTsetlinMachine's pcg32 stream on by one epoch of a throwaway two-clause regression machine over
-    ``examples`` examples. The stream has a fixed start in every process and is shared by all of the library's
-    machines, and every example of a regression epoch draws from it, so each count starts the next machine at
-    another point of the stream: the regression machine's only way to make two seeds two runs (it does not
-    shuffle). Nothing else of the library is touched; 0 leaves the stream at its start."""
+    """Move pyTsetlinMachine's pcg32 stream on by one epoch of a throwaway 32-clause regression machine over
+    ``examples`` + 1 examples (none for 0). The stream has a fixed start in every process and is shared by all of
+    the library's regression machines, and every example of that epoch draws from it (one draw per clause at
+    least), so each count starts the next machine at another point of the stream: the regression machine's only
+    way to make two seeds two runs (it does not shuffle). tests/unit/test_pytm_seeds.py checks that seeds 0-9 are
+    ten runs. Nothing else of the library is touched."""
     if examples <= 0:
         return
     from pyTsetlinMachine import tm as pytm
 
-    X = np.zeros((examples, 2), dtype=np.uint32)
-    X[::2, 0] = 1
-    pytm.RegressionTsetlinMachine(number_of_clauses=2, T=4, s=1.5).fit(X, np.arange(examples) % 4, epochs=1)
+    y = np.zeros(examples + 1)
+    y[0] = 1.0
+    pytm.RegressionTsetlinMachine(number_of_clauses=32, T=1, s=1.5).fit(np.zeros((examples + 1, 2), dtype=np.uint32),
+                                                                        y, epochs=1)
 
 
 class PyTMPeer(Peer):
@@ -113,7 +115,7 @@ class PyTMPeer(Peer):
             self.model = pytm.RegressionTsetlinMachine(**self.library_arguments())
         # The classification machines shuffle the examples every epoch with libc rand(): seed it so the order is
         # reproducible. The regression machine does not shuffle: there the seed moves the shared pcg32 stream on
-        # (advance_stream: seed k by a throwaway epoch over k examples, seed 0 not at all) before training.
+        # (advance_stream: seed k by a throwaway epoch over k + 1 examples, seed 0 not at all) before training.
         self.libc_seed = libc_seed(self.seed) if self.seed is not None and self.task == "classification" else None
         if self.libc_seed is not None:
             _libc().srand(ctypes.c_uint(self.libc_seed))
@@ -145,14 +147,16 @@ class PyTMPeer(Peer):
             "pcg32 with a fixed start state per process (not seedable, shared by all instances); "
             + ("libc rand() for the per-epoch shuffle, seeded with srand(seed + 1) (glibc's srand(0) is srand(1))"
                if self.libc_seed is not None else
-               "no shuffle; the seed k moves the pcg32 stream on by a throwaway epoch over k examples before "
+               "no shuffle; the seed k moves the pcg32 stream on by a throwaway epoch over k + 1 examples before "
                "training (seed 0: the stream's start), so seeds are distinct runs"
                if self.stream_advance is not None else
                "libc rand() for the per-epoch shuffle, unseeded"))
         # seeded: whether the seed changes the run at all (false: all seeds are one distinct run).
         meta["seeded"] = self.libc_seed is not None or self.stream_advance is not None
         meta["libc_srand_seed"] = self.libc_seed
-        meta["pcg32_advance_examples"] = self.stream_advance
+        # the throwaway examples that moved the stream on (advance_stream): none for seed 0
+        meta["pcg32_advance_examples"] = None if self.stream_advance is None else self.stream_advance + (
+            self.stream_advance > 0)
         meta["driving"] += ("; every call re-encodes X" + (" and rebuilds the clause index" if meta["indexed"]
                                                             else ""))
         return meta
