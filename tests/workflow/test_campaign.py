@@ -137,7 +137,16 @@ def test_run_order_and_device_commands(tmp_path):
     # each GPU implementation the config lists, in its order: the paper's design, then a warp per clause
     assert list(dict.fromkeys(i for n, i, _, _ in sweeps if n == "imdb")) == ["tm_gpu", "tm_gpu_warp"]
     assert {r["impl"] for r in steps_mod.sweep_runs(config, "tm_gpu_warp")} == {"tm_gpu_warp"}
+    # --select: experiments or single clause counts, the runs in the order of the terms
+    picked = steps_mod.selected(steps_mod.sweep_runs(config, "tm_gpu"), "semeval:2560,imdb,semeval:80")
+    assert [(r["experiment"], r["params"].split("_")[0]) for r in picked] == [
+        ("semeval", "n2560"), *[("imdb", p) for p in ("n1000", "n15000", "n2000", "n4000", "n7000", "n10000")],
+        ("semeval", "n80")]
+    assert steps_mod.selected(sweeps_runs := steps_mod.sweep_runs(config), None) == sweeps_runs
+    with pytest.raises(steps_mod.StageError, match="must be a number"):
+        steps_mod.selected(sweeps_runs, "semeval:many")
     paper = steps_mod.paper_runs(config)
+    assert [r["impl"] for r in steps_mod.selected(paper, "bbc_sport:5000")][:2] == ["tm_gpu", "mlp_novelty"]
     assert (paper[0]["experiment"], paper[0]["impl"]) == ("wsd_apple", "tm_gpu")
     assert (paper[-1]["experiment"], paper[-1]["impl"]) == ("blogfeedback", "tm_gpu_warp")
     assert len({r["experiment"] for r in paper}) == 8

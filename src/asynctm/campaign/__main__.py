@@ -124,7 +124,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--no-install", action="store_true", help="PyCUDA is importable already: skip pip")
     p.add_argument("--tree", default=None, help="the checkout whose records count as done (default: this one)")
     p.add_argument("--select", default=None, help="gpu_tests: a pytest -k expression; the others: experiments, "
-                                                  "comma-separated")
+                                                  "comma-separated; sweeps, paper, ablation: EXPERIMENT:CLAUSES for "
+                                                  "one clause count, the runs in the order of the terms")
     p.add_argument("--impl", choices=GPU_IMPLS, default=None, help="sweeps, paper: only this GPU build")
     p = sub.add_parser("unpack", help="put the returned tarballs into results/ and benchmarks/results/")
     p.add_argument("folder")

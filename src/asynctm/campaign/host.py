@@ -27,7 +27,8 @@ from pathlib import Path
 
 GPU_CORE = 0  # our GPU builds' host thread; core 1 is left to the step itself and the system
 FIRST_CPU_CORE = 2
-PARTS = {"imdb": 10}  # an epoch of pyTsetlinMachine on IMDb takes many minutes on one core: its first, in parts
+# An epoch of pyTsetlinMachine takes many minutes on one core on these: the first is timed in consecutive parts
+PARTS = {"imdb": 10, "newsgroups20": 4}
 GPU_EPOCHS = 4  # at most, per GPU build and experiment
 GPU_JOB_S = 45.0  # a GPU build's epochs after the first stop once they have taken this long
 WORKER_MARGIN_S = 5.0  # a worker starts a unit only where its last unit's time fits before --until less this

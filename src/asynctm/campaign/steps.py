@@ -545,10 +545,32 @@ def run_records(step: Step, runs: list[dict]) -> None:
         step.pack()
 
 
+def selected(runs: list[dict], select: str | None) -> list[dict]:
+    """``runs`` narrowed by ``--select``: comma-separated terms, each an experiment (``semeval``) or one of its clause
+    counts (``semeval:2560``), taken in the order of the terms (a run matching none is left out)."""
+    if not select:
+        return list(runs)
+    terms = []
+    for term in select.split(","):
+        name, _, clauses = term.strip().partition(":")
+        if clauses and not clauses.isdigit():
+            raise StageError(f"--select {term!r}: the clauses after the colon must be a number, e.g. semeval:2560")
+        terms.append((name, int(clauses) if clauses else None))
+
+    def rank(r: dict) -> int | None:
+        params = r["params"].split(".", 1)[1] if r.get("kind") == "mlp_novelty" else r["params"]
+        clauses = plan.parse_tm_params(params)["clauses"] if any(c is not None for _, c in terms) else None
+        return next((i for i, (name, c) in enumerate(terms)
+                     if name == r["experiment"] and c in (None, clauses)), None)
+
+    ranked = [(rank(r), i, r) for i, r in enumerate(runs)]
+    return [r for k, _, r in sorted((x for x in ranked if x[0] is not None), key=lambda x: x[:2])]
+
+
 def training(runs):
-    """A training step: ``runs(config, impl)``, narrowed by ``--select`` to some experiments."""
+    """A training step: ``runs(config, impl)``, narrowed and ordered by ``--select`` (:func:`selected`)."""
     def step_runs(step: Step, select: str | None = None) -> None:
-        todo = [r for r in runs(step.config, step.impl) if not select or r["experiment"] in select.split(",")]
+        todo = selected(runs(step.config, step.impl), select)
         step.say(f"{len(todo)} runs: " + ", ".join(record_path(step.config, r) for r in todo))
         run_records(step, todo)
     return step_runs
