@@ -45,7 +45,7 @@ sys.modules[__name__ + ".compiler"] = compiler
 """
 
 # Packages of this project that the GPU machine's python lacks (its list: the device tool's KINDS.md).
-ABSENT_ON_THE_GPU_MACHINE = ("jsonschema", "nltk", "snakemake", "pyTsetlinMachine", "thundersvm")
+ABSENT_ON_THE_GPU_MACHINE = ("fastjsonschema", "jsonschema", "nltk", "snakemake", "pyTsetlinMachine", "thundersvm")
 
 
 def _processed(root: Path) -> Path:
@@ -357,7 +357,12 @@ def test_dress_rehearsal_on_the_simulated_gpu(tmp_path):
     for absent in ABSENT_ON_THE_GPU_MACHINE:  # as there: importing them fails
         (fake.parent / absent).mkdir()
         (fake.parent / absent / "__init__.py").write_text(f"raise ImportError('no {absent} on the GPU machine')\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(fake.parent), str(REPO / "src")]),
+    # what the step's install puts first on the path there (the stand-in PyCUDA wheel cannot be installed): the
+    # staged pure-Python wheels, such as the record gate's fastjsonschema
+    site = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--target", str(site),
+                    *map(str, sorted(staged.glob("wheels/fastjsonschema-*.whl")))], check=True)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(fake.parent), str(REPO / "src")]),
            "PYTHONHASHSEED": "0", "OUT": str(tmp_path / "unused")}
     out, tree = tmp_path / "out", tmp_path / "tree"
 

@@ -3,7 +3,8 @@
 Layout of ``.campaign/``::
 
     wheels/*.whl      PyCUDA and its small dependencies, built for the GPU machine's CPython; PyTsetlinMachineCUDA's
-                      pure-Python wheel, made here from its sdist; pyTsetlinMachine's for that CPython (host_peers)
+                      pure-Python wheel, made here from its sdist; fastjsonschema's (the record gate's; the GPU
+                      machine's image lacks it); pyTsetlinMachine's for that CPython (host_peers)
     sdist/PyTsetlinMachineCUDA-0.1.9.tar.gz   as downloaded from PyPI (the wheel's source)
     parallel/*.whl    pyTsetlinMachineParallel, apart (it installs a top-level libTM extension too)
     extra/*.whl       jsonschema and its dependencies (benchmarks/bench_tm.py checks its configuration with it)
@@ -40,6 +41,9 @@ SDIST_NAME = re.compile(r"^pytsetlinmachinecuda-0\.1\.9\.tar\.gz$", re.IGNORECAS
 WHEEL_NAME = re.compile(r"^(?P<dist>[A-Za-z0-9_.]+)-(?P<version>[^-]+)-(?P<py>[^-]+)-[^-]+-[^-]+\.whl$")
 DATA_FILES = ("train.npz", "test.npz", "novel.npz", "meta.json")
 CPU_PEERS = {"wheels": "pyTsetlinMachine==0.6.6", "parallel": "pyTsetlinMachineParallel==0.2.1"}
+# Pure-Python packages the pipeline needs on the GPU machine whose image lacks them (the device library's KINDS.md):
+# the record gate's schema checks. Staged at the version installed here.
+RUNTIME_WHEELS = ("fastjsonschema",)
 BENCH_WHEELS = ("jsonschema", "jsonschema-specifications", "referencing", "rpds-py")  # the GPU machine's python lacks
 
 
@@ -123,6 +127,21 @@ def _cpu_peer_wheels(tag: str, tmp: Path, say=print) -> list[str]:
         else:
             built.append(what)
     return built
+
+
+def _runtime_wheels(dest: Path) -> None:
+    """Download :data:`RUNTIME_WHEELS`, at the versions installed here, into ``dest``."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        pins = [f"{name}=={version(name)}" for name in RUNTIME_WHEELS]
+    except PackageNotFoundError as exc:
+        raise StageError(f"{exc.name} is not installed here: pip install -e '.[test]' first") from None
+    r = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", "-d",
+                        str(dest), *pins], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise StageError(f"{', '.join(pins)} could not be downloaded for the GPU machine (the record gate needs it "
+                         f"there): {(r.stderr or r.stdout).strip()[-300:]}")
 
 
 def _sdist(given: Path | None, previous: Path | None, tmp: Path) -> Path:
@@ -217,6 +236,7 @@ def stage(config: dict, dest: Path | None = None, wheels: Path | None = None, sd
         sd = _sdist(Path(sdist) if sdist else None, next(iter(sorted(dest.glob("sdist/*.tar.gz"))), None), tmp)
         shutil.copyfile(sd, tmp / "sdist" / sd.name)
         _wheel_from_sdist(tmp / "sdist" / sd.name, tmp / "wheels")
+        _runtime_wheels(tmp / "wheels")
         shutil.rmtree(tmp / "download", ignore_errors=True)
         cpu_peers = _cpu_peer_wheels(tag, tmp, say) if cpu_peer_wheels else []
         for dataset, protocol in needed:
