@@ -125,9 +125,14 @@ def test_estimate_scales_the_nearest_records_by_clauses_examples_and_epochs(conf
     _tm_record(tmp_path, "wsd_apple", "tm_cpu", 3000, 0, 100.0, 0.0)
     _tm_record(tmp_path / "smoke", "wsd_apple", "tm_cpu", 600, 0, 1e6, 0.0)  # smoke records never count
     t = estimate.load_timings(tmp_path)
-    e = estimate.estimate_run(config, _run("n600_T50_s5_e10"), t)
-    assert e.seconds == pytest.approx(3.0 + 10 * 2.0 * 2)  # nearest: n300 (x2), not n3000 (x0.2)
+    e = estimate.estimate_run(config, _run("n150_T50_s5_e10"), t)
+    assert e.seconds == pytest.approx(3.0 + 10 * 2.0 / 2)  # below every record: the nearest, n300, scaled
     assert "2 record(s) at n300" in e.basis
+    # between two measured counts: interpolated in clauses (n600: a ninth of the way from n300 to n3000)
+    e = estimate.estimate_run(config, _run("n600_T50_s5_e10"), t)
+    assert e.seconds == pytest.approx(3.0 + 10 * (2.0 + (100.0 - 2.0) / 9))
+    assert "3 record(s) at n300 and n3000, interpolated" in e.basis
+    assert estimate.estimate_run(config, _run("n6000_T50_s5_e1"), t).seconds == pytest.approx(3.0 + 200.0)
     assert estimate.estimate_run(config, _run("n300_T50_s5_e4"), t).seconds == pytest.approx(3.0 + 4 * 2.0)
     # more training examples (processed dataset) scale the epoch
     t.n_train[("wsd_apple", "paper")] = 300

@@ -162,7 +162,7 @@ def test_run_order_and_device_commands(tmp_path):
     commands(say=lines.append)
     calls = [ln for ln in lines if "asynctm.campaign step" in ln and not ln.startswith("#")]
     steps = [w for c in calls for w in re.findall(r"asynctm\.campaign step (\w+)", c)]
-    assert steps == ["gpu_tests", "bench", "sweeps", "paper"]
+    assert steps == ["sweeps", "sweeps"]
     assert all(len(c) < 2000 for c in calls)  # the device tool's limit on a command
     assert all(c.count("--until $END") == c.count("asynctm.campaign step") and "END=$(( $(date +%s) + " in c
                for c in calls)
@@ -259,6 +259,18 @@ def test_runs_that_cannot_fit_are_passed_over(tmp_path):
     assert len(started) == 1 and "tm_gpu_warp" in started[0][started[0].index("--out") + 1]
     assert step.manifest["done"] == []
     step.close()
+
+def test_rerun_trains_what_the_checkout_has_recorded(tmp_path):
+    """A sweep's time ratios pair points of one host: --rerun runs a point recorded (on another host) again."""
+    _gpu_record(tmp_path / "tree", "semeval", "tm_gpu", "n40_T15_s3.9_e5", 10.0)
+    for rerun in (False, True):
+        step = _paper_step(tmp_path, budget=480)
+        step.rerun, started = rerun, []
+        step.child = lambda cmd, log_path=None, seen=started: seen.append(cmd) or 1
+        steps_mod.run_records(step, [steps_mod.run("semeval", "tm_gpu", "n40_T15_s3.9_e5", 0)])
+        assert len(started) == int(rerun)
+        step.close()
+
 
 def test_steps_of_a_call_share_its_end(tmp_path):
     import time
@@ -676,7 +688,8 @@ def test_every_step_command_of_a_lease_parses(tmp_path):
                 words = shlex.split(part.replace("$END", "1900000000"))
                 if words[:3] == ["python3", "-m", "asynctm.campaign"]:
                     parsed.append(parser().parse_args(words[3:]))
-    assert [a.name for a in parsed] == ["gpu_tests", "bench", "sweeps", "paper", "sweeps", "paper", "paper", "ablation"]
+    assert [a.name for a in parsed] == ["sweeps", "sweeps", "sweeps", "paper", "paper", "ablation"]
+    assert parsed[0].rerun and parsed[0].select.split(",")[:2] == ["semeval:20", "semeval:2560"]
     assert all(a.until == 1900000000 for a in parsed)
     assert [(a.later, a.impl, a.select) for a in parsed[-4:-1]] == [(0.0, "tm_gpu_warp", None), (300.0, None, None),
                                                                     (0.0, None, "wsd_apple")]

@@ -127,6 +127,9 @@ def parser() -> argparse.ArgumentParser:
                                                   "comma-separated; sweeps, paper, ablation: EXPERIMENT:CLAUSES for "
                                                   "one clause count, the runs in the order of the terms")
     p.add_argument("--impl", choices=GPU_IMPLS, default=None, help="sweeps, paper: only this GPU build")
+    p.add_argument("--rerun", action="store_true",
+                   help="sweeps, paper, ablation: run the selected runs even where the checkout has their records "
+                        "(a clause sweep's time ratios pair points of one host); unpack them with --overwrite")
     p = sub.add_parser("unpack", help="put the returned tarballs into results/ and benchmarks/results/")
     p.add_argument("folder")
     p.add_argument("--into", default=None, help="the tree to unpack into (default: this checkout)")
@@ -155,7 +158,8 @@ def main(argv=None) -> int:
             budget = args.budget if args.budget is not None else (math.inf if args.until else DEFAULT_BUDGET_S)
             return run_step(args.name, campaign_dir=path["campaign_dir"], out_dir=path["out"], budget_s=budget,
                             until=args.until, do_install=not args.no_install, work_dir=path["work_dir"],
-                            select=args.select, tree=path["tree"], impl=args.impl, later_s=args.later)
+                            select=args.select, tree=path["tree"], impl=args.impl, later_s=args.later,
+                            rerun=args.rerun)
         else:
             from .unpack import unpack
 

@@ -133,6 +133,7 @@ class Step:
         self.gpu: dict | None = None
         self.later_s = float(later_s)  # seconds of this step in the lease's next call (--later)
         self.impl: str | None = None
+        self.rerun = False  # --rerun: the checkout's records do not count as done (a sweep's points on one host)
         self.stamp = datetime.fromtimestamp(self.started, UTC).strftime("%Y%m%dT%H%M%SZ")
         self.manifest = {"step": name, "started_utc": self.stamp, "later_s": self.later_s, "gpu": None,
                          "budget_s": max(0.0, round(self.deadline - self.started, 1)), "code": code_digests(),
@@ -224,7 +225,8 @@ class Step:
                     out.close()
 
     def exists(self, rel: str) -> bool:
-        return (self.tree / rel).is_file() or (self.work / rel).is_file()
+        """Whether the run is recorded: in this machine's work folder, or in the checkout unless ``--rerun``."""
+        return (not self.rerun and (self.tree / rel).is_file()) or (self.work / rel).is_file()
 
     def pack(self) -> Path:
         """Rewrite ``<out>/<name>.tar.gz`` from the work folder and the manifest, atomically."""
@@ -585,7 +587,7 @@ IMPL_STEPS = ("sweeps", "paper")  # the steps that take --impl
 def run_step(name: str, campaign_dir: Path | None = None, out_dir: Path | None = None,
              budget_s: float = DEFAULT_BUDGET_S, do_install: bool = True, work_dir: Path | None = None,
              select: str | None = None, tree: Path | None = None, impl: str | None = None,
-             until: float | None = None, later_s: float = 0.0) -> int:
+             until: float | None = None, later_s: float = 0.0, rerun: bool = False) -> int:
     """Run one step; returns the exit status (0: it ran, even if it stopped at its budget)."""
     if name not in STEPS:
         raise StageError(f"unknown step {name!r}; the steps are, in order: {', '.join(STEPS)}")
@@ -596,6 +598,7 @@ def run_step(name: str, campaign_dir: Path | None = None, out_dir: Path | None =
     out_dir = Path(out_dir or os.environ.get("OUT") or REPO / "campaign-out")
     step = Step(name, campaign_dir, out_dir, budget_s, work_dir, tree, until=until, later_s=later_s)
     step.impl = step.manifest["impl"] = impl
+    step.rerun = step.manifest["rerun"] = bool(rerun)
     try:
         if do_install:
             install(campaign_dir, step.campaign, say=step.say)

@@ -10,10 +10,13 @@ seeds, counting training and the per-epoch test evaluation (``timing.train_s_tot
 their epochs), and the overhead is the rest of their wall time (loading data, set-up, writing). Both
 libraries visit every clause of every class for every training example, so a linear scaling in clauses and
 examples is the first-order model; it is rough far from the measured clause count (the records' clause
-count is printed beside each estimate). Where no record of that dataset and implementation exists, the
-committed benchmark results (``estimate_benchmarks``, e.g. ``benchmarks/results/*.json``: median epoch,
-training only, possibly on a subsample of the training examples) are used the same way; otherwise the
-estimate is unknown. SVM and novelty-MLP runs take the mean wall time of their records of the same dataset.
+count is printed beside each estimate). Between two measured clause counts (of one training-set size) the
+per-epoch time and the overhead are interpolated linearly in clauses instead, which also holds where the time
+does not grow with the clauses (the paper's GPU design below a full GPU). Where no record of that dataset and
+implementation exists, the committed benchmark results (``estimate_benchmarks``, e.g.
+``benchmarks/results/*.json``: median epoch, training only, possibly on a subsample of the training examples) are
+used the same way; otherwise the estimate is unknown. SVM and novelty-MLP runs take the mean wall time of their
+records of the same dataset.
 
 The estimate is for the host the records ran on (named in the report); ``tm_cpu`` runs use all cores, the
 pyTsetlinMachine and MLP runs one. :func:`budget` decides which missing runs the default target starts
@@ -50,6 +53,7 @@ class Reference:
     source: str  # "records" or "benchmark <name>"
     count: int
     cpu: str | None
+    between: tuple[int, int] | None = None  # interpolated between these measured clause counts
 
 
 @dataclass
@@ -188,6 +192,19 @@ def _nearest(refs: list[Reference], clauses: int) -> Reference:
     return min(refs, key=lambda r: (abs(math.log(clauses / r.clauses)), -r.clauses))
 
 
+def _between(refs: list[Reference], clauses: int) -> Reference | None:
+    """A reference at ``clauses`` interpolated linearly between the nearest measured counts below and above it (of one
+    training-set size and source); None where no two such counts bracket it."""
+    below = max((r for r in refs if r.clauses < clauses), key=lambda r: r.clauses, default=None)
+    above = min((r for r in refs if r.clauses > clauses), key=lambda r: r.clauses, default=None)
+    if below is None or above is None or (below.n_train, below.source) != (above.n_train, above.source):
+        return None
+    w = (clauses - below.clauses) / (above.clauses - below.clauses)
+    return Reference(clauses, below.epoch_s + w * (above.epoch_s - below.epoch_s),
+                     below.overhead_s + w * (above.overhead_s - below.overhead_s), below.n_train,
+                     below.source, below.count + above.count, below.cpu, between=(below.clauses, above.clauses))
+
+
 def estimate_run(config: dict, run: dict, timings: Timings) -> Estimate:
     """The estimated wall time of one run (``plan.requested_runs`` entry)."""
     if plan.is_smoke(config):
@@ -203,14 +220,15 @@ def estimate_run(config: dict, run: dict, timings: Timings) -> Estimate:
     if not refs:
         return Estimate(None, f"no {run['impl']} record of {exp['dataset']}")
     p = plan.parse_tm_params(run["params"])
-    ref = _nearest(refs, p["clauses"])
+    ref = _between(refs, p["clauses"]) or _nearest(refs, p["clauses"])
     n = timings.n_train.get(key)
     if ref.n_train is None or n is None:
         return Estimate(None, f"{ref.source}: training-set size unknown (prepare the data first)")
     scale = p["clauses"] / ref.clauses * n / ref.n_train
     seconds = ref.overhead_s + p["epochs"] * ref.epoch_s * scale
     what = f"{ref.count} record(s)" if ref.source == "records" else f"{ref.source}, training only"
-    basis = f"{what} at n{ref.clauses}"
+    basis = (f"{what} at n{ref.clauses}" if ref.between is None
+             else f"{what} at n{ref.between[0]} and n{ref.between[1]}, interpolated")
     if n != ref.n_train:
         basis += f" on {ref.n_train} examples"
     return Estimate(seconds, basis + (f", x{scale:.3g}" if abs(scale - 1) > 1e-9 else ""))
