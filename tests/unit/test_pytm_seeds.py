@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from asynctm.baselines.pytm import _libc, libc_seed
+from asynctm.baselines.pytm import _libc, libc_seed, stream_examples
 from asynctm.peers import make_peer
 
 pytm = pytest.importorskip("pyTsetlinMachine.tm", reason="pyTsetlinMachine is not installed")
@@ -60,6 +60,15 @@ def test_libc_seed_is_seed_plus_one_and_checked():
     for bad in (-1, 2**32 - 1, 1.5, True):
         with pytest.raises(ValueError, match=r"\[0, 2\^32 - 2\]"):
             libc_seed(bad)
+
+
+def test_regression_seeds_take_seed_plus_one_examples_and_the_same_range():
+    assert [stream_examples(k) for k in (0, 1, 2, 4)] == [0, 2, 3, 5]
+    for bad in (-1, 2**32 - 1, 0.5, True):
+        with pytest.raises(ValueError, match=r"\[0, 2\^32 - 2\]"):
+            stream_examples(bad)
+        with pytest.raises(ValueError, match=r"\[0, 2\^32 - 2\]"):
+            make_peer("pytm", "regression", 10, 8, 1.5, seed=bad)
 
 
 def test_seeds_zero_and_one_give_different_example_orders():

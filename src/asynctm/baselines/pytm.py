@@ -1,8 +1,8 @@
 """pyTsetlinMachine 0.6.6, the paper's CPU baseline, as a peer (:class:`asynctm.baselines.base.Peer`).
 
 The hyperparameter mapping and where the implementations differ by design: :mod:`asynctm.peers`. Here:
-the libc seed of its per-epoch shuffle (:func:`libc_seed`), the regression machine's seed (:func:`advance_stream`),
-the machines' keyword arguments
+the seeds' range (:func:`check_seed`), the libc seed of its per-epoch shuffle (:func:`libc_seed`), the regression
+machine's seed (:func:`stream_examples`, :func:`advance_stream`), the machines' keyword arguments
 (:func:`machine_arguments`, shared with pyTsetlinMachineParallel), and :func:`interruptible`, which keeps
 its C epochs from delaying SIGINT and SIGTERM.
 """
@@ -53,13 +53,19 @@ def _libc():
     return ctypes.CDLL(path) if path else ctypes.CDLL(None)
 
 
-def libc_seed(seed: int) -> int:
-    """The value given to libc ``srand`` for our ``seed``: ``seed + 1``. glibc's ``srand(0)`` is ``srand(1)``
-    (it replaces a zero seed by 1), so seeding with ``seed`` itself made seeds 0 and 1 one run."""
+def check_seed(seed) -> int:
+    """``seed`` as an int, refused unless an integer in [0, 2^32 - 2]: the range of :func:`libc_seed`, which both
+    kinds of machine share so that one seed is valid for every pyTsetlinMachine run."""
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= seed < 2**32 - 1:
         raise ValueError(f"a pyTsetlinMachine seed must be an integer in [0, 2^32 - 2] (libc srand takes seed + 1), "
                          f"got {seed!r}")
-    return int(seed) + 1
+    return int(seed)
+
+
+def libc_seed(seed: int) -> int:
+    """The value given to libc ``srand`` for our ``seed``: ``seed + 1``. glibc's ``srand(0)`` is ``srand(1)``
+    (it replaces a zero seed by 1), so seeding with ``seed`` itself made seeds 0 and 1 one run."""
+    return check_seed(seed) + 1
 
 
 def machine_arguments(peer: Peer) -> dict:
@@ -79,21 +85,30 @@ def machine_arguments(peer: Peer) -> dict:
     return args
 
 
-def advance_stream(examples: int) -> None:
-    """Move pyTsetlinMachine's pcg32 stream on by one epoch of a throwaway 32-clause regression machine over
-    ``examples`` + 1 examples (none for 0). The stream has a fixed start in every process and is shared by all of
-    the library's regression machines, and every example of that epoch draws from it (one draw per clause at
-    least), so each count starts the next machine at another point of the stream: the regression machine's only
-    way to make two seeds two runs (it does not shuffle). tests/unit/test_pytm_seeds.py checks that seeds 0-9 are
-    ten runs. Nothing else of the library is touched."""
-    if examples <= 0:
-        return
-    from pyTsetlinMachine import tm as pytm
+def stream_examples(seed: int) -> int:
+    """How many throwaway examples move pyTsetlinMachine's pcg32 stream on for the regression machine's ``seed``
+    (:func:`advance_stream`): ``seed + 1`` for seed k > 0, none for seed 0 (the stream's start, the runs made
+    before seeds moved it). Range-checked as :func:`check_seed`."""
+    seed = check_seed(seed)
+    return seed + 1 if seed else 0
 
-    y = np.zeros(examples + 1)
-    y[0] = 1.0
-    pytm.RegressionTsetlinMachine(number_of_clauses=32, T=1, s=1.5).fit(np.zeros((examples + 1, 2), dtype=np.uint32),
-                                                                        y, epochs=1)
+
+def advance_stream(seed: int) -> int:
+    """Move pyTsetlinMachine's pcg32 stream on by one epoch of a throwaway 32-clause regression machine over
+    :func:`stream_examples` examples, and return that count. The stream has a fixed start in every process and is
+    shared by all of the library's regression machines, and every example of that epoch draws from it (one draw per
+    clause at least), so each count starts the next machine at another point of the stream: the regression
+    machine's only way to make two seeds two runs (it does not shuffle). tests/unit/test_pytm_seeds.py checks that
+    seeds 0-9 are ten runs. Nothing else of the library is touched."""
+    examples = stream_examples(seed)
+    if examples:
+        from pyTsetlinMachine import tm as pytm
+
+        y = np.zeros(examples)
+        y[0] = 1.0
+        pytm.RegressionTsetlinMachine(number_of_clauses=32, T=1, s=1.5).fit(
+            np.zeros((examples, 2), dtype=np.uint32), y, epochs=1)
+    return examples
 
 
 class PyTMPeer(Peer):
@@ -115,14 +130,12 @@ class PyTMPeer(Peer):
             self.model = pytm.RegressionTsetlinMachine(**self.library_arguments())
         # The classification machines shuffle the examples every epoch with libc rand(): seed it so the order is
         # reproducible. The regression machine does not shuffle: there the seed moves the shared pcg32 stream on
-        # (advance_stream: seed k by a throwaway epoch over k + 1 examples, seed 0 not at all) before training.
+        # before training (advance_stream; stream_advance: the throwaway examples it took).
         self.libc_seed = libc_seed(self.seed) if self.seed is not None and self.task == "classification" else None
         if self.libc_seed is not None:
             _libc().srand(ctypes.c_uint(self.libc_seed))
-        self.stream_advance = int(self.seed) if self.seed is not None and self.task == "regression" else None
-        if self.stream_advance:
-            libc_seed(self.seed)  # the same range check as the classification seeds
-            advance_stream(self.stream_advance)
+        self.stream_advance = (advance_stream(self.seed) if self.seed is not None and self.task == "regression"
+                               else None)
 
     @property
     def name(self) -> str:
@@ -155,8 +168,7 @@ class PyTMPeer(Peer):
         meta["seeded"] = self.libc_seed is not None or self.stream_advance is not None
         meta["libc_srand_seed"] = self.libc_seed
         # the throwaway examples that moved the stream on (advance_stream): none for seed 0
-        meta["pcg32_advance_examples"] = None if self.stream_advance is None else self.stream_advance + (
-            self.stream_advance > 0)
+        meta["pcg32_advance_examples"] = self.stream_advance
         meta["driving"] += ("; every call re-encodes X" + (" and rebuilds the clause index" if meta["indexed"]
                                                             else ""))
         return meta
