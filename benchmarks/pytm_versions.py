@@ -4,9 +4,10 @@
 The paper's experiments ran in 2020, when pyTsetlinMachine 0.4.9 (December 2019) was the current release (0.6.0
 came in May 2021); ours run 0.6.6. Each installation (a folder a ``pip install --target`` made, or ``venv`` for this
 interpreter's own) trains, in a fresh process of its own, the regression machine of an experiment's main setting
-(config/config.yaml) on its processed dataset for ``--epochs`` epochs, driven as our runner drives it (one
-``fit(X, y, epochs=1, incremental=True)`` per epoch, seed 0: the library's pcg32 stream at its start), and reports
-the test MAE after every epoch. The record says whether the installations gave the same run, epoch for epoch.
+(config/config.yaml) on its processed dataset for ``--epochs`` epochs: the peer the runner builds for the run
+(``asynctm.experiments.run.make_tm_peer``, seed 0: the library's pcg32 stream at its start), driven as the runner
+drives it (``prepare``, then ``fit_epoch`` and ``predict`` every epoch), and reports the test MAE after every epoch
+as the run records compute it. The record says whether the installations gave the same run, epoch for epoch.
 
     pip install --no-deps --target /tmp/pytm049 pyTsetlinMachine==0.4.9   # a C compiler builds it
     python benchmarks/pytm_versions.py --site 0.4.9=/tmp/pytm049 --site 0.6.6=venv --epochs 10 \\
@@ -27,21 +28,18 @@ sys.path.insert(0, str(REPO / "src"))
 
 _TRAIN = """
 import json, sys
-import numpy as np
-from importlib.metadata import version
-from asynctm.experiments.run import load_dataset
+from asynctm.experiments.metrics import evaluate
+from asynctm.experiments.run import load_dataset, make_tm_peer
 from pyTsetlinMachine import tm
 settings, epochs = json.loads(sys.argv[1]), int(sys.argv[2])
-h = settings["hyperparameters"]
 ds = load_dataset(sys.argv[3], settings)
-X, Xt = ds.X_train.astype(np.uint32), ds.X_test.astype(np.uint32)
-m = tm.RegressionTsetlinMachine(h["n_clauses"], h["T"], h["s"], number_of_state_bits=h["state_bits"],
-                                boost_true_positive_feedback=int(h["boost_true_positive"]))
+peer = make_tm_peer(settings, None)
+peer.prepare(ds.X_train, ds.y_train)
 mae = []
 for _ in range(epochs):
-    m.fit(X, ds.y_train, epochs=1, incremental=True)
-    mae.append(float(np.abs(m.predict(Xt) - ds.y_test).mean()))
-print(json.dumps({"version": version("pyTsetlinMachine"), "module": tm.__file__, "mae": mae}))
+    peer.fit_epoch(ds.X_train, ds.y_train)
+    mae.append(evaluate(settings["task"], ds.y_test, peer.predict(ds.X_test))[0]["mae"])
+print(json.dumps({"version": peer.version(), "module": tm.__file__, "mae": mae}))
 """
 
 
