@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
 _TRAIN = """
-import json, sys
+import json, os, sys
 from asynctm.experiments.metrics import evaluate
 from asynctm.experiments.run import load_dataset, make_tm_peer
 from pyTsetlinMachine import tm
@@ -39,7 +39,7 @@ mae = []
 for _ in range(epochs):
     peer.fit_epoch(ds.X_train, ds.y_train)
     mae.append(evaluate(settings["task"], ds.y_test, peer.predict(ds.X_test))[0]["mae"])
-print(json.dumps({"version": peer.version(), "module": tm.__file__, "mae": mae}))
+print(json.dumps({"version": peer.version(), "module": os.path.realpath(tm.__file__), "mae": mae}))
 """
 
 
