@@ -66,3 +66,24 @@ def test_bad_epochs_and_regression_experiments_are_refused_in_one_line(tmp_path,
         evidence_split.build_split_spread(tmp_path, results, ref, "semeval", (0,), epochs=13, config=config)
     with pytest.raises(evidence.EvidenceError, match="cannot read experiments.bike"):
         evidence_split.build_split_spread(tmp_path, results, ref, "bike", (0,), config=config)
+
+
+def test_our_records_pass_over_the_svm_and_mlp_folders_and_a_bad_configuration_is_one_line(tmp_path, monkeypatch,
+                                                                                        repo_root):
+    from asynctm.artifacts.evidence_common import paper_implementation
+
+    config, results, _ = _setup(tmp_path, monkeypatch)
+    for impl in ("svm", "mlp_novelty", "pytm_indexed"):
+        folder = results / "semeval" / impl / "n10_T5_s3_e12"
+        folder.mkdir(parents=True)
+        (folder / "seed0.json").write_text((results / "semeval/tm_cpu/n10_T5_s3_e12/seed0.json").read_text())
+    assert [r["impl"] for r in evidence_split._records(results, "semeval", "n10_T5_s3_e12")] == ["pytm_indexed",
+                                                                                                  "tm_cpu"]
+    assert [paper_implementation(i) for i in ("pytm_indexed", "tm_cpu", "tm_gpu_warp")] == ["pytm_indexed", "tm_gpu",
+                                                                                            "tm_gpu"]
+    ref = repo_root / "paper_tables/reference/paper_numbers.csv"
+    (tmp_path / "broken.yaml").write_text("experiments: [\n")
+    for call in (lambda: evidence_split.build_split_spread(tmp_path, results, ref, config=tmp_path / "broken.yaml"),
+                 lambda: evidence.build_protocols(results, results, tmp_path, ref, config=tmp_path / "missing.yaml")):
+        with pytest.raises(evidence.EvidenceError, match=r"\.yaml: unreadable configuration [^\n]*; pass --config"):
+            call()

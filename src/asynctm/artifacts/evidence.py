@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import glob as globbing
-import math
 import sys
 from pathlib import Path
 
@@ -58,8 +57,13 @@ from .evidence_common import (  # noqa: F401 (re-exported: the evidence records'
     _read_json,
     _sha256,
     _sig,
+    main_params,
+    paper_implementation,
+    paper_number,
+    read_config,
     read_tm_run_record,
     run_command,
+    setting_records,
     sha256_bytes,
     write_record,
 )
@@ -251,34 +255,12 @@ def _target_stats(y_train, y_test) -> dict:
             "train_target_mean": float(np.mean(y_train))}
 
 
-def _main_params(config_path, experiment: str) -> str:
-    """The params folder of an experiment's main setting, as the configuration names it."""
-    import yaml
-
-    from ..experiments import plan
-
-    try:
-        config = yaml.safe_load(Path(config_path).read_text(encoding="utf-8"))
-        return plan.main_params(config, experiment)
-    except (OSError, yaml.YAMLError, KeyError, TypeError, ValueError) as exc:
-        raise EvidenceError(f"{config_path}: cannot read experiments.{experiment} ({exc}); pass --config "
-                            "config/config.yaml") from None
-
-
-def _our_records(results: Path, experiment: str, params: str) -> list[dict]:
-    """Final MAE of our TM records of an experiment's main setting (``params``), per implementation."""
-    out = []
-    root = results / experiment
-    for folder in sorted(p for p in root.glob(f"*/{params}") if p.is_dir()):
-        files = sorted(folder.glob("seed*.json"))
-        if not files or folder.parts[-2] == "svm":
-            continue
-        recs = [(p, _read_json(p, "run record")) for p in files]
-        finals = [float(_field(r, "final.mae", p)) for p, r in recs]
-        out.append({"impl": folder.parts[-2], "params": folder.parts[-1], "records": len(recs),
-                    "final_mae": _mean_sd(finals), "paths": [p.relative_to(results).as_posix() for p, _ in recs],
-                    "sha256": [_sha256(p) for p, _ in recs]})
-    return out
+def _our_records(results: Path, config_path, experiment: str) -> list[dict]:
+    """Final MAE of our TM records of an experiment's main setting (as ``config_path`` names it), per
+    implementation."""
+    params = main_params(read_config(config_path), config_path, experiment)
+    return [{**row, "params": params, "final_mae": _mean_sd([float(_field(r, "final.mae", p)) for p, r in recs])}
+            for row, recs in setting_records(results, experiment, params)]
 
 
 def _paper_numbers(reference: Path, dataset: str) -> list[dict]:
@@ -290,8 +272,7 @@ def _paper_numbers(reference: Path, dataset: str) -> list[dict]:
     except (OSError, ValueError) as exc:
         raise EvidenceError(f"{exc}") from None
     rows = frame[(frame["dataset"] == dataset) & (frame["metric"] == "mae")]
-    return [{"implementation": r.implementation, "mean": float(r.mean),
-             "std": None if math.isnan(r.std) else float(r.std), "source": r.source} for r in rows.itertuples()]
+    return [paper_number(r) for r in rows.itertuples()]
 
 
 def build_blogfeedback(data_dir, results, reference, split_seeds=(0, 1, 2, 3, 4), seed: int = 0,
@@ -355,7 +336,7 @@ def build_blogfeedback(data_dir, results, reference, split_seeds=(0, 1, 2, 3, 4)
                                                                              sorted(processed.glob("*.npz"))},
                      "raw_sha256": _sha256(raw / "blogData_train.csv"), "rows": len(y)},
             "rows": rows, "paper": _paper_numbers(reference, "blogfeedback"),
-            "ours": _our_records(results, "blogfeedback", _main_params(config, "blogfeedback"))}
+            "ours": _our_records(results, config, "blogfeedback")}
 
 
 def build_bike_sharing(data_dir, results, reference, seed: int = 0, config="config/config.yaml") -> dict:
@@ -400,7 +381,7 @@ def build_bike_sharing(data_dir, results, reference, seed: int = 0, config="conf
                                      code=[Path(bike_sharing.__file__)]),
             "data": {"processed_sha256": digests, "raw_sha256": _sha256(raw / "hour.csv")},
             "rows": rows, "paper": _paper_numbers(reference, "bike_sharing"),
-            "ours": _our_records(results, "bike_sharing", _main_params(config, "bike_sharing"))}
+            "ours": _our_records(results, config, "bike_sharing")}
 
 
 # -- protocols: the paper's preparation against the clean one ------------------------------------------------
@@ -473,18 +454,14 @@ def build_protocols(results, clean, data_dir, reference, config="config/config.y
     """The ``protocols`` evidence record: per experiment run under both protocols, per implementation with records
     under ``clean`` (<clean>/<experiment>/<impl>/<params>/seed<k>.json), its metrics under the paper's preparation
     (the committed records of the main setting) and the clean one, and what the two preparations differ in."""
-    import yaml
-
-    from ..experiments import plan
     from .reference import load_reference
 
     results, clean, data_dir = Path(results), Path(clean), Path(data_dir)
+    cfg = read_config(config)
     try:
-        cfg = yaml.safe_load(Path(config).read_text(encoding="utf-8"))
         frame = load_reference(reference)
-    except (OSError, ValueError, yaml.YAMLError) as exc:
-        raise EvidenceError(f"{exc}; pass --config config/config.yaml and --reference "
-                            "paper_tables/reference/paper_numbers.csv") from None
+    except (OSError, ValueError) as exc:
+        raise EvidenceError(f"{exc}; pass --reference paper_tables/reference/paper_numbers.csv") from None
     rows, datasets = [], {}
     for experiment in sorted(p.name for p in clean.iterdir() if p.is_dir()):
         settings = (cfg.get("experiments") or {}).get(experiment)
@@ -496,7 +473,7 @@ def build_protocols(results, clean, data_dir, reference, config="config/config.y
         if dataset not in datasets:
             datasets[dataset] = _protocol_meta(data_dir, dataset)
         for impl_dir in sorted(p for p in (clean / experiment).iterdir() if p.is_dir()):
-            params = plan.main_params(cfg, experiment, impl_dir.name)
+            params = main_params(cfg, config, experiment, impl_dir.name)
             folder, epochs_read = impl_dir / params, None
             if not folder.is_dir():
                 reduced = _reduced_folder(impl_dir, params)
@@ -504,8 +481,7 @@ def build_protocols(results, clean, data_dir, reference, config="config/config.y
                     raise EvidenceError(f"{impl_dir}: no records of the main setting {params} (or of it with fewer "
                                         "epochs); the table compares the main setting only")
                 folder, epochs_read = reduced
-            # the paper's number of the same implementation, or for our builds its asynchronous (CUDA) TM's
-            paper_impl = impl_dir.name if impl_dir.name.startswith("pytm") else "tm_gpu"
+            paper_impl = paper_implementation(impl_dir.name)
             for metric in metrics:
                 ref = frame[(frame["dataset"] == dataset) & (frame["implementation"] == paper_impl)
                             & (frame["metric"] == metric)]
@@ -521,9 +497,7 @@ def build_protocols(results, clean, data_dir, reference, config="config/config.y
                              **({} if epochs_read is None else {"epochs_read": epochs_read,
                                                                  "clean_params": folder.name}),
                              "metric": metric, "paper_protocol": paper_run, "clean_protocol": clean_run,
-                             "the_paper": [{"mean": float(r.mean), "std": None if math.isnan(r.std) else float(r.std),
-                                            "source": r.source, "implementation": paper_impl}
-                                           for r in ref.itertuples()]})
+                             "the_paper": [paper_number(r) for r in ref.itertuples()]})
     if not rows:
         raise EvidenceError(f"{clean}: no clean-protocol records (<experiment>/<impl>/<params>/seed<k>.json)")
     seeds = sorted({s for r in rows for g in ("paper_protocol", "clean_protocol") for s in r[g]["seeds"]})

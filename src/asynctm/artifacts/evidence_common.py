@@ -1,9 +1,11 @@
 """What every evidence record shares (asynctm.artifacts.evidence and the modules beside it that build other kinds):
-the schema, the table header, the error class, provenance, reading a JSON file, and the number formats of the
-tables. It imports none of them, so they import it without a circle."""
+the schema, the table header, the error class, provenance, reading a JSON file, the configuration's main setting,
+our records of a setting and the paper's numbers beside them, and the number formats of the tables. It imports none
+of them, so they import it without a circle."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -113,6 +115,74 @@ def read_tm_run_record(path: Path, fix: str, error: type[Exception] = EvidenceEr
         raise error(f"{path}: field 'kind'/'status' is {rec.get('kind')!r}/{rec.get('status')!r}, not a complete "
                     f"TM run record; {fix}")
     return rec
+
+
+# -- the configuration, our records of a setting, the paper's numbers -------------------------------------------
+
+@contextlib.contextmanager
+def reading_experiment(config_path, experiment: str):
+    """Within it, what reading ``experiments.<experiment>`` of the configuration read from ``config_path`` raises
+    (the experiment missing, incomplete or at odds with the plan) becomes one EvidenceError line."""
+    try:
+        yield
+    except (KeyError, TypeError, ValueError) as exc:
+        raise EvidenceError(f"{config_path}: cannot read experiments.{experiment} ({exc}); pass --config "
+                            "config/config.yaml and an experiment it names") from None
+
+
+def read_config(config_path) -> dict:
+    """The configuration at ``config_path`` (config/config.yaml); an unreadable one raises EvidenceError in one
+    line."""
+    import yaml
+
+    try:
+        config = yaml.safe_load(Path(config_path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        problem = " ".join(str(exc).split())  # a YAML error spans lines: one line here
+        raise EvidenceError(f"{config_path}: unreadable configuration ({problem}); pass --config "
+                            "config/config.yaml") from None
+    if not isinstance(config, dict):
+        raise EvidenceError(f"{config_path}: not a mapping, so not the configuration; pass --config config/config.yaml")
+    return config
+
+
+def main_params(config: dict, config_path, experiment: str, impl: str | None = None) -> str:
+    """The params folder of ``experiment``'s main setting in ``config`` (read from ``config_path``), for ``impl``
+    where given (a reduced protocol may cut its epochs): :func:`asynctm.experiments.plan.main_params`."""
+    from ..experiments import plan
+
+    with reading_experiment(config_path, experiment):
+        return plan.main_params(config, experiment, impl)
+
+
+def setting_records(results: Path, experiment: str, params: str) -> list[tuple[dict, list[tuple[Path, dict]]]]:
+    """Our TM run records of one setting of ``experiment`` (``results/<experiment>/<impl>/<params>/seed<k>.json``),
+    per implementation in name order: ``(row, records)``, where ``row`` names the implementation, the number of
+    records, their paths (relative to ``results``) and sha256, and ``records`` holds ``(path, record)``. The SVM's
+    and the novelty MLP's folders hold no TM runs and are passed over."""
+    out = []
+    for folder in sorted(p for p in (results / experiment).glob(f"*/{params}") if p.is_dir()):
+        files = sorted(folder.glob("seed*.json"))
+        if not files or folder.parts[-2] in ("svm", "mlp_novelty"):
+            continue
+        recs = [(p, _read_json(p, "run record")) for p in files]
+        out.append(({"impl": folder.parts[-2], "records": len(recs),
+                     "paths": [p.relative_to(results).as_posix() for p, _ in recs],
+                     "sha256": [_sha256(p) for p, _ in recs]}, recs))
+    return out
+
+
+def paper_implementation(impl: str) -> str:
+    """The implementation whose number in the paper stands beside our ``impl``'s: pyTsetlinMachine's own, and for
+    our builds the paper's asynchronous GPU TM (tm_gpu)."""
+    return impl if impl.startswith("pytm") else "tm_gpu"
+
+
+def paper_number(row) -> dict:
+    """A row of the paper's reference numbers (paper_tables/reference/paper_numbers.csv, as
+    :func:`asynctm.artifacts.reference.load_reference` reads it) as an evidence record holds it; no std: None."""
+    return {"implementation": row.implementation, "mean": float(row.mean),
+            "std": None if math.isnan(row.std) else float(row.std), "source": row.source}
 
 
 # -- the command lines ---------------------------------------------------------------------------------------------

@@ -38,9 +38,13 @@ from .evidence_common import (
     EvidenceError,
     _mean_sd,
     _pm,
-    _read_json,
-    _sha256,
+    main_params,
+    paper_implementation,
+    paper_number,
+    read_config,
+    reading_experiment,
     run_command,
+    setting_records,
     write_record,
 )
 from .evidence_common import provenance as _provenance
@@ -53,17 +57,12 @@ METRICS = ("accuracy", "f1")
 def _settings(config_path, experiment: str, seed: int, epochs: int | None) -> tuple[dict, str]:
     """The run settings of ``experiment``'s main setting for our CPU build (asynctm.experiments.plan), and its
     params folder; ``epochs`` (if given) shortens the training."""
-    import yaml
-
     from ..experiments import plan
 
-    try:
-        config = yaml.safe_load(Path(config_path).read_text(encoding="utf-8"))
-        params = plan.main_params(config, experiment)
+    config = read_config(config_path)
+    params = main_params(config, config_path, experiment)
+    with reading_experiment(config_path, experiment):
         settings = plan.tm_run_settings(config, experiment, "tm_cpu", params, seed)
-    except (OSError, yaml.YAMLError, KeyError, TypeError, ValueError, plan.PlanError) as exc:
-        raise EvidenceError(f"{config_path}: cannot read experiments.{experiment} ({exc}); pass --config "
-                            "config/config.yaml and an experiment it names") from None
     if settings["task"] != "classification":
         raise EvidenceError(f"--experiment {experiment}: its task is {settings['task']}; the split spread is "
                             "measured for classification experiments")
@@ -113,18 +112,12 @@ def _train(settings: dict, threads: int, X_train, y_train, X_test, y_test, say) 
 def _records(results: Path, experiment: str, params: str) -> list[dict]:
     """Our committed records of the main setting, per implementation: last-10 accuracy and F1 over the seeds."""
     out = []
-    for folder in sorted(p for p in (results / experiment).glob(f"*/{params}") if p.is_dir()):
-        files = sorted(folder.glob("seed*.json"))
-        if not files or folder.parts[-2] in ("svm", "mlp_novelty"):
-            continue
-        recs = [(p, _read_json(p, "run record")) for p in files]
-        row = {"impl": folder.parts[-2], "records": len(recs),
-               "paths": [p.relative_to(results).as_posix() for p, _ in recs], "sha256": [_sha256(p) for p, _ in recs]}
+    for row, recs in setting_records(results, experiment, params):
         for metric in METRICS:
             try:
                 row[metric] = _mean_sd([float(np.mean([e[metric] for e in r["epochs"][-LAST:]])) for _, r in recs])
             except (KeyError, TypeError) as exc:
-                raise EvidenceError(f"{folder}: field 'epochs' lacks {exc} in a record; rerun it") from None
+                raise EvidenceError(f"{recs[0][0].parent}: field 'epochs' lacks {exc} in a record; rerun it") from None
         row["n_test"] = int(recs[0][1]["dataset"]["n_test"])
         out.append(row)
     if not out:
@@ -163,8 +156,7 @@ def build_split_spread(data_dir, results, reference=DEFAULT_REFERENCE, experimen
                for m in METRICS}
     ours = _records(results, experiment, params)
     dataset = settings["dataset"]
-    paper = [{"implementation": r.implementation, "metric": r.metric, "mean": float(r.mean),
-              "std": None if math.isnan(r.std) else float(r.std), "source": r.source}
+    paper = [{"metric": r.metric, **paper_number(r)}
              for r in frame[(frame["dataset"] == dataset) & frame["metric"].isin(METRICS)].itertuples()]
     p = summary["accuracy"]["mean_sd"][0] / 100.0
     n_test = ds.X_test.shape[0]
@@ -208,8 +200,7 @@ def render_split_spread(ev: dict, source: str) -> str:
            "|---|---:|---:|---:|---:|---:|"]
     paper = {(p["implementation"], p["metric"]): p for p in ev["the_paper"]}
     for r in ev["ours_on_the_pipeline_split"]:
-        # the paper's number of the same implementation, or for our builds its asynchronous GPU TM's (tm_gpu)
-        impl = r["impl"] if r["impl"].startswith("pytm") else "tm_gpu"
+        impl = paper_implementation(r["impl"])
         cells = []
         for metric in METRICS:
             p = paper.get((impl, metric))
