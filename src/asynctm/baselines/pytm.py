@@ -87,7 +87,7 @@ def machine_arguments(peer: Peer) -> dict:
 
 def stream_examples(seed: int) -> int:
     """How many throwaway examples move pyTsetlinMachine's pcg32 stream on for the regression machine's ``seed``
-    (:func:`advance_stream`): ``seed + 1`` for seed k > 0, none for seed 0 (the stream's start, the runs made
+    (:func:`advance_stream`): ``seed + 1`` for a seed above 0, none for seed 0 (the stream's start, the runs made
     before seeds moved it). Range-checked as :func:`check_seed`."""
     seed = check_seed(seed)
     return seed + 1 if seed else 0
