@@ -119,6 +119,9 @@ def test_pair_with_parts_estimates_the_baselines_first_epoch():
     assert s["value"] == pytest.approx(250.0 / 5.0)
     assert (s["base_s"], s["ours_s"]) == (pytest.approx(250.0), pytest.approx(5.0))
     assert s["basis"].startswith("epoch 1 (pyTsetlinMachine's estimated from 4 of 10 parts (10000 of 25000")
+    whole = eh.timing(run("imdb", "pytm_indexed", [30.0, 20.0], parts=2, n_train=20000))  # every part timed
+    assert whole["first_epoch_s"] == pytest.approx(50.0)
+    assert whole["first_epoch_basis"] == "timed in 2 consecutive parts"
 
 
 def test_pair_without_a_timed_unit_gives_no_value():

@@ -59,8 +59,9 @@ def timing(run: dict) -> dict:
         first = wall / rows * n_train if rows else None
         return {"epochs_s": [], "first_epoch_s": first, "parts_timed": len(units), "parts": int(run["parts"]),
                 "rows_timed": rows,
-                "first_epoch_basis": f"estimated from {len(units)} of {run['parts']} parts ({rows} of {n_train} "
-                                     "examples)" if units else "no part finished"}
+                "first_epoch_basis": (f"timed in {len(units)} consecutive parts" if rows == n_train else
+                                      f"estimated from {len(units)} of {run['parts']} parts ({rows} of {n_train} "
+                                      "examples)") if units else "no part finished"}
     epochs = [float(u["wall_s"]) for u in units]
     return {"epochs_s": epochs, "first_epoch_s": epochs[0] if epochs else None, "parts_timed": None,
             "parts": 1, "rows_timed": None, "first_epoch_basis": "timed" if epochs else "no epoch finished"}
