@@ -68,10 +68,6 @@ def _esc(value) -> str:
     return html.escape("" if value is None else str(value), quote=True)
 
 
-def _nonblank(value) -> bool:
-    return value is not None and str(value) not in ("", "nan", "None")
-
-
 def _num(value, decimals: int, signed: bool = False) -> str:
     try:
         x = float(value)
