@@ -317,6 +317,8 @@ class Row:
     gap: str = ""
     evidence: str = ""
 
+    def __post_init__(self):
+        self.section, self.statement = CLAIMS[self.claim][:2]
 
     @property
     def records(self) -> str:
@@ -432,11 +434,15 @@ class Sample:
 
 def main_records(ev: ClaimInputs, config: dict, dataset: str, build: str) -> pd.DataFrame:
     """The TM records of one build at the experiment's main setting and seeds (its reduced protocol's, if any)."""
+    return _main_setting(ev, config, dataset, build, "tm", "build", "params")
+
+
+def _main_setting(ev, config, dataset, build, kind, build_column, params_column) -> pd.DataFrame:
     recs = ev.records
     params = plan.main_params(config, dataset, build)
     seeds = plan.run_seeds(config, dataset, build)
-    return recs[(recs["kind"] == "tm") & (recs["experiment"] == dataset) & (recs["build"] == build)
-                & (recs["params"] == params) & recs["seed"].isin(seeds)].sort_values("seed", kind="stable")
+    return recs[(recs["kind"] == kind) & (recs["experiment"] == dataset) & (recs[build_column] == build)
+                & (recs[params_column] == params) & recs["seed"].isin(seeds)].sort_values("seed", kind="stable")
 
 
 def metric_records(ev: ClaimInputs, config: dict, dataset: str, build: str) -> pd.DataFrame:
@@ -444,11 +450,7 @@ def metric_records(ev: ClaimInputs, config: dict, dataset: str, build: str) -> p
     stage on their class sums."""
     if plan.task(config, dataset) != "novelty":
         return main_records(ev, config, dataset, build)
-    recs = ev.records
-    params = plan.main_params(config, dataset, build)
-    seeds = plan.run_seeds(config, dataset, build)
-    return recs[(recs["kind"] == "mlp_novelty") & (recs["experiment"] == dataset) & (recs["tm_build"] == build)
-                & (recs["tm_params"] == params) & recs["seed"].isin(seeds)].sort_values("seed", kind="stable")
+    return _main_setting(ev, config, dataset, build, "mlp_novelty", "tm_build", "tm_params")
 
 
 def metric_sample(ev: ClaimInputs, config: dict, dataset: str, build: str, metric: str) -> Sample:
@@ -520,7 +522,6 @@ def _c1_for(ev, config, th, dataset, build, metric) -> tuple[str, str, list, Sam
 
 def c1_rows(ev, config, reference, th) -> list[Row]:
     rows = []
-    section, statement, _ = CLAIMS["C1"]
     for dataset in (*catalog.TABLE3_DATASETS, *catalog.TABLE5_DATASETS):
         if dataset not in config["experiments"]:
             continue
@@ -548,7 +549,7 @@ def c1_rows(ev, config, reference, th) -> list[Row]:
             paths=tuple(paths), threshold=_tolerance_text(th) + ", one-sided", ours=text,
             paper=_c1_paper(reference, dataset, metric), beside="; ".join(beside),
             note="; ".join([note, *extra]).strip("; "), ours_value=ours.mean, ours_sd=ours.sd,
-            dirty_records=sum(_dirty_count(f) for f in frames), section=section, statement=statement))
+            dirty_records=sum(_dirty_count(f) for f in frames)))
     return rows
 
 
@@ -669,7 +670,6 @@ def _speedup_text(s: dict, build: str, baseline: str) -> str:
 
 
 def _speedup_row(ev, config, reference, th, claim, dataset, baseline, source, level) -> Row:
-    section, statement, _ = CLAIMS[claim]
     paper = paper_value(reference, source, dataset, GPU, "speedup")[0]
     s = speedup(ev, config, th, dataset, GPU, baseline)
     verdict = speedup_verdict(th, s["value"], paper)
@@ -687,7 +687,7 @@ def _speedup_row(ev, config, reference, th, claim, dataset, baseline, source, le
                    if _finite(paper) else "no published speed-up"),
         ours=_speedup_text(s, GPU, baseline), paper=f"{_ratio(paper)}×" if _finite(paper) else "",
         beside=beside, note=s["note"], ours_value=s["value"], paper_value=paper,
-        dirty_records=sum(_dirty_count(f) for f in s["frames"]), section=section, statement=statement)
+        dirty_records=sum(_dirty_count(f) for f in s["frames"]))
 
 
 def c2_rows(ev, config, reference, th) -> list[Row]:
@@ -785,7 +785,6 @@ def _ratio_text(r: dict, lo: int, hi: int) -> str:
 
 def c3_rows(ev, config, reference, th) -> list[Row]:
     rows = []
-    section, statement, _ = CLAIMS["C3"]
     ac = th["almost_constant"]
     bound = float(ac["max_ratio"])
     for experiment in sorted(config.get("sweeps", {})):
@@ -796,8 +795,7 @@ def c3_rows(ev, config, reference, th) -> list[Row]:
         label = f"{DATASET_LABELS.get(experiment, experiment)} sweep"
         if len(in_range) < 2:
             rows.append(Row("C3", "part", label, UNTESTABLE, dataset=experiment, implementation=GPU,
-                            note=f"the sweep has fewer than two points up to {int(ac['max_clauses']):,} clauses",
-                            section=section, statement=statement))
+                            note=f"the sweep has fewer than two points up to {int(ac['max_clauses']):,} clauses"))
             continue
         lo, hi = in_range[0], in_range[-1]
         r = ratio_between(ev, config, experiment, GPU, lo, hi, in_range)
@@ -814,14 +812,12 @@ def c3_rows(ev, config, reference, th) -> list[Row]:
             ours=_ratio_text(r, lo, hi), paper="almost constant (20 → 7,000 clauses, Tesla V100)",
             beside=f"tm_gpu_warp: {constant_verdict(th, w['value'], w['slope'], bound)}"
                    + (f", ratio {_ratio(w['value'])} (slope {w['slope']:.2f})" if _finite(w["value"]) else ""),
-            note=r["note"], ours_value=r["value"], dirty_records=sum(_dirty_count(f) for f in r["frames"]),
-            section=section, statement=statement))
+            note=r["note"], ours_value=r["value"], dirty_records=sum(_dirty_count(f) for f in r["frames"])))
     rows += _semeval_rows(ev, config, reference, th)
     return rows
 
 
 def _semeval_rows(ev, config, reference, th) -> list[Row]:
-    section, statement, _ = CLAIMS["C3"]
     rows = []
     hits = reference[reference["metric"].str.match(_TIME_INCREASE.pattern) & (reference["implementation"] == GPU)]
     for ref in hits.itertuples(index=False):
@@ -834,7 +830,7 @@ def _semeval_rows(ev, config, reference, th) -> list[Row]:
         if sw is None or lo not in sw.clauses or hi not in sw.clauses:
             rows.append(Row("C3", "part", label, UNTESTABLE, dataset=experiment, implementation=GPU,
                             note=f"the config's sweep of {experiment} has no point at {lo:,} or {hi:,} clauses: "
-                                 "adding both would test it", section=section, statement=statement))
+                                 "adding both would test it"))
             continue
         points = [c for c in sw.clauses if lo <= c <= hi]
         r = ratio_between(ev, config, experiment, GPU, lo, hi, points)
@@ -852,7 +848,7 @@ def _semeval_rows(ev, config, reference, th) -> list[Row]:
             beside=f"tm_gpu_warp: {constant_verdict(th, w['value'], w['slope'], bound)}"
                    + (f", ratio {_ratio(w['value'])}" if _finite(w["value"]) else ""),
             note=r["note"], ours_value=r["value"], paper_value=paper_ratio,
-            dirty_records=sum(_dirty_count(f) for f in r["frames"]), section=section, statement=statement))
+            dirty_records=sum(_dirty_count(f) for f in r["frames"])))
     return rows
 
 
@@ -890,7 +886,6 @@ def slope_verdict(th, slope) -> str:
 
 def c4_rows(ev, config, reference, th) -> list[Row]:
     rows = []
-    section, statement, _ = CLAIMS["C4"]
     pr = th["proportional"]
     lo, hi = (float(x) for x in pr["slope"])
     plo, phi = (float(x) for x in pr["partly_slope"])
@@ -900,8 +895,7 @@ def c4_rows(ev, config, reference, th) -> list[Row]:
             continue
         points = [c for c in sw.clauses if c >= int(pr["min_clauses"])]
         label = f"{DATASET_LABELS.get(experiment, experiment)} sweep"
-        base = dict(dataset=experiment, implementation=GPU, metric="log-log slope", section=section,
-                    statement=statement,
+        base = dict(dataset=experiment, implementation=GPU, metric="log-log slope",
                     tested=(f"least-squares slope of log(tm_gpu's per-epoch time, {warm_text(th)}) "
                             f"on log(clauses) over the sweep's points from {int(pr['min_clauses']):,} clauses, "
                             "one machine"),
@@ -978,7 +972,6 @@ def _c5_for(ev, th, experiment, build) -> dict:
 
 def c5_rows(ev, config, reference, th) -> list[Row]:
     rows = []
-    section, statement, _ = CLAIMS["C5"]
     abl = config.get("ablation") or {}
     judged = abl.get("impl", CPU)
     experiments = list(abl.get("experiments", [])) or sorted({r["experiment"] for r in ev.ablation})
@@ -1000,8 +993,7 @@ def c5_rows(ev, config, reference, th) -> list[Row]:
             paper="no significant loss (no ablation published)", beside="; ".join(beside), note=r["note"],
             ours_value=r["a"].mean if "a" in r else math.nan, ours_sd=r["a"].sd if "a" in r else math.nan,
             paper_value=r["s"].mean if "s" in r else math.nan, paper_sd=r["s"].sd if "s" in r else math.nan,
-            diff=r.get("diff", math.nan), tolerance=r.get("tol", math.nan), dirty_records=r["dirty"],
-            section=section, statement=statement))
+            diff=r.get("diff", math.nan), tolerance=r.get("tol", math.nan), dirty_records=r["dirty"]))
     return rows
 
 
@@ -1010,11 +1002,10 @@ def c5_rows(ev, config, reference, th) -> list[Row]:
 def _cell_row(ev, config, reference, th, claim, source, dataset, impl, build, metric) -> Row:
     """One metric cell: our ``build``'s value against the paper's ``impl`` (tm_gpu_warp: against the paper's CUDA TM,
     reported beside)."""
-    section, statement, _ = CLAIMS[claim]
     paper, paper_sd = paper_value(reference, source, dataset, impl, metric)
     label = f"{DATASET_LABELS.get(dataset, dataset)}, {build}, {metric}"
     base = dict(dataset=dataset, implementation=build, metric=metric, paper_value=paper, paper_sd=paper_sd,
-                paper=_pm(paper, paper_sd), counts=build == impl, section=section, statement=statement,
+                paper=_pm(paper, paper_sd), counts=build == impl,
                 threshold=_tolerance_text(th))
     if plan.impl_skip_reason(plan.task(config, dataset), build) is not None:
         return Row(claim, "cell", label, UNTESTABLE, note=(
@@ -1044,12 +1035,11 @@ def _cell_row(ev, config, reference, th, claim, source, dataset, impl, build, me
 
 
 def _time_cell(ev, config, reference, th, dataset, model) -> Row:
-    section, statement, _ = CLAIMS["T4"]
     paper = paper_value(reference, "Table 4", dataset, "svm" if model == "svm" else GPU, "train_time")[0]
     factor = float(th["time_cells"]["within_factor"])
     label = f"{DATASET_LABELS.get(dataset, dataset)}, {model}, train time"
     base = dict(dataset=dataset, implementation=model, metric="train_time", paper_value=paper,
-                paper=_secs(paper), counts=model != WARP, section=section, statement=statement,
+                paper=_secs(paper), counts=model != WARP,
                 threshold=f"within a factor of {factor:g} either way")
     recs = ev.records
     if model == "svm":
@@ -1082,28 +1072,19 @@ def _time_cell(ev, config, reference, th, dataset, model) -> Row:
 
 def cell_rows(ev, config, reference, th) -> list[Row]:
     rows = []
-    for dataset in catalog.TABLE3_DATASETS:
-        if dataset not in config["experiments"]:
-            continue
-        for impl in ("pytm_indexed", "pytm_nonindexed", GPU):
-            for metric in PERCENT_METRICS:
-                rows.append(_cell_row(ev, config, reference, th, "T3", "Table 3", dataset, impl, impl, metric))
-                if impl == GPU:
-                    rows.append(_cell_row(ev, config, reference, th, "T3", "Table 3", dataset, GPU, WARP, metric))
-        rows.append(_speedup_row(ev, config, reference, th, "T3", dataset, "pytm_indexed", "Table 3", "cell"))
-    for dataset in catalog.TABLE4_DATASETS:
-        if dataset not in config["experiments"]:
-            continue
-        for model in ("svm", GPU, WARP):
-            rows.append(_time_cell(ev, config, reference, th, dataset, model))
-    for dataset in catalog.TABLE5_DATASETS:
-        if dataset not in config["experiments"]:
-            continue
-        for impl in ("pytm_indexed", "pytm_nonindexed", GPU):
-            rows.append(_cell_row(ev, config, reference, th, "T5", "Table 5", dataset, impl, impl, "mae"))
-            if impl == GPU:
-                rows.append(_cell_row(ev, config, reference, th, "T5", "Table 5", dataset, GPU, WARP, "mae"))
-        rows.append(_speedup_row(ev, config, reference, th, "T5", dataset, "pytm_nonindexed", "Table 5", "cell"))
+    for claim, source, datasets, metrics, baseline in (
+            ("T3", "Table 3", catalog.TABLE3_DATASETS, PERCENT_METRICS, "pytm_indexed"),
+            ("T4", "Table 4", catalog.TABLE4_DATASETS, (), ""),
+            ("T5", "Table 5", catalog.TABLE5_DATASETS, ("mae",), "pytm_nonindexed")):
+        for dataset in (d for d in datasets if d in config["experiments"]):
+            if claim == "T4":
+                rows += [_time_cell(ev, config, reference, th, dataset, model) for model in ("svm", GPU, WARP)]
+                continue
+            for impl in ("pytm_indexed", "pytm_nonindexed", GPU):
+                for metric in metrics:
+                    rows += [_cell_row(ev, config, reference, th, claim, source, dataset, impl, build, metric)
+                             for build in ((impl, WARP) if impl == GPU else (impl,))]
+            rows.append(_speedup_row(ev, config, reference, th, claim, dataset, baseline, source, "cell"))
     for row in rows:
         if row.metric.startswith("speedup"):
             row.part = f"{DATASET_LABELS.get(row.dataset, row.dataset)}, tm_gpu, {row.metric}"
@@ -1132,7 +1113,7 @@ def evaluate(ev: ClaimInputs, config: dict, reference: pd.DataFrame, th: Thresho
 
 
 def _claim_row(claim: str, parts: list[Row]) -> Row:
-    section, statement, tested = CLAIMS[claim]
+    tested = CLAIMS[claim][2]
     counted = [r for r in parts if r.counts]
     verdict = aggregate(r.verdict for r in counted)
     dirty = sum(r.dirty_records for r in counted if r.verdict != UNTESTABLE)
@@ -1141,8 +1122,7 @@ def _claim_row(claim: str, parts: list[Row]) -> Row:
         by_verdict.setdefault(r.verdict, []).append(r.part)
     detail = "; ".join(f"{v}: {', '.join(by_verdict[v])}" for v in VERDICTS if v in by_verdict)
     return Row(claim, "claim", "overall", verdict, tested=tested, ours=tally_text(r.verdict for r in counted),
-               note=detail if claim.startswith("C") else "", dirty_records=dirty, section=section,
-               statement=statement)
+               note=detail if claim.startswith("C") else "", dirty_records=dirty)
 
 
 # ---- gaps: explained or open (results/evidence/explanations.yaml) ----------------------------------------------
