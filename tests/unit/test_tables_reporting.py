@@ -15,9 +15,9 @@ import pytest
 import yaml
 
 from asynctm.artifacts import tables
-from asynctm.artifacts.records import load_records
 from asynctm.artifacts.reference import load_reference
 from asynctm.experiments import plan
+from asynctm.store import load_records
 from tests.helpers import REPO
 
 REFERENCE = load_reference(REPO / "paper_tables" / "reference" / "paper_numbers.csv")

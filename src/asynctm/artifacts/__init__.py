@@ -5,7 +5,7 @@ run records of results/README.md, next to the paper's published numbers (paper_t
 
 ``build`` is the same from Python. The names, their inputs and their output files are in ``catalog``
 (which imports neither pandas nor matplotlib, for the Snakemake rules); the tables in ``tables``, the
-figures in ``figures``; records are read by ``records.load_records``.
+figures in ``figures``; records are read by ``asynctm.store.load_records``.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ def build(name: str, results_dir, config: dict, out_dir, host_gpu: bool, referen
           records=None) -> list[str]:
     """Build one artifact from the records under ``results_dir`` (``records``: only these files there, e.g. a
     rule's declared inputs); returns the files written (sorted). Every file is written atomically."""
+    from ..store import load_records
     from . import catalog, figures, tables
-    from .records import load_records
     from .reference import DEFAULT_REFERENCE, load_reference
 
     catalog.check_name(name)

@@ -46,8 +46,8 @@ import pandas as pd
 import yaml
 
 from ..experiments import plan
+from ..store import busy, load_records
 from . import catalog
-from .records import busy, load_records
 from .reference import paper_value
 from .render import DATASET_LABELS, sig
 from .tables import distinct_runs, reduced_note, stat
@@ -159,7 +159,7 @@ class Thresholds:
 
 @dataclass
 class ClaimInputs:
-    """The main records (``records.load_records``'s frame plus ``build``, ``dirty``, ``host``, ``machine``,
+    """The main records (``asynctm.store.load_records``'s frame plus ``build``, ``dirty``, ``host``, ``machine``,
     ``epoch_s`` (per-epoch time without the warm-up epochs), ``quiet``, and for the novelty MLP stage ``tm_build`` /
     ``tm_params``) and the tally ablation's (``ablation.load``'s rows plus ``build`` and ``dirty``)."""
 

@@ -8,7 +8,7 @@ An implementation without records is left out of the plot and named in the capti
 kernels are two implementations, each a line of its own: tm_gpu, the paper's design (one thread per clause), and
 tm_gpu_warp, a warp per clause (another kernel schedule, whose times are not the paper's design's). A GPU build's
 records of each GPU model are a line of their own where a figure has records of several (one line never joins two
-GPUs' times), labelled with the GPU's name. Times per epoch leave each run's first epoch out (records.STEADY_NOTE);
+GPUs' times), labelled with the GPU's name. Times per epoch leave each run's first epoch out (store.STEADY_NOTE);
 a point built on records run from a checkout with uncommitted code changes is named in the caption.
 """
 
@@ -28,8 +28,9 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogFormatter, MaxNLocator, NullLocator
 
 from ..experiments import plan
+from ..store import HOST_RULE_SHORT, STEADY_NOTE, dirty
 from . import render
-from .records import HOST_RULE_SHORT, STEADY_NOTE, busy_load_text, dirty, disturbed, epochs_frame, select
+from .records import busy_load_text, disturbed, epochs_frame, select
 from .tables import TIME, host
 
 COLUMN_WIDTH_IN = 3.3
