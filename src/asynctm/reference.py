@@ -30,28 +30,6 @@ from functools import lru_cache
 
 import numpy as np
 
-__all__ = [
-    "GOLDEN",
-    "PURPOSE_PARTICIPATE",
-    "PURPOSE_UPDATE",
-    "PURPOSE_MASK",
-    "mix64",
-    "rng_key",
-    "draw",
-    "ctr",
-    "u32",
-    "s_pool_ones",
-    "s_pool",
-    "literal_mask",
-    "participates",
-    "is_updated",
-    "is_updated_quadratic",
-    "encode_literals",
-    "targets_for_classification",
-    "Visit",
-    "ReferenceTM",
-]
-
 MASK64 = (1 << 64) - 1
 TWO32 = 1 << 32
 GOLDEN = 0x9E3779B97F4A7C15  # Weyl increment that spreads counters over the 64-bit space

@@ -493,6 +493,3 @@ def save(figure: Figure, png: Path, pdf: Path) -> None:
         for path, fmt, metadata in ((png, "png", PNG_METADATA), (pdf, "pdf", PDF_METADATA)):
             with atomic_open(path, "wb") as fh:
                 figure.figure.savefig(fh, format=fmt, metadata=metadata)
-
-
-__all__ = ["Figure", "FIGURE_FUNCTIONS", "save", *FIGURE_FUNCTIONS]

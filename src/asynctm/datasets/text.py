@@ -236,19 +236,3 @@ def novelty_dataset(
             ),
         },
     )
-
-
-__all__ = [
-    "binary_bag_of_words",
-    "decode_utf8_ignore",
-    "drop_header",
-    "list_class_documents",
-    "novelty_dataset",
-    "novelty_document_tokens",
-    "novelty_line_tokens",
-    "sklearn_split",
-    "sorted_vocabulary",
-    "term_name",
-    "text_lines",
-    "unigrams_and_bigrams",
-]
