@@ -536,9 +536,8 @@ def c1_rows(ev, config, reference, th) -> list[Row]:
         if verdict == UNTESTABLE:
             note = _c1_missing(ev, config, th, dataset, metric, ours)
         extra = [n for n in [ours.note] + [r[3].note for r in results.values()] if n]
-        extra += [f"{b} not compared: {_c1_sample(ev, config, dataset, b, metric).reduced}"
-                  for b in th["no_loss"]["against"] if b not in results and _c1_sample(
-                      ev, config, dataset, b, metric).reduced]
+        extra += [f"{b} not compared: {why}" for b in th["no_loss"]["against"]
+                  if b not in results and (why := _c1_sample(ev, config, dataset, b, metric).reduced)]
         rows.append(Row(
             "C1", "part", DATASET_LABELS.get(dataset, dataset), verdict, dataset=dataset, implementation=GPU,
             metric=metric,

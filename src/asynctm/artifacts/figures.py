@@ -14,7 +14,6 @@ a point built on records run from a checkout with uncommitted code changes is na
 
 from __future__ import annotations
 
-import math
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +30,7 @@ from ..experiments import plan
 from ..store import HOST_RULE_SHORT, STEADY_NOTE, dirty
 from . import render
 from .records import busy_load_text, disturbed, epochs_frame, select
-from .tables import TIME, host
+from .tables import TIME, host, stat
 
 COLUMN_WIDTH_IN = 3.3
 STYLE = {
@@ -104,10 +103,8 @@ def _by_gpu(impl: str, recs: pd.DataFrame) -> list[tuple[str | None, pd.DataFram
 
 
 def _mean_std(values) -> tuple[float, float]:
-    v = np.asarray([x for x in values if render.finite(x)], dtype=np.float64)
-    if v.size == 0:
-        return math.nan, math.nan
-    return float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else math.nan
+    s = stat(values)
+    return s.mean, s.std
 
 
 @contextmanager

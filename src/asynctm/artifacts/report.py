@@ -28,14 +28,12 @@ from pathlib import Path
 from .. import store
 from ..experiments.plan import TM_IMPLS
 from ..jobs import JobLog
-from . import catalog, load_config
+from . import catalog, load_config, tables
 from .render import DATASET_LABELS
 from .rules import add_job_args, finish_job
 
 PAGE = "report.html"
-IMPL_LABELS = {"pytm_indexed": "TM indexed (pyTM)", "pytm_nonindexed": "TM non-indexed (pyTM)",
-               "tm_gpu": "TM GPU (ours)", "tm_gpu_warp": "TM GPU, a warp per clause (ours)", "tm_cpu": "TM CPU (ours)",
-               "svm": "SVM", "mlp_novelty": "novelty MLP"}
+IMPL_LABELS = {**tables.IMPL_LABELS, "mlp_novelty": "novelty MLP"}
 # The headline metric of each table in the summary: (CSV column prefix, label, decimals).
 SUMMARY_METRICS = {"table3_performance": ("accuracy", "accuracy (%)", 2), "table5_regression": ("mae", "MAE", 2)}
 
