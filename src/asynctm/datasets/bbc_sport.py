@@ -42,6 +42,5 @@ def prepare(raw_dir: str | Path, protocol: str = "paper") -> ProcessedDataset:
     """Binary bags of words: known-class train/test (50/50, seed 42) and the novel rugby documents."""
     if protocol not in PROTOCOLS:
         raise ValueError(f"{NAME}: unknown protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}")
-    return novelty_dataset(
-        NAME, protocol, Path(raw_dir) / "bbcsport", KNOWN_CLASSES, NOVEL_CLASSES, SEED, raw_prefix="bbcsport/"
-    )
+    return novelty_dataset(NAME, protocol, Path(raw_dir) / "bbcsport", KNOWN_CLASSES, NOVEL_CLASSES, SEED,
+                           raw_prefix="bbcsport/")

@@ -159,21 +159,11 @@ def prepare(word: Word, raw_dir, protocol: str = "paper") -> ProcessedDataset:
     classes = json.loads((Path(raw_dir) / "classes_map.txt").read_text(encoding="utf-8"))
     n = word.n_train
     return ProcessedDataset(
-        name=word.name,
-        protocol=protocol,
-        task=TASK,
-        X_train=X[:n],
-        y_train=y[:n],
-        X_test=X[n:],
-        y_test=y[n:],
-        feature_names=vocabulary,
-        class_names=[classes[str(i)] for i in range(len(classes))],
-        meta={
-            "word": word.word,
-            "vocabulary": f"{N_FEATURES} most frequent Porter stems over "
-            + ("train + test" if protocol == "paper" else "train only")
-            + ", count descending then first occurrence",
-            "split": "the balanced CoarseWSD-20 train / test files, file order",
-            "nltk_version": nltk.__version__,  # the Porter stemmer's output can change across NLTK versions
-        },
-    )
+        name=word.name, protocol=protocol, task=TASK, X_train=X[:n], y_train=y[:n], X_test=X[n:], y_test=y[n:],
+        feature_names=vocabulary, class_names=[classes[str(i)] for i in range(len(classes))],
+        meta={"word": word.word,
+              "vocabulary": f"{N_FEATURES} most frequent Porter stems over "
+              + ("train + test" if protocol == "paper" else "train only")
+              + ", count descending then first occurrence",
+              "split": "the balanced CoarseWSD-20 train / test files, file order",
+              "nltk_version": nltk.__version__})  # the Porter stemmer's output can change across NLTK versions

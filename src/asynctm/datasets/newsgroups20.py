@@ -44,12 +44,5 @@ def prepare(raw_dir: str | Path, protocol: str = "paper") -> ProcessedDataset:
     """Binary bags of words: known-class train/test (50/50, seed 42) and novel baseball posts."""
     if protocol not in PROTOCOLS:
         raise ValueError(f"{NAME}: unknown protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}")
-    return novelty_dataset(
-        NAME,
-        protocol,
-        Path(raw_dir) / "20news-18828",
-        KNOWN_CLASSES,
-        NOVEL_CLASSES,
-        SEED,
-        raw_prefix="20news-18828/",
-    )
+    return novelty_dataset(NAME, protocol, Path(raw_dir) / "20news-18828", KNOWN_CLASSES, NOVEL_CLASSES, SEED,
+                           raw_prefix="20news-18828/")

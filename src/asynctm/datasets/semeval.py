@@ -121,24 +121,11 @@ def prepare(raw_dir: str | Path, protocol: str = "paper") -> ProcessedDataset:
             "test_ids": test_ids,
         }
     return ProcessedDataset(
-        name=NAME,
-        protocol=protocol,
-        task=TASK,
-        X_train=binary_bag_of_words(train_terms, vocabulary),
-        y_train=y_train,
-        X_test=binary_bag_of_words(test_terms, vocabulary),
-        y_test=y_test,
-        feature_names=[term_name(t) for t in vocabulary],
-        class_names=["not Cause-Effect", "Cause-Effect"],
-        meta={
-            **split,
-            "n_sentences": len(sentences),
-            "n_cause_effect": int(y.sum()),
-            "n_unigrams": sum(isinstance(t, str) for t in vocabulary),
-            "preparation": (
-                "authors' classification_causalrelation.py: quotes and <e1>/<e2> tags removed, commas "
-                "removed, lowercased, ASCII punctuation deleted, split on single spaces (the empty word "
-                "is kept), unigrams + adjacent bigrams, binary; words first then bigrams, each sorted"
-            ),
-        },
-    )
+        name=NAME, protocol=protocol, task=TASK, X_train=binary_bag_of_words(train_terms, vocabulary),
+        y_train=y_train, X_test=binary_bag_of_words(test_terms, vocabulary), y_test=y_test,
+        feature_names=[term_name(t) for t in vocabulary], class_names=["not Cause-Effect", "Cause-Effect"],
+        meta={**split, "n_sentences": len(sentences), "n_cause_effect": int(y.sum()),
+              "n_unigrams": sum(isinstance(t, str) for t in vocabulary),
+              "preparation": ("authors' classification_causalrelation.py: quotes and <e1>/<e2> tags removed, commas "
+                              "removed, lowercased, ASCII punctuation deleted, split on single spaces (the empty word "
+                              "is kept), unigrams + adjacent bigrams, binary; words first then bigrams, each sorted")})
