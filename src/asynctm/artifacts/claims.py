@@ -178,14 +178,6 @@ def _dirty(prov: dict) -> int:
     return max(values, default=0)
 
 
-def _gpu_build(impl: str, threads_per_clause) -> str:
-    """tm_gpu records with more than one thread per clause (written before tm_gpu_warp had records of its own) are
-    tm_gpu_warp's."""
-    if impl == GPU and isinstance(threads_per_clause, int) and threads_per_clause > 1:
-        return WARP
-    return impl
-
-
 def steady_epoch_s(epochs, warm: int) -> float:
     """Mean training time per epoch leaving out the first ``warm`` epochs (NaN where none is left)."""
     times = [float(e["train_s"]) for e in (epochs or [])[warm:] if isinstance(e, dict) and "train_s" in e]
@@ -243,14 +235,12 @@ def load_inputs(results_dir, config: dict, th: Thresholds, files=None) -> ClaimI
     for rec in frame.itertuples(index=False):
         data = json.loads((root / rec.path).read_text(encoding="utf-8"))
         prov = data.get("provenance") or {}
-        hyper = data.get("hyperparameters") or {}
-        tpc = hyper.get("threads_per_clause")
         host = host_key(prov, identity)
         gpu = (prov.get("gpu") or {}).get("name") if isinstance(prov.get("gpu"), dict) else None
         machine = f"{host} + {gpu}" if gpu else host
         labels[host] = host_label(prov, identity)
         labels[machine] = host_label(prov, identity, gpu)
-        extras.append({"build": _gpu_build(rec.impl, tpc), "dirty": _dirty(prov), "host": host, "machine": machine,
+        extras.append({"build": rec.impl, "dirty": _dirty(prov), "host": host, "machine": machine,
                        "epoch_s": steady_epoch_s(rec.epochs, th.warm) if rec.kind == "tm" else math.nan,
                        "quiet": not busy(rec.load_at_end, rec.logical_cores)})
     extra = pd.DataFrame(extras, index=frame.index, columns=["build", "dirty", "host", "machine", "epoch_s", "quiet"])
