@@ -787,23 +787,28 @@ def c3_rows(ev, config, reference, th) -> list[Row]:
                             note=f"the sweep has fewer than two points up to {int(ac['max_clauses']):,} clauses"))
             continue
         lo, hi = in_range[0], in_range[-1]
-        r = ratio_between(ev, config, experiment, GPU, lo, hi, in_range)
-        w = ratio_between(ev, config, experiment, WARP, lo, hi, in_range)
-        verdict = constant_verdict(th, r["value"], r["slope"], bound)
-        rows.append(Row(
-            "C3", "part", f"{label}, {lo:,} → {hi:,} clauses", verdict, dataset=experiment, implementation=GPU,
-            metric="time ratio",
+        rows.append(_ratio_row(
+            ev, config, th, experiment, f"{label}, {lo:,} → {hi:,} clauses", lo, hi, in_range, bound, True,
             tested=(f"tm_gpu's mean per-epoch training time ({warm_text(th)}) at the sweep's "
                     f"largest point up to {int(ac['max_clauses']):,} clauses over its smallest, one machine "
                     f"({sw.epochs}-epoch runs, seeds {', '.join(map(str, sw.seeds))})"),
-            paths=tuple(r["paths"]),
             threshold=(f"ratio ≤ {bound:g}: reproduced; log-log slope ≤ {float(ac['partly_max_slope']):g}: partly"),
-            ours=_ratio_text(r, lo, hi), paper="almost constant (20 → 7,000 clauses, Tesla V100)",
-            beside=f"tm_gpu_warp: {constant_verdict(th, w['value'], w['slope'], bound)}"
-                   + (f", ratio {_ratio(w['value'])} (slope {w['slope']:.2f})" if _finite(w["value"]) else ""),
-            note=r["note"], ours_value=r["value"], dirty_records=sum(_dirty_count(f) for f in r["frames"])))
+            paper="almost constant (20 → 7,000 clauses, Tesla V100)"))
     rows += _semeval_rows(ev, config, reference, th)
     return rows
+
+
+def _ratio_row(ev, config, th, experiment, label, lo, hi, points, bound, slope_beside: bool, **fields) -> Row:
+    """A C3 part: tm_gpu's per-epoch time at ``hi`` clauses over that at ``lo`` (:func:`ratio_between`), against
+    ``bound``; tm_gpu_warp's beside (with its slope where ``slope_beside``)."""
+    r, w = (ratio_between(ev, config, experiment, build, lo, hi, points) for build in (GPU, WARP))
+    warp = f", ratio {_ratio(w['value'])}" + (f" (slope {w['slope']:.2f})" if slope_beside else "")
+    return Row("C3", "part", label, constant_verdict(th, r["value"], r["slope"], bound), dataset=experiment,
+               implementation=GPU, metric="time ratio", paths=tuple(r["paths"]), ours=_ratio_text(r, lo, hi),
+               beside=f"tm_gpu_warp: {constant_verdict(th, w['value'], w['slope'], bound)}"
+                      + (warp if _finite(w["value"]) else ""),
+               note=r["note"], ours_value=r["value"], dirty_records=sum(_dirty_count(f) for f in r["frames"]),
+               **fields)
 
 
 def _semeval_rows(ev, config, reference, th) -> list[Row]:
@@ -821,23 +826,14 @@ def _semeval_rows(ev, config, reference, th) -> list[Row]:
                             note=f"the config's sweep of {experiment} has no point at {lo:,} or {hi:,} clauses: "
                                  "adding both would test it"))
             continue
-        points = [c for c in sw.clauses if lo <= c <= hi]
-        r = ratio_between(ev, config, experiment, GPU, lo, hi, points)
-        w = ratio_between(ev, config, experiment, WARP, lo, hi, points)
-        rows.append(Row(
-            "C3", "part", label, constant_verdict(th, r["value"], r["slope"], bound), dataset=experiment,
-            implementation=GPU, metric="time ratio",
+        rows.append(_ratio_row(
+            ev, config, th, experiment, label, lo, hi, [c for c in sw.clauses if lo <= c <= hi], bound, False,
             tested=(f"tm_gpu's mean per-epoch training time ({warm_text(th)}) at {hi:,} over "
                     f"{lo:,} clauses, one machine ({ref.source})"),
-            paths=tuple(r["paths"]),
             threshold=(f"ratio ≤ {paper_ratio:g} × {float(th['semeval_increase']['tolerance_factor']):g} = "
                        f"{bound:.3g}: reproduced; log-log slope ≤ "
                        f"{float(th['almost_constant']['partly_max_slope']):g}: partly"),
-            ours=_ratio_text(r, lo, hi), paper=f"ratio {paper_ratio:g} (+{float(ref.mean):g} %)",
-            beside=f"tm_gpu_warp: {constant_verdict(th, w['value'], w['slope'], bound)}"
-                   + (f", ratio {_ratio(w['value'])}" if _finite(w["value"]) else ""),
-            note=r["note"], ours_value=r["value"], paper_value=paper_ratio,
-            dirty_records=sum(_dirty_count(f) for f in r["frames"])))
+            paper=f"ratio {paper_ratio:g} (+{float(ref.mean):g} %)", paper_value=paper_ratio))
     return rows
 
 
