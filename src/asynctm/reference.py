@@ -41,11 +41,9 @@ PURPOSE_UPDATE = 1
 PURPOSE_MASK = 2
 
 
-# --------------------------------------------------------------------------------------------
-# Counter-based random numbers (kernels/README.md, "Random numbers").
+# -- Counter-based random numbers (kernels/README.md, "Random numbers") ---------------------------------------------
 # Every function accepts Python ints (exact, reduced mod 2^64) or numpy uint64 arrays (which wrap
 # mod 2^64 by themselves); the two paths give the same bits.
-# --------------------------------------------------------------------------------------------
 
 
 def _is_array(*xs) -> bool:
@@ -197,9 +195,7 @@ def is_updated_quadratic(key: int, g: int, err: int, T: int) -> bool:
     return u * T * T < err * err * TWO32
 
 
-# --------------------------------------------------------------------------------------------
-# Inputs and targets
-# --------------------------------------------------------------------------------------------
+# -- Inputs and targets -----------------------------------------------------------------------
 
 
 def encode_literals(X, append_negated: bool = True) -> np.ndarray:
@@ -219,9 +215,7 @@ def targets_for_classification(y, n_classes: int, T: int) -> np.ndarray:
     return target
 
 
-# --------------------------------------------------------------------------------------------
-# The machine
-# --------------------------------------------------------------------------------------------
+# -- The machine -----------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
