@@ -21,20 +21,13 @@ NOVEL_CLASSES = ("rugby",)
 SEED = 42
 
 SOURCES = (
-    Source(
-        url="http://mlg.ucd.ie/files/datasets/bbcsport-fulltext.zip",
-        mirror_path="bbc_sport/bbcsport-fulltext.zip",
-        kind="zip",
-        members=tuple(
-            RawFolder(f"bbcsport/{cls}", digest)
-            for cls, digest in (
-                ("cricket", "02263ed8c54414742bf754e682775a8f0d9f6166732936cdcadfded12512ddb3"),
-                ("football", "6c08d5960ed6c2562ed542f64b4c91c67cf413343c67cbc222849af68cc8741f"),
-                ("rugby", "ea66b9424bca083da1fae8ec3fb889999e62ac9bca4a55029df30c13d9432106"),
-            )
-        ),
-        max_unpacked=16 << 20,  # the whole zip unpacks to 1.4 MB
-    ),
+    Source(url="http://mlg.ucd.ie/files/datasets/bbcsport-fulltext.zip", mirror_path="bbc_sport/bbcsport-fulltext.zip",
+           kind="zip",
+           members=tuple(RawFolder(f"bbcsport/{cls}", digest) for cls, digest in (
+               ("cricket", "02263ed8c54414742bf754e682775a8f0d9f6166732936cdcadfded12512ddb3"),
+               ("football", "6c08d5960ed6c2562ed542f64b4c91c67cf413343c67cbc222849af68cc8741f"),
+               ("rugby", "ea66b9424bca083da1fae8ec3fb889999e62ac9bca4a55029df30c13d9432106"))),
+           max_unpacked=16 << 20),  # the whole zip unpacks to 1.4 MB
 )
 
 

@@ -37,10 +37,8 @@ PROTOCOLS = ("paper", "clean")
 N_FEATURES = 3000
 MIRROR_FOLDER = "coarsewsd20/CoarseWSD-20_balanced"
 # danlou/bert-disambiguation pinned to a commit that holds the data, so the URL cannot drift.
-URL_BASE = (
-    "https://raw.githubusercontent.com/danlou/bert-disambiguation/"
-    "e1b829108b03c374a52e8b9ddf070925e41f2382/data/CoarseWSD-20_balanced"
-)
+URL_BASE = ("https://raw.githubusercontent.com/danlou/bert-disambiguation/"
+            "e1b829108b03c374a52e8b9ddf070925e41f2382/data/CoarseWSD-20_balanced")
 FILES = ("train.data.txt", "train.gold.txt", "test.data.txt", "test.gold.txt", "classes_map.txt")
 
 _CONTRACTIONS = (("n't", "not"), ("'ve", "have"), ("'ll", "will"), ("'re", "are"), ("'m", "am"))
@@ -60,16 +58,10 @@ class Word:
 
     @property
     def sources(self) -> tuple:
-        return tuple(
-            Source(
-                url=f"{URL_BASE}/{self.word}/{f}",
-                mirror_path=f"{MIRROR_FOLDER}/{self.word}/{f}",
-                kind="file",
-                members=(RawFile(f, self.sha256[f]),),
-                max_unpacked=16 << 20,  # each file is under 1 MB
-            )
-            for f in FILES
-        )
+        return tuple(Source(url=f"{URL_BASE}/{self.word}/{f}", mirror_path=f"{MIRROR_FOLDER}/{self.word}/{f}",
+                            kind="file", members=(RawFile(f, self.sha256[f]),),
+                            max_unpacked=16 << 20)  # each file is under 1 MB
+                     for f in FILES)
 
 
 def _lines(path: Path) -> list[str]:

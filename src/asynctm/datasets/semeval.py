@@ -38,14 +38,10 @@ POSITIVE_RELATION = "Cause-Effect"
 SEED = 42
 TEST_SIZE = 0.25
 
-TRAIN_FILE = RawFile(
-    "SemEval2010_task8_training/TRAIN_FILE.TXT",
-    "c22fee88957d245a4b1650c6743eb8c594dcdeffc6a2aa1fa6cced059eebf0e3",
-)
-TEST_FILE = RawFile(
-    "SemEval2010_task8_testing_keys/TEST_FILE_FULL.TXT",
-    "9ec7a35d5582b4da0fb72aa55a6121bc414ade573459e1dcf68bf189f8c18ae8",
-)
+TRAIN_FILE = RawFile("SemEval2010_task8_training/TRAIN_FILE.TXT",
+                     "c22fee88957d245a4b1650c6743eb8c594dcdeffc6a2aa1fa6cced059eebf0e3")
+TEST_FILE = RawFile("SemEval2010_task8_testing_keys/TEST_FILE_FULL.TXT",
+                    "9ec7a35d5582b4da0fb72aa55a6121bc414ade573459e1dcf68bf189f8c18ae8")
 
 SOURCES = (
     Source(
