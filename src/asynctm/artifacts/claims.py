@@ -526,8 +526,9 @@ def c1_rows(ev, config, reference, th) -> list[Row]:
         if verdict == UNTESTABLE:
             note = _c1_missing(ev, config, th, dataset, metric, ours)
         extra = [n for n in [ours.note] + [r[3].note for r in results.values()] if n]
-        extra += [f"{b} not compared: {why}" for b in th["no_loss"]["against"]
-                  if b not in results and (why := _c1_sample(ev, config, dataset, b, metric).reduced)]
+        extra += [f"{b} not compared: {why}" for b in th["no_loss"]["against"] if b not in results
+                  and plan.impl_skip_reason(plan.task(config, dataset), b) is None
+                  and (why := metric_sample(ev, config, dataset, b, metric).reduced)]
         rows.append(Row(
             "C1", "part", DATASET_LABELS.get(dataset, dataset), verdict, dataset=dataset, implementation=GPU,
             metric=metric,
@@ -540,12 +541,6 @@ def c1_rows(ev, config, reference, th) -> list[Row]:
             note="; ".join([note, *extra]).strip("; "), ours_value=ours.mean, ours_sd=ours.sd,
             dirty_records=sum(_dirty_count(f) for f in frames)))
     return rows
-
-
-def _c1_sample(ev, config, dataset, build, metric) -> Sample:
-    if plan.impl_skip_reason(plan.task(config, dataset), build) is not None:
-        return Sample(ev.records[:0])
-    return metric_sample(ev, config, dataset, build, metric)
 
 
 def _c1_paper(reference, dataset, metric) -> str:

@@ -290,14 +290,9 @@ def machines_note(frame: pd.DataFrame, name: str) -> str:
         f"{labels[m]} ({len(g)})" for m, g in sorted(groups.items(), key=lambda kv: labels[kv[0]]))
 
 
-def _unique(*frames: pd.DataFrame) -> pd.DataFrame:
-    frames = [f for f in frames if not f.empty]
-    return pd.concat(frames).drop_duplicates("path") if frames else pd.DataFrame(columns=["path"])
-
-
 def dirty_count(*frames: pd.DataFrame) -> tuple[int, int]:
     """(records run from a checkout with uncommitted code changes, records) among ``frames`` (each once)."""
-    recs = _unique(*frames)
+    recs = _concat(list(frames), pd.DataFrame(columns=["path"]))
     return sum(dirty(v) for v in _column(recs, "git_dirty")), len(recs)
 
 
