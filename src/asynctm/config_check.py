@@ -376,10 +376,9 @@ _DURATION = re.compile("".join(f"(?:{_NUMBER}{unit})?" for unit in "dhms") + r"\
 _UNIT_S = (86400.0, 3600.0, 60.0, 1.0)
 
 
-def parse_deadline(value) -> tuple[str, float] | None:
-    """Config ``deadline`` read: None (no deadline), ``("at", unix_time)`` for a wall-clock time, or
-    ``("after", seconds)`` for a duration from the start of the command; :class:`ConfigError` (one line naming
-    the key and the accepted forms) for anything else."""
+def resolve_deadline(value, now: float) -> float | None:
+    """Config ``deadline`` as a UNIX time (None: no deadline): a wall-clock time as it is, a duration counted from
+    ``now``; :class:`ConfigError` (one line naming the key and the accepted forms) for anything else."""
     problem = deadline_problem(value)
     if problem:
         raise ConfigError(f"config deadline: {problem}")
@@ -387,7 +386,7 @@ def parse_deadline(value) -> tuple[str, float] | None:
         return None
     text = value.isoformat() if isinstance(value, datetime) else value.strip()
     seconds = _duration_s(text)
-    return ("after", seconds) if seconds is not None else ("at", datetime.fromisoformat(text).timestamp())
+    return now + seconds if seconds is not None else datetime.fromisoformat(text).timestamp()
 
 
 def _duration_s(text: str) -> float | None:
@@ -418,15 +417,6 @@ def deadline_problem(value) -> str | None:
     if at.tzinfo is None:
         return f"{value!r} has no timezone; use {DEADLINE_FORMS}"
     return None
-
-
-def resolve_deadline(value, now: float) -> float | None:
-    """Config ``deadline`` as a UNIX time (None: no deadline); a duration counts from ``now``."""
-    parsed = parse_deadline(value)
-    if parsed is None:
-        return None
-    kind, t = parsed
-    return now + t if kind == "after" else t
 
 
 def check_config(config: dict, schema: dict | None = None, sources: list[Source] = ()) -> None:

@@ -211,24 +211,27 @@ class JobLog:
                 f.write(text)
 
 
-def descendants(pid: int) -> list[int]:
-    """The process ids below ``pid`` (children first), read from /proc; empty where there is no /proc."""
-    children: dict[int, list[int]] = {}
+def proc_files(name: str):
+    """``(pid, contents)`` of ``/proc/<pid>/<name>`` for every process whose file can be read (none without /proc)."""
     try:
         entries = os.listdir("/proc")
     except OSError:
-        return []
-    for entry in entries:
-        if not entry.isdigit():
-            continue
+        return
+    for entry in filter(str.isdigit, entries):
         try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:  # gone meanwhile
+            with open(f"/proc/{entry}/{name}", "rb") as f:
+                data = f.read()
+        except OSError:  # gone meanwhile, or not ours
             continue
+        yield int(entry), data
+
+
+def descendants(pid: int) -> list[int]:
+    """The process ids below ``pid`` (children first), read from /proc; empty where there is no /proc."""
+    children: dict[int, list[int]] = {}
+    for child, stat in proc_files("stat"):
         # pid (comm) state ppid ...: comm may hold spaces and parentheses, so split after the last ')'.
-        ppid = int(stat[stat.rindex(b")") + 2:].split()[1])
-        children.setdefault(ppid, []).append(int(entry))
+        children.setdefault(int(stat[stat.rindex(b")") + 2:].split()[1]), []).append(child)
     out, todo = [], [pid]
     while todo:
         for child in children.get(todo.pop(0), []):

@@ -131,23 +131,8 @@ def stop_line(stopped_jobs: list[str], planning: bool) -> str:
 
 def _run_processes(marker: str) -> list[int]:
     """Ids of the live processes (other than this one) whose environment carries ``RUN_MARKER=marker``."""
-    needle = f"{RUN_MARKER}={marker}".encode() + b"\0"
-    found = []
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return found
-    for entry in entries:
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as f:
-                env = f.read()
-        except OSError:  # gone meanwhile, or not ours
-            continue
-        if b"\0" + needle in b"\0" + env:
-            found.append(int(entry))
-    return found
+    needle = b"\0" + f"{RUN_MARKER}={marker}".encode() + b"\0"
+    return [pid for pid, env in jobs.proc_files("environ") if pid != os.getpid() and needle in b"\0" + env]
 
 
 class _Messages(logging.Filter):

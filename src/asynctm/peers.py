@@ -98,25 +98,6 @@ from .baselines.base import Peer, dense01  # noqa: F401
 PEERS = ("asynctm", "pytm", "pytm_cuda")
 
 
-def available_peers() -> dict[str, str]:
-    """``{peer: "ok" or the reason it cannot run here}``, without importing any GPU code."""
-    from .backends import cuda_available
-    from .baselines.pytm_cuda import DISTRIBUTIONS as PYTM_CUDA_DISTS
-    from .provenance import dist_version
-
-    out = {"asynctm": "ok"}
-    try:
-        import pyTsetlinMachine.tm  # noqa: F401
-        out["pytm"] = "ok"
-    except Exception as exc:  # noqa: BLE001 - any import failure means "not here"
-        out["pytm"] = f"pyTsetlinMachine not importable: {exc}"
-    if dist_version(*PYTM_CUDA_DISTS) is None:
-        out["pytm_cuda"] = "PyTsetlinMachineCUDA is not installed"
-    else:
-        out["pytm_cuda"] = "ok" if cuda_available() else "no CUDA GPU here"
-    return out
-
-
 class AsyncTMPeer(Peer):
     """This package's estimators (``backend``, ``n_threads``, ``gpu_threads_per_clause`` as in
     :class:`asynctm.TMClassifier`)."""

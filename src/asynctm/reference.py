@@ -30,28 +30,6 @@ from functools import lru_cache
 
 import numpy as np
 
-__all__ = [
-    "GOLDEN",
-    "PURPOSE_PARTICIPATE",
-    "PURPOSE_UPDATE",
-    "PURPOSE_MASK",
-    "mix64",
-    "rng_key",
-    "draw",
-    "ctr",
-    "u32",
-    "s_pool_ones",
-    "s_pool",
-    "literal_mask",
-    "participates",
-    "is_updated",
-    "is_updated_quadratic",
-    "encode_literals",
-    "targets_for_classification",
-    "Visit",
-    "ReferenceTM",
-]
-
 MASK64 = (1 << 64) - 1
 TWO32 = 1 << 32
 GOLDEN = 0x9E3779B97F4A7C15  # Weyl increment that spreads counters over the 64-bit space
@@ -63,11 +41,9 @@ PURPOSE_UPDATE = 1
 PURPOSE_MASK = 2
 
 
-# --------------------------------------------------------------------------------------------
-# Counter-based random numbers (kernels/README.md, "Random numbers").
+# -- Counter-based random numbers (kernels/README.md, "Random numbers") ---------------------------------------------
 # Every function accepts Python ints (exact, reduced mod 2^64) or numpy uint64 arrays (which wrap
 # mod 2^64 by themselves); the two paths give the same bits.
-# --------------------------------------------------------------------------------------------
 
 
 def _is_array(*xs) -> bool:
@@ -219,9 +195,7 @@ def is_updated_quadratic(key: int, g: int, err: int, T: int) -> bool:
     return u * T * T < err * err * TWO32
 
 
-# --------------------------------------------------------------------------------------------
-# Inputs and targets
-# --------------------------------------------------------------------------------------------
+# -- Inputs and targets -----------------------------------------------------------------------
 
 
 def encode_literals(X, append_negated: bool = True) -> np.ndarray:
@@ -241,9 +215,7 @@ def targets_for_classification(y, n_classes: int, T: int) -> np.ndarray:
     return target
 
 
-# --------------------------------------------------------------------------------------------
-# The machine
-# --------------------------------------------------------------------------------------------
+# -- The machine -----------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)

@@ -19,9 +19,9 @@ import pytest
 import yaml
 
 from asynctm.artifacts import ARTIFACTS, FIGURES, build, catalog, output_paths
-from asynctm.artifacts.records import RecordError, load_records
 from asynctm.artifacts.reference import load_reference, paper_value
 from asynctm.experiments import plan
+from asynctm.store import RecordError, load_records
 from tests.helpers import REPO
 
 REFERENCE = REPO / "paper_tables" / "reference" / "paper_numbers.csv"
@@ -498,8 +498,8 @@ def test_a_time_sweep_caption_gives_each_lines_growth_where_one_machine_ran_it()
     assert text.endswith(": tm_gpu (NVIDIA H200) 1.25x (20 to 15000 clauses); tm_cpu not computed (records from 2 "
                          "hosts).")
     assert figures._time_growth([single], hosts) == ""
-    # the hosts a line's records count as: the tables' (records.host_identity): one CPU name, two days, two hosts
-    from asynctm.artifacts.records import host_identity
+    # the hosts a line's records count as: the tables' (store.host_identity): one CPU name, two days, two hosts
+    from asynctm.store import host_identity
 
     provs = [{"cpu_model": "AMD EPYC", "logical_cores": 2, "gpu": None, "started_utc": day, "platform": "Linux"}
              for day in ("2026-01-01T10:00:00+00:00", "2026-01-01T23:00:00+00:00", "2026-01-02T01:00:00+00:00")]

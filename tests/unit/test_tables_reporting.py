@@ -15,9 +15,9 @@ import pytest
 import yaml
 
 from asynctm.artifacts import tables
-from asynctm.artifacts.records import load_records
 from asynctm.artifacts.reference import load_reference
 from asynctm.experiments import plan
+from asynctm.store import load_records
 from tests.helpers import REPO
 
 REFERENCE = load_reference(REPO / "paper_tables" / "reference" / "paper_numbers.csv")
@@ -187,7 +187,8 @@ def test_reduced_protocol_named_in_note(tmp_path):
     for seed in range(2):  # pytm_indexed: an older record's wording, with the seed count
         write(tmp_path, "wsd_apple", "pytm_indexed", APPLE, seed, accuracy_epochs(rng, 5), 2.0,
               protocol_scope={"scope": "reduced", "description": "2 seeds x the first 5 epochs"})
-        write(tmp_path, "wsd_apple", "pytm_nonindexed", APPLE, seed, accuracy_epochs(rng, 5), 2.0, reduced=True)
+        write(tmp_path, "wsd_apple", "pytm_nonindexed", APPLE, seed, accuracy_epochs(rng, 5), 2.0,
+              protocol_scope={"name": "reduced"})
         write(tmp_path, "wsd_apple", "tm_cpu", APPLE, seed, accuracy_epochs(rng), 0.05)  # the full protocol
     table = build(tmp_path, "table3_performance")
     notes = row(table, "pytm_indexed")["note"]

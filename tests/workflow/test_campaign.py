@@ -431,7 +431,7 @@ def test_dress_rehearsal_on_the_simulated_gpu(tmp_path):
         assert (tree / f"results/smoke/bbc_sport/tm_gpu_warp/n{clauses}_T100_s15_e2/seed0.json").is_file()
     assert not (tree / "results/smoke/bbc_sport/tm_gpu/n10_T100_s15_e2").exists()  # n20: the paper step's too
 
-    from asynctm.artifacts.records import load_records
+    from asynctm.store import load_records
 
     records = load_records(tree / "results" / "smoke")
     assert set(records[records["impl"].isin(plan.GPU_IMPLS)]["experiment"]) == {"wsd_apple", "bbc_sport"}

@@ -23,7 +23,6 @@ from asynctm.config_check import (
     check_config,
     coerce,
     load_schema,
-    parse_deadline,
     resolve_deadline,
 )
 from asynctm.experiments.run import checkpoint_path
@@ -37,20 +36,20 @@ CONFIG = ["scale=smoke", "impls=[tm_cpu]", "cpu_threads=1", f"smoke={{epochs: {E
 
 # -- its forms ---------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("value, parsed", [
-    ("2026-11-27T18:00:00+00:00", ("at", datetime(2026, 11, 27, 18, tzinfo=UTC).timestamp())),
-    ("2026-11-27T19:30:00+01:30", ("at", datetime(2026, 11, 27, 18, tzinfo=UTC).timestamp())),
-    ("2026-11-27T18:00:00Z", ("at", datetime(2026, 11, 27, 18, tzinfo=UTC).timestamp())),
-    ("3h", ("after", 3 * 3600.0)),
-    ("45m", ("after", 45 * 60.0)),
-    ("5400s", ("after", 5400.0)),
-    ("3h50m", ("after", 3 * 3600.0 + 50 * 60)),
-    ("1d 2h 3m 4s", ("after", 86400.0 + 2 * 3600 + 3 * 60 + 4)),
-    ("1.5h", ("after", 5400.0)),
+@pytest.mark.parametrize("value, due", [
+    ("2026-11-27T18:00:00+00:00", datetime(2026, 11, 27, 18, tzinfo=UTC).timestamp()),
+    ("2026-11-27T19:30:00+01:30", datetime(2026, 11, 27, 18, tzinfo=UTC).timestamp()),
+    ("2026-11-27T18:00:00Z", datetime(2026, 11, 27, 18, tzinfo=UTC).timestamp()),
+    ("3h", 1000 + 3 * 3600.0),
+    ("45m", 1000 + 45 * 60.0),
+    ("5400s", 1000 + 5400.0),
+    ("3h50m", 1000 + 3 * 3600.0 + 50 * 60),
+    ("1d 2h 3m 4s", 1000 + 86400.0 + 2 * 3600 + 3 * 60 + 4),
+    ("1.5h", 1000 + 5400.0),
     (None, None),
 ])
-def test_the_deadline_forms(value, parsed):
-    assert parse_deadline(value) == parsed
+def test_the_deadline_forms(value, due):
+    assert resolve_deadline(value, now=1000.0) == due
 
 
 def test_a_duration_counts_from_the_start_and_a_time_is_absolute():
@@ -64,7 +63,7 @@ def test_a_duration_counts_from_the_start_and_a_time_is_absolute():
                                    "", 5400, True, [3]])
 def test_a_malformed_deadline_is_refused_in_one_line_naming_the_key_and_the_forms(value):
     with pytest.raises(ConfigError) as info:
-        parse_deadline(value)
+        resolve_deadline(value, now=1000.0)
     message = str(info.value)
     assert "\n" not in message and message.startswith("config deadline: ") and message.endswith(DEADLINE_FORMS)
     # the pipeline's check says the same, and the schema lets every form through to it (or words its own refusal)
@@ -79,7 +78,7 @@ def test_an_unquoted_yaml_timestamp_in_a_config_file_is_a_time():
     value = yaml.safe_load("deadline: 2026-11-27T18:00:00+00:00")["deadline"]
     assert isinstance(value, datetime)
     typed = coerce({"deadline": value}, load_schema(SCHEMA))["deadline"]
-    assert parse_deadline(typed) == ("at", value.timestamp())
+    assert resolve_deadline(typed, now=1000.0) == value.timestamp()
 
 
 def test_snakemake_refuses_a_malformed_deadline_in_one_line(tmp_path):

@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from asynctm import store
-from asynctm.artifacts.records import load_records
+from asynctm.store import load_records
 from tests.helpers import REPO, copy_workflow
 
 CONFIG = yaml.safe_load((REPO / "config" / "config.yaml").read_text())

@@ -5,13 +5,14 @@ run records of results/README.md, next to the paper's published numbers (paper_t
 
 ``build`` is the same from Python. The names, their inputs and their output files are in ``catalog``
 (which imports neither pandas nor matplotlib, for the Snakemake rules); the tables in ``tables``, the
-figures in ``figures``; records are read by ``records.load_records``.
+figures in ``figures``; records are read by ``asynctm.store.load_records``.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from ..io import write_text_atomic
 from .catalog import ARTIFACTS, CLAIMS, FIGURES, SUMMARIES, TABLES, output_paths
 
 __all__ = ["ARTIFACTS", "CLAIMS", "FIGURES", "SUMMARIES", "TABLES", "build", "load_config", "output_paths"]
@@ -31,8 +32,8 @@ def build(name: str, results_dir, config: dict, out_dir, host_gpu: bool, referen
           records=None) -> list[str]:
     """Build one artifact from the records under ``results_dir`` (``records``: only these files there, e.g. a
     rule's declared inputs); returns the files written (sorted). Every file is written atomically."""
+    from ..store import load_records
     from . import catalog, figures, tables
-    from .records import load_records
     from .reference import DEFAULT_REFERENCE, load_reference
 
     catalog.check_name(name)
@@ -48,26 +49,19 @@ def build(name: str, results_dir, config: dict, out_dir, host_gpu: bool, referen
     if name in FIGURES:
         figure = figures.FIGURE_FUNCTIONS[name](records, config, host_gpu)
         figures.save(figure, Path(paths["png"]), Path(paths["pdf"]))
-        _write(paths["caption"], figure.caption)
+        write_text_atomic(paths["caption"], figure.caption)
         return sorted(paths.values())
     reference = load_reference(reference_path or DEFAULT_REFERENCE)
     if name in SUMMARIES:
-        _write(paths["md"], tables.results_summary(records, config, reference, host_gpu))
+        write_text_atomic(paths["md"], tables.results_summary(records, config, reference, host_gpu))
         return sorted(paths.values())
-    if name in tables.HOST_TIMING_TABLES:  # speed-ups of one host where the main records hold none
-        from .evidence_host import load as load_host_timing
+    from .evidence_host import load as load_host_timing
 
-        table = getattr(tables, name)(records, config, reference, host_gpu, load_host_timing(results_dir))
-    else:
-        table = getattr(tables, name)(records, config, reference, host_gpu)
-    _write(paths["csv"], table.frame.to_csv(index=False, float_format="%.10g", lineterminator="\n"))
-    _write(paths["md"], table.markdown)
-    _write(paths["tex"], table.latex)
-    _write(paths["caption"], table.caption)
+    # Tables 3 and 5 take speed-ups of one host from the same-host timing run where the main records hold none
+    host_timing = (load_host_timing(results_dir),) if name in tables.HOST_TIMING_TABLES else ()
+    table = getattr(tables, name)(records, config, reference, host_gpu, *host_timing)
+    write_text_atomic(paths["csv"], table.frame.to_csv(index=False, float_format="%.10g", lineterminator="\n"))
+    write_text_atomic(paths["md"], table.markdown)
+    write_text_atomic(paths["tex"], table.latex)
+    write_text_atomic(paths["caption"], table.caption)
     return sorted(paths.values())
-
-
-def _write(path, text: str) -> None:
-    from ..io import write_text_atomic
-
-    write_text_atomic(path, text)

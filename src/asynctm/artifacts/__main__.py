@@ -25,8 +25,8 @@ import sys
 
 from ..io import write_text_atomic
 from ..jobs import JobLog
+from ..store import RecordError
 from . import ARTIFACTS, CLAIMS, build, load_config
-from .records import RecordError
 from .rules import add_job_args, config_text, finish_job
 
 

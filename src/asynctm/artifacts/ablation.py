@@ -26,7 +26,7 @@ import numpy as np
 
 from .. import store
 from ..experiments.plan import WARP_SUFFIX, parse_ablation_variant
-from ..io import atomic_open
+from ..io import write_text_atomic
 from ..jobs import JobLog
 from .figures import legend_below
 from .render import DATASET_LABELS
@@ -288,26 +288,22 @@ def figures(rows) -> dict:
     exps = _experiments(rows)
     hw = _hardware(rows) if rows else "no records"
     with _style():
-        fig, axes = _axes_row(len(exps))
-        used = sum(_epoch_lines(ax, rows, e, lambda ep: _diag(ep, "literals_per_clause"), "literals per clause")
-                   for ax, e in zip(axes, exps))
-        if not exps:
-            _empty(axes[0], "ablation")
-        _legend(fig, axes)
-        out["fig_ablation_literals_over_epochs"] = (fig, (
-            f"Included literals per clause (mean over all clauses) after each epoch, {COMPARED}, at each "
-            f"experiment's main setting; mean over seeds, band ± 1 sd. {used} records. {hw}."))
-        fig, axes = _axes_row(len(exps))
-        used = 0
-        for ax, e in zip(axes, exps):
+        def test_metric(e):
             metric, label = _metric(next(r["task"] for r in rows if r["experiment"] == e))
-            used += _epoch_lines(ax, rows, e, lambda ep, m=metric: float(ep[m]), f"test {label}")
-        if not exps:
-            _empty(axes[0], "ablation")
-        _legend(fig, axes)
-        out["fig_ablation_metric_over_epochs"] = (fig, (
-            f"Test accuracy (classification) or MAE (regression) after each epoch, {COMPARED}, at each "
-            f"experiment's main setting; mean over seeds, band ± 1 sd. {used} records. {hw}."))
+            return (lambda ep: float(ep[metric])), f"test {label}"
+
+        for name, panel, what in (
+                ("fig_ablation_literals_over_epochs",
+                 lambda e: ((lambda ep: _diag(ep, "literals_per_clause")), "literals per clause"),
+                 "Included literals per clause (mean over all clauses)"),
+                ("fig_ablation_metric_over_epochs", test_metric, "Test accuracy (classification) or MAE (regression)")):
+            fig, axes = _axes_row(len(exps))
+            used = sum(_epoch_lines(ax, rows, e, *panel(e)) for ax, e in zip(axes, exps))
+            if not exps:
+                _empty(axes[0], "ablation")
+            _legend(fig, axes)
+            out[name] = (fig, f"{what} after each epoch, {COMPARED}, at each experiment's main setting; mean over "
+                              f"seeds, band ± 1 sd. {used} records. {hw}.")
         swept = [e for e in exps if len({r["params"] for r in rows if r["experiment"] == e}) > 1]
         fig, axes = _axes_row(len(swept))
         used = 0
@@ -345,29 +341,18 @@ def figures(rows) -> dict:
 def build(results, tables_dir, figures_dir, records=None) -> list[Path]:
     """Write the table and the figures (each file atomically) from the ablation records under ``results``
     (``records``: only these files, e.g. the rule's declared inputs); returns their paths."""
-    from .figures import PDF_METADATA, PNG_METADATA, _style
+    from .figures import Figure, save
 
     rows = load(Path(results), records)
     tables_dir, figures_dir = Path(tables_dir), Path(figures_dir)
-    tables_dir.mkdir(parents=True, exist_ok=True)
-    figures_dir.mkdir(parents=True, exist_ok=True)
-    md, csv = table(rows)
-    written = []
-    for path, text in ((tables_dir / f"{TABLE}.md", md), (tables_dir / f"{TABLE}.csv", csv)):
-        with atomic_open(path, "w") as fh:
-            fh.write(text)
-        written.append(path)
+    written = [tables_dir / f"{TABLE}.md", tables_dir / f"{TABLE}.csv"]
+    for path, text in zip(written, table(rows)):
+        write_text_atomic(path, text)
     for name, (fig, caption) in figures(rows).items():
-        with _style():
-            for ext, meta in (("png", PNG_METADATA), ("pdf", PDF_METADATA)):
-                path = figures_dir / f"{name}.{ext}"
-                with atomic_open(path, "wb") as fh:
-                    fig.savefig(fh, format=ext, metadata=meta)
-                written.append(path)
-        path = figures_dir / f"{name}.caption.txt"
-        with atomic_open(path, "w") as fh:
-            fh.write(caption + "\n")
-        written.append(path)
+        paths = [figures_dir / f"{name}.{ext}" for ext in ("png", "pdf", "caption.txt")]
+        save(Figure(name, fig, caption), *paths[:2])
+        write_text_atomic(paths[2], caption + "\n")
+        written += paths
     return written
 
 

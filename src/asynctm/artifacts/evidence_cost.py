@@ -42,7 +42,7 @@ import numpy as np
 
 from .. import costmodel as cm
 from ..io import write_json_atomic
-from .evidence_common import HEADER, SCHEMA, EvidenceError, _sha256, read_tm_run_record
+from .evidence_common import HEADER, SCHEMA, EvidenceError, _sha256, read_tm_run_record, run_command
 from .evidence_common import _read_json as _read_evidence_json
 from .evidence_common import provenance as _provenance
 from .render import DATASET_LABELS
@@ -416,17 +416,13 @@ def build_time_model(results, reference, gpu_benchmarks=(), calibration=CALIBRAT
         designs.append({"key": key, **{k: d[k] for k in ("label", "paper", "check", "draw_scheme", "per_clause")},
                         "checks": checks, "spread": spread, "paper_times": paper, "implied": implied,
                         "summary": summary})
-    seen, unique = set(), []
-    for src in sources:
-        if src["path"] not in seen:
-            seen.add(src["path"])
-            unique.append(src)
+    unique = list({src["path"]: src for src in sources}.values())  # a file read twice has one digest
     ev = {"schema": SCHEMA, "kind": KIND, "name": name, "question": QUESTION,
           "provenance": provenance("the cost model (asynctm.costmodel) calibrated on our records and benchmarks and "
                                    "on the paper's times, then inverted; nothing trained",
                                    code=[Path(cm.__file__)]),
           "sources": unique, "stated": {t: stated[t] for t in targets}, "calibration": list(calibration),
-          "targets": list(targets), "event_variants": {k: v for k, v in EVENT_VARIANTS.items()},
+          "targets": list(targets), "event_variants": dict(EVENT_VARIANTS),
           "settings": {ds: {k: v for k, v in st.items() if k != "rates_by_epoch"}
                        | {"rates": {v: rates(st, ep) for v, ep in EVENT_VARIANTS.items()}}
                        for ds, st in settings.items()},
@@ -526,20 +522,17 @@ def main(argv=None) -> int:
     ap.add_argument("--reference", default="paper_tables/reference/paper_numbers.csv")
     ap.add_argument("--gpu-benchmark", action="append", default=None,
                     help="GPU benchmark records with PyTsetlinMachineCUDA (default benchmarks/results/gpu_*.json)")
-    args = ap.parse_args(argv)
-    try:
-        if Path(args.out).stem != NAME:
-            raise TimeModelError(f"--out {args.out}: the file must be named {NAME}.json")
-        benches = args.gpu_benchmark
-        if benches is None:
-            benches = sorted(globbing.glob("benchmarks/results/gpu_*.json"))
-        ev = build_time_model(args.results, args.reference, benches)
-    except TimeModelError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    write_json_atomic(args.out, ev)
+    return run_command(_command, ap.parse_args(argv), TimeModelError)
+
+
+def _command(args) -> None:
+    if Path(args.out).stem != NAME:
+        raise TimeModelError(f"--out {args.out}: the file must be named {NAME}.json")
+    benches = args.gpu_benchmark
+    if benches is None:
+        benches = sorted(globbing.glob("benchmarks/results/gpu_*.json"))
+    write_json_atomic(args.out, build_time_model(args.results, args.reference, benches))
     print(args.out)
-    return 0
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ import math
 import sys
 from pathlib import Path
 
-from .evidence_common import HEADER, SCHEMA, EvidenceError, _num, _sha256, read_json_object, write_record
+from .evidence_common import HEADER, SCHEMA, EvidenceError, _num, _sha256, read_json_object, run_command, write_record
 from .evidence_common import provenance as _provenance
 from .render import DATASET_LABELS
 
@@ -239,17 +239,15 @@ def main(argv=None) -> int:
     ap.add_argument("--reference", default="paper_tables/reference/paper_numbers.csv")
     ap.add_argument("--config", default="config/config.yaml")
     ap.add_argument("--out", required=True, help=f"the evidence record, named {NAME}.json")
-    args = ap.parse_args(argv)
-    try:
-        if Path(args.out).stem != NAME:
-            raise EvidenceError(f"--out {args.out}: the file must be named {NAME}.json")
-        from ..config_check import load_config
+    return run_command(_command, ap.parse_args(argv))
 
-        write_record(args.out, build(args.campaign, args.reference, load_config(args.config)))
-    except EvidenceError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    return 0
+
+def _command(args) -> None:
+    if Path(args.out).stem != NAME:
+        raise EvidenceError(f"--out {args.out}: the file must be named {NAME}.json")
+    from ..config_check import load_config
+
+    write_record(args.out, build(args.campaign, args.reference, load_config(args.config)))
 
 
 if __name__ == "__main__":

@@ -8,15 +8,15 @@ An implementation without records is left out of the plot and named in the capti
 kernels are two implementations, each a line of its own: tm_gpu, the paper's design (one thread per clause), and
 tm_gpu_warp, a warp per clause (another kernel schedule, whose times are not the paper's design's). A GPU build's
 records of each GPU model are a line of their own where a figure has records of several (one line never joins two
-GPUs' times), labelled with the GPU's name. Times per epoch leave each run's first epoch out (records.STEADY_NOTE);
+GPUs' times), labelled with the GPU's name. Times per epoch leave each run's first epoch out (store.STEADY_NOTE);
 a point built on records run from a checkout with uncommitted code changes is named in the caption.
 """
 
 from __future__ import annotations
 
-import math
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import matplotlib
@@ -28,9 +28,10 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogFormatter, MaxNLocator, NullLocator
 
 from ..experiments import plan
+from ..store import HOST_RULE_SHORT, STEADY_NOTE, dirty
 from . import render
-from .records import HOST_RULE_SHORT, STEADY_NOTE, busy_load_text, dirty, disturbed, epochs_frame, select
-from .tables import TIME, host
+from .records import busy_load_text, disturbed, epochs_frame, select
+from .tables import TIME, host, stat
 
 COLUMN_WIDTH_IN = 3.3
 STYLE = {
@@ -103,10 +104,8 @@ def _by_gpu(impl: str, recs: pd.DataFrame) -> list[tuple[str | None, pd.DataFram
 
 
 def _mean_std(values) -> tuple[float, float]:
-    v = np.asarray([x for x in values if render.finite(x)], dtype=np.float64)
-    if v.size == 0:
-        return math.nan, math.nan
-    return float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else math.nan
+    s = stat(values)
+    return s.mean, s.std
 
 
 @contextmanager
@@ -427,58 +426,38 @@ def _time_vs_clauses(records, config, host_gpu, name, experiment, dataset, paper
                            f"Execution time vs. number of clauses, {dataset}.", paper_caption, note + TIME_WHAT)
 
 
-def fig_bbc_time_vs_clauses(records, config, host_gpu) -> Figure:
-    return _time_vs_clauses(records, config, host_gpu, "fig_bbc_time_vs_clauses", "bbc_sport", "BBC Sport",
-                            "Execution time vs. #clauses on BBC Sports.")
+# The figures by name: each takes (records, config, host_gpu) and returns a Figure.
+fig_bbc_time_vs_clauses = partial(_time_vs_clauses, name="fig_bbc_time_vs_clauses", experiment="bbc_sport",
+                                  dataset="BBC Sport", paper_caption="Execution time vs. #clauses on BBC Sports.")
+fig_semeval_time_vs_clauses = partial(_time_vs_clauses, name="fig_semeval_time_vs_clauses", experiment="semeval",
+                                      dataset="SemEval", paper_caption="Execution time vs. #clauses on SEMEVAL.")
+fig_bike_time_vs_clauses = partial(_time_vs_clauses, name="fig_bike_time_vs_clauses", experiment="bike_sharing",
+                                   dataset="Bike Sharing", paper_caption="Execution time vs. #clauses on Bike Sharing.")
+fig_imdb_time_vs_clauses = partial(
+    _time_vs_clauses, name="fig_imdb_time_vs_clauses", experiment="imdb", dataset="IMDb",
+    paper_caption="Execution time vs. #clauses on IMDb.",
+    note="The paper's IMDb figure is commented out of its source; its Sec. 4.5 cites it as Fig. 7 (up to 15,000 "
+         "clauses). ")
+fig_bike_mae_vs_clauses = partial(
+    _versus_clauses, name="fig_bike_mae_vs_clauses", experiment="bike_sharing", column="mae",
+    ylabel="test MAE (bikes)", title="Test MAE vs. number of clauses, Bike Sharing.",
+    paper_caption="MAE vs. #clauses on Bike Sharing.",
+    what="MAE: test mean absolute error after the last epoch (final.mae; mean over seeds).", from_zero=False)
+fig_semeval_time_per_epoch = partial(
+    _over_epochs, name="fig_semeval_time_per_epoch", experiment="semeval", column="train_s",
+    ylabel="training time (s)", title="Training time of each epoch, SemEval.",
+    paper_caption="Per Epoch Execution time over epochs on SEMEVAL.", what=EPOCH_TIME_WHAT)
+fig_bike_time_per_epoch = partial(
+    _over_epochs, name="fig_bike_time_per_epoch", experiment="bike_sharing", column="train_s",
+    ylabel="training time (s)", title="Training time of each epoch, Bike Sharing.",
+    paper_caption="Per Epoch Execution time over epochs on Bike Sharing.", what=EPOCH_TIME_WHAT)
+fig_bike_mae_over_epochs = partial(
+    _over_epochs, name="fig_bike_mae_over_epochs", experiment="bike_sharing", column="mae",
+    ylabel="test MAE (bikes)", title="Test MAE after each epoch, Bike Sharing.",
+    paper_caption="MAE over epochs on Bike Sharing.",
+    what="MAE: test mean absolute error after each epoch (epochs[].mae).", from_zero=False)
 
-
-def fig_semeval_time_vs_clauses(records, config, host_gpu) -> Figure:
-    return _time_vs_clauses(records, config, host_gpu, "fig_semeval_time_vs_clauses", "semeval", "SemEval",
-                            "Execution time vs. #clauses on SEMEVAL.")
-
-
-def fig_bike_time_vs_clauses(records, config, host_gpu) -> Figure:
-    return _time_vs_clauses(records, config, host_gpu, "fig_bike_time_vs_clauses", "bike_sharing", "Bike Sharing",
-                            "Execution time vs. #clauses on Bike Sharing.")
-
-
-def fig_imdb_time_vs_clauses(records, config, host_gpu) -> Figure:
-    return _time_vs_clauses(records, config, host_gpu, "fig_imdb_time_vs_clauses", "imdb", "IMDb",
-                            "Execution time vs. #clauses on IMDb.",
-                            "The paper's IMDb figure is commented out of its source; its Sec. 4.5 cites it as Fig. 7 "
-                            "(up to 15,000 clauses). ")
-
-
-def fig_bike_mae_vs_clauses(records, config, host_gpu) -> Figure:
-    return _versus_clauses(records, config, host_gpu, "fig_bike_mae_vs_clauses", "bike_sharing", "mae",
-                           "test MAE (bikes)", "Test MAE vs. number of clauses, Bike Sharing.",
-                           "MAE vs. #clauses on Bike Sharing.",
-                           "MAE: test mean absolute error after the last epoch (final.mae; mean over seeds).",
-                           from_zero=False)
-
-
-def fig_semeval_time_per_epoch(records, config, host_gpu) -> Figure:
-    return _over_epochs(records, config, host_gpu, "fig_semeval_time_per_epoch", "semeval", "train_s",
-                        "training time (s)", "Training time of each epoch, SemEval.",
-                        "Per Epoch Execution time over epochs on SEMEVAL.",
-                        EPOCH_TIME_WHAT)
-
-
-def fig_bike_time_per_epoch(records, config, host_gpu) -> Figure:
-    return _over_epochs(records, config, host_gpu, "fig_bike_time_per_epoch", "bike_sharing", "train_s",
-                        "training time (s)", "Training time of each epoch, Bike Sharing.",
-                        "Per Epoch Execution time over epochs on Bike Sharing.",
-                        EPOCH_TIME_WHAT)
-
-
-def fig_bike_mae_over_epochs(records, config, host_gpu) -> Figure:
-    return _over_epochs(records, config, host_gpu, "fig_bike_mae_over_epochs", "bike_sharing", "mae",
-                        "test MAE (bikes)", "Test MAE after each epoch, Bike Sharing.",
-                        "MAE over epochs on Bike Sharing.",
-                        "MAE: test mean absolute error after each epoch (epochs[].mae).", from_zero=False)
-
-
-FIGURE_FUNCTIONS = {f.__name__: f for f in (
+FIGURE_FUNCTIONS = {f.keywords["name"]: f for f in (
     fig_bbc_time_vs_clauses, fig_semeval_time_per_epoch, fig_semeval_time_vs_clauses, fig_bike_mae_vs_clauses,
     fig_bike_time_vs_clauses, fig_bike_mae_over_epochs, fig_bike_time_per_epoch, fig_imdb_time_vs_clauses)}
 
@@ -492,6 +471,3 @@ def save(figure: Figure, png: Path, pdf: Path) -> None:
         for path, fmt, metadata in ((png, "png", PNG_METADATA), (pdf, "pdf", PDF_METADATA)):
             with atomic_open(path, "wb") as fh:
                 figure.figure.savefig(fh, format=fmt, metadata=metadata)
-
-
-__all__ = ["Figure", "FIGURE_FUNCTIONS", "save", *FIGURE_FUNCTIONS]

@@ -105,6 +105,3 @@ def forest_figure(rows: list[Row], ev, th: Thresholds, config: dict) -> Figure:
 def _tally(rows: list[Row]) -> str:
     counts = {v: sum(1 for r in rows if r.verdict == v) for v in VERDICTS}
     return ", ".join(f"{n} {v}" for v, n in counts.items() if n) or "none"
-
-
-__all__ = ["forest_figure"]

@@ -4,28 +4,14 @@ per-epoch entries (:func:`epochs_frame`), and which times were taken on a busy m
 
 The frame itself, one row per run record, and what a record says (its host, whether it ran on a busy machine or
 from modified code, its steady per-epoch time) come from the record store (asynctm.store: ``load_records``,
-``host_identity``, ``busy``, ``dirty``, ...), which reads every record through its gate; they are named here too,
-where the artifacts import them from. A refused record is a :class:`~asynctm.store.RecordError`.
+``host_identity``, ``busy``, ``dirty``, ...), which reads every record through its gate.
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from ..store import (
-    HOST_RULE,
-    HOST_RULE_SHORT,
-    LAST_EPOCHS,
-    STEADY_NOTE,
-    RecordError,
-    busy,
-    dirty,
-    host_identity,
-    load_records,
-)
-
-__all__ = ["HOST_RULE", "HOST_RULE_SHORT", "LAST_EPOCHS", "STEADY_NOTE", "RecordError", "busy", "busy_load_text",
-           "dirty", "disturbed", "epochs_frame", "host_identity", "load_records", "select"]
+from ..store import busy
 
 
 def busy_load_text(busy_rows: pd.DataFrame) -> str:

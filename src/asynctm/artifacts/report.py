@@ -28,14 +28,12 @@ from pathlib import Path
 from .. import store
 from ..experiments.plan import TM_IMPLS
 from ..jobs import JobLog
-from . import catalog, load_config
+from . import catalog, load_config, tables
 from .render import DATASET_LABELS
 from .rules import add_job_args, finish_job
 
 PAGE = "report.html"
-IMPL_LABELS = {"pytm_indexed": "TM indexed (pyTM)", "pytm_nonindexed": "TM non-indexed (pyTM)",
-               "tm_gpu": "TM GPU (ours)", "tm_gpu_warp": "TM GPU, a warp per clause (ours)", "tm_cpu": "TM CPU (ours)",
-               "svm": "SVM", "mlp_novelty": "novelty MLP"}
+IMPL_LABELS = {**tables.IMPL_LABELS, "mlp_novelty": "novelty MLP"}
 # The headline metric of each table in the summary: (CSV column prefix, label, decimals).
 SUMMARY_METRICS = {"table3_performance": ("accuracy", "accuracy (%)", 2), "table5_regression": ("mae", "MAE", 2)}
 
@@ -66,10 +64,6 @@ code { font-size: 0.95em; }
 
 def _esc(value) -> str:
     return html.escape("" if value is None else str(value), quote=True)
-
-
-def _nonblank(value) -> bool:
-    return value is not None and str(value) not in ("", "nan", "None")
 
 
 def _num(value, decimals: int, signed: bool = False) -> str:
@@ -263,30 +257,35 @@ def claims_section(tables_dir: Path, figures_dir: Path, page_dir: Path | None = 
             detail = f"{row.get('statement', '')} ({row.get('section', '')}). Tested: {row.get('tested', '')}." + (
                 f" {row['note']}" if row.get("note") else "")
             cells = [row["claim"], what, row.get("ours", ""), "", verdict + mark, "", detail]
-            parts.append('<tr class="claim">' + "".join(
-                f'<td{_claims_cell_class(i, verdict)}>{notes.cell(c) if i == 6 else _esc(c)}</td>'
-                for i, c in enumerate(cells)) + "</tr>")
-            continue
-        detail = "; ".join(x for x in (f"tested: {row.get('tested', '')}" if row.get("tested") else "",
-                                       f"records: {row.get('records', '')}" if row.get("records") else "",
-                                       row.get("note", "")) if x)
-        cells = [row["claim"], row.get("part", ""), row.get("ours", ""), row.get("threshold", ""), verdict + mark,
-                 row.get("beside", ""), detail]
-        parts.append("<tr>" + "".join(
+        else:
+            detail = "; ".join(x for x in (f"tested: {row.get('tested', '')}" if row.get("tested") else "",
+                                           f"records: {row.get('records', '')}" if row.get("records") else "",
+                                           row.get("note", "")) if x)
+            cells = [row["claim"], row.get("part", ""), row.get("ours", ""), row.get("threshold", ""),
+                     verdict + mark, row.get("beside", ""), detail]
+        parts.append(('<tr class="claim">' if row["level"] == "claim" else "<tr>") + "".join(
             f'<td{_claims_cell_class(i, verdict)}>{notes.cell(c) if i == 6 else _esc(c)}</td>'
             for i, c in enumerate(cells)) + "</tr>")
     parts += ["</tbody></table>", notes.html()]
     caption = (figures_dir / f"{CLAIMS_FIGURE}.caption.txt").read_text(encoding="utf-8").strip()
-    data = base64.b64encode((figures_dir / f"{CLAIMS_FIGURE}.png").read_bytes()).decode("ascii")
-    parts += [f'<figure id="{CLAIMS_FIGURE}">',
-              f'<img alt="Forest plot: ours minus the paper for every cell of Tables 3 and 5" '
-              f'src="data:image/png;base64,{data}">',
-              "<figcaption>", f"<p>{_esc(caption)}</p>",
-              "<p>Files: " + ", ".join(
-                  f'<a href="{_link(figures_dir / f"{CLAIMS_FIGURE}.{ext}", page_dir)}">{label}</a>'
-                  for ext, label in (("pdf", "PDF"), ("png", "PNG"))) + ".</p>",
-              "</figcaption>", "</figure>", "</section>"]
+    parts += [*_figure(figures_dir, CLAIMS_FIGURE, page_dir,
+                       "Forest plot: ours minus the paper for every cell of Tables 3 and 5", [_esc(caption)]),
+              "</section>"]
     return "\n".join(parts)
+
+
+def _figure(figures_dir: Path, name: str, page_dir: Path, alt: str, paragraphs: list[str]) -> list[str]:
+    """A figure embedded as a data URI, its caption's paragraphs (HTML) and links to its files."""
+    data = base64.b64encode((figures_dir / f"{name}.png").read_bytes()).decode("ascii")
+    return [f'<figure id="{name}">', f'<img alt="{_esc(alt)}" src="data:image/png;base64,{data}">', "<figcaption>",
+            *(f"<p>{p}</p>" for p in paragraphs),
+            _files(figures_dir / name, (("pdf", "PDF"), ("png", "PNG")), page_dir), "</figcaption>", "</figure>"]
+
+
+def _files(stem: Path, formats, page_dir: Path) -> str:
+    """'Files: ' and a link to each of ``stem``'s ``formats`` ((extension, label) pairs), relative to the page."""
+    return "<p>Files: " + ", ".join(f'<a href="{_link(stem.with_name(f"{stem.name}.{ext}"), page_dir)}">{label}</a>'
+                                    for ext, label in formats) + ".</p>"
 
 
 def _link(target: Path, page_dir: Path) -> str:
@@ -302,9 +301,7 @@ def tables_section(tables_dir: Path, page_dir: Path | None = None) -> str:
         parts += [f'<h3 id="{name}-title">{_esc(caption[0])}</h3>',
                   md_table_to_html((tables_dir / f"{name}.md").read_text(encoding="utf-8"), name),
                   '<div class="notes">', *(f"<p>{_esc(line)}</p>" for line in caption[1:] if line.strip()), "</div>",
-                  "<p>Files: " + ", ".join(f'<a href="{_link(tables_dir / f"{name}.{ext}", page_dir)}">{label}</a>'
-                                          for ext, label in (("csv", "CSV"), ("md", "Markdown"), ("tex", "LaTeX")))
-                  + ".</p>"]
+                  _files(tables_dir / name, (("csv", "CSV"), ("md", "Markdown"), ("tex", "LaTeX")), page_dir)]
     parts.append("</section>")
     return "\n".join(parts)
 
@@ -314,14 +311,9 @@ def figures_section(figures_dir: Path, page_dir: Path | None = None) -> str:
     parts = ['<section id="figures">', "<h2>Figures</h2>"]
     for name in catalog.FIGURES:
         caption = (figures_dir / f"{name}.caption.txt").read_text(encoding="utf-8").splitlines()
-        data = base64.b64encode((figures_dir / f"{name}.png").read_bytes()).decode("ascii")
-        parts += [f'<figure id="{name}">',
-                  f'<img alt="{_esc(caption[0] if caption else name)}" src="data:image/png;base64,{data}">',
-                  "<figcaption>", f"<p><strong>{_esc(caption[0] if caption else name)}</strong></p>",
-                  *(f"<p>{_esc(line)}</p>" for line in caption[1:] if line.strip()),
-                  "<p>Files: " + ", ".join(f'<a href="{_link(figures_dir / f"{name}.{ext}", page_dir)}">{label}</a>'
-                                          for ext, label in (("pdf", "PDF"), ("png", "PNG"))) + ".</p>",
-                  "</figcaption>", "</figure>"]
+        title = caption[0] if caption else name
+        parts += _figure(figures_dir, name, page_dir, title,
+                         [f"<strong>{_esc(title)}</strong>", *(_esc(line) for line in caption[1:] if line.strip())])
     parts.append("</section>")
     return "\n".join(parts)
 
@@ -399,12 +391,10 @@ def build_report(tables_dir, figures_dir, records, config: dict, page_dir=None) 
 
 
 def write_report(tables_dir, figures_dir, records, config: dict, out=None) -> Path:
-    from ..io import atomic_open
+    from ..io import write_text_atomic
 
     out = Path(out) if out is not None else Path(tables_dir) / PAGE
-    page = build_report(tables_dir, figures_dir, records, config, out.parent)
-    with atomic_open(out, "wb") as f:
-        f.write(page.encode("utf-8"))
+    write_text_atomic(out, build_report(tables_dir, figures_dir, records, config, out.parent))
     return out
 
 

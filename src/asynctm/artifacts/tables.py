@@ -1,13 +1,13 @@
 """Tables 3, 4 and 5 of the paper, ours next to theirs, and the results summary.
 
-Each table function takes the records (``records.load_records``), the config dict, the paper's numbers
+Each table function takes the records (``asynctm.store.load_records``), the config dict, the paper's numbers
 (``reference.load_reference``) and whether this host has a GPU, and returns a ``Table``: the CSV frame,
 its Markdown and LaTeX renderings and a caption. Ours: mean and sample standard deviation (ddof=1; blank
 with one seed) over the config's seeds at the experiment's main setting, of the final epoch and of the mean
 of the last 10 epochs (Tables 3 and 5); records whose per-epoch metrics are identical are one distinct run
 and count once. Per-epoch time: each run's mean over its epochs after the first (``train_s_steady``: the first
 also compiles, allocates and warms up), averaged over seeds. Speed-up: the baseline's per-epoch time over the
-implementation's, from records of one host only (``same_machine_ratio``; records.HOST_RULE). Our GPU kernels are
+implementation's, from records of one host only (``same_machine_ratio``; store.HOST_RULE). Our GPU kernels are
 two implementations that never share a number: ``tm_gpu``, the paper's design (one thread per clause), and
 ``tm_gpu_warp``, ours with a warp per clause. A run that has no record is a gap that says why, never a number; a
 record under a reduced protocol says so, and so does one run from a checkout with uncommitted changes.
@@ -22,9 +22,10 @@ import numpy as np
 import pandas as pd
 
 from ..experiments import plan
+from ..store import HOST_RULE, LAST_EPOCHS, STEADY_NOTE, dirty
 from . import render
 from .catalog import TABLE3_DATASETS, TABLE4_DATASETS, TABLE5_DATASETS
-from .records import HOST_RULE, LAST_EPOCHS, STEADY_NOTE, busy_load_text, dirty, disturbed, select
+from .records import busy_load_text, disturbed, select
 from .reference import paper_value
 from .render import DATASET_LABELS, Grid, finite, pm, seconds, speedup, text
 
@@ -37,7 +38,7 @@ SPEEDUP_IMPLS = ("tm_gpu", "tm_gpu_warp", "tm_cpu")
 # Tables whose GPU speed-ups fall back on the same-host timing run (evidence_host_speedups.md) where the main
 # records of a GPU build and of the baseline ran on different hosts
 HOST_TIMING_TABLES = ("table3_performance", "table5_regression")
-TIME = "train_s_steady"  # every s/epoch, speed-up and time ratio: the mean of epochs 2..n (records.STEADY_NOTE)
+TIME = "train_s_steady"  # every s/epoch, speed-up and time ratio: the mean of epochs 2..n (store.STEADY_NOTE)
 BUILDS_NOTE = (
     "TM GPU (ours): our kernels on a GPU with the paper's design, one thread per clause, the counterpart of the "
     "paper's CUDA column. TM GPU, a warp per clause (ours): the same kernels with a warp of 32 threads per clause "
@@ -142,7 +143,7 @@ def machine(rec) -> str:
 
 
 def host(rec) -> str:
-    """The host a record's time was measured on (records.host_identity; records.HOST_RULE): the key that pairs
+    """The host a record's time was measured on (store.host_identity; store.HOST_RULE): the key that pairs
     records in a time ratio."""
     value = getattr(rec, "host", None)
     return value if isinstance(value, str) and value else machine(rec)
@@ -187,7 +188,7 @@ def _quiet(frame: pd.DataFrame, name: str) -> tuple[pd.DataFrame, str]:
 def same_machine_ratio(numerator: pd.DataFrame, denominator: pd.DataFrame, column: str,
                        num_name: str, den_name: str) -> tuple[float, str, str]:
     """mean(numerator[column]) / mean(denominator[column]) from records of ONE host only (:func:`host`,
-    records.HOST_RULE), each implementation on one thread count (the one its protocol gives it): a ratio of times
+    store.HOST_RULE), each implementation on one thread count (the one its protocol gives it): a ratio of times
     across hosts measures the hosts. Returns (ratio, the host's words, a note: '' or why it is NaN or what was
     left out). Where several hosts hold both, the one with the most records is used."""
     if numerator.empty or denominator.empty:
@@ -289,14 +290,9 @@ def machines_note(frame: pd.DataFrame, name: str) -> str:
         f"{labels[m]} ({len(g)})" for m, g in sorted(groups.items(), key=lambda kv: labels[kv[0]]))
 
 
-def _unique(*frames: pd.DataFrame) -> pd.DataFrame:
-    frames = [f for f in frames if not f.empty]
-    return pd.concat(frames).drop_duplicates("path") if frames else pd.DataFrame(columns=["path"])
-
-
 def dirty_count(*frames: pd.DataFrame) -> tuple[int, int]:
     """(records run from a checkout with uncommitted code changes, records) among ``frames`` (each once)."""
-    recs = _unique(*frames)
+    recs = _concat(list(frames), pd.DataFrame(columns=["path"]))
     return sum(dirty(v) for v in _column(recs, "git_dirty")), len(recs)
 
 

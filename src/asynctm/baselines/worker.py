@@ -61,9 +61,8 @@ class PipePeer(Peer):
     def _start(self, python: str, script: str, tmp_prefix: str, **init) -> None:
         """Start ``python script``, then send it ``init`` with ``init``'s fields; its reply becomes
         :attr:`worker_info` (a failed ``init`` closes the worker and raises)."""
-        self.last_epoch_s: float | None = None  # the worker's timings of the latest epoch and predict
+        self.last_epoch_s: float | None = None  # the worker's timings of the latest epoch
         self.last_epoch_cpu_s: float | None = None
-        self.last_predict_s: float | None = None
         env = {**os.environ, "OMP_NUM_THREADS": str(self.n_threads)}
         env.pop("PYTHONPATH", None)  # the worker sees its own environment's packages only
         self._tmp = tempfile.mkdtemp(prefix=tmp_prefix)
@@ -148,7 +147,6 @@ class PipePeer(Peer):
         if not self._is_loaded("predict", X):
             self._send("predict", check_binary_matrix(X), key=(X,))
         out = self._call("predict", name="predict")
-        self.last_predict_s = float(out["predict_s"])
         return np.asarray(out["y_pred"])
 
     def version(self) -> str | None:

@@ -190,17 +190,9 @@ def save_processed(ds: ProcessedDataset, out_dir: str | os.PathLike) -> None:
                     raise ValueError(f"{ds.name}/{part}: {X.shape[0]} rows but {len(arrays['y'])} targets")
             np.savez_compressed(tmp / f"{part}.npz", **arrays)
             counts[part] = int(X.shape[0])
-        meta = {
-            "format_version": FORMAT_VERSION,
-            "name": ds.name,
-            "protocol": ds.protocol,
-            "task": ds.task,
-            "n_features": int(ds.X_train.shape[1]),
-            "counts": counts,
-            "class_names": ds.class_names,
-            "feature_names": list(ds.feature_names),
-            **ds.meta,
-        }
+        meta = {"format_version": FORMAT_VERSION, "name": ds.name, "protocol": ds.protocol, "task": ds.task,
+                "n_features": int(ds.X_train.shape[1]), "counts": counts, "class_names": ds.class_names,
+                "feature_names": list(ds.feature_names), **ds.meta}
         (tmp / "meta.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
         for f in tmp.iterdir():  # on the disk before the folder's name says it is finished
             with open(f, "rb") as fh:
@@ -229,15 +221,7 @@ def load_processed(path: str | os.PathLike) -> ProcessedDataset:
                 parts[part] = (_load_matrix(z, "X"), z["y"] if "y" in z.files else None)
     known = {"name", "protocol", "task", "class_names", "feature_names"}
     return ProcessedDataset(
-        name=meta["name"],
-        protocol=meta["protocol"],
-        task=meta["task"],
-        X_train=parts["train"][0],
-        y_train=parts["train"][1],
-        X_test=parts["test"][0],
-        y_test=parts["test"][1],
-        feature_names=meta["feature_names"],
-        class_names=meta.get("class_names"),
-        X_novel=parts["novel"][0] if "novel" in parts else None,
-        meta={k: v for k, v in meta.items() if k not in known},
-    )
+        name=meta["name"], protocol=meta["protocol"], task=meta["task"], X_train=parts["train"][0],
+        y_train=parts["train"][1], X_test=parts["test"][0], y_test=parts["test"][1],
+        feature_names=meta["feature_names"], class_names=meta.get("class_names"),
+        X_novel=parts["novel"][0] if "novel" in parts else None, meta={k: v for k, v in meta.items() if k not in known})

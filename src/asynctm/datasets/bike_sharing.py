@@ -64,18 +64,8 @@ def prepare(raw_dir, protocol: str = "paper") -> ProcessedDataset:
     bits, bit_names = thermometer.encode(X, thresholds, names)
     n_train, _ = split_sizes(len(X))
     return ProcessedDataset(
-        name=NAME,
-        protocol=protocol,
-        task=TASK,
-        X_train=bits[:n_train],
-        y_train=y[:n_train],
-        X_test=bits[n_train:],
-        y_test=y[n_train:],
-        feature_names=bit_names,
-        meta={
-            "source_features": names,
-            "target": TARGET,
-            "binarization": "thermometer: x <= u for every sorted unique value u of each feature, all rows",
-            "split": "first 80% train, last 20% test, file order",
-        },
-    )
+        name=NAME, protocol=protocol, task=TASK, X_train=bits[:n_train], y_train=y[:n_train], X_test=bits[n_train:],
+        y_test=y[n_train:], feature_names=bit_names,
+        meta={"source_features": names, "target": TARGET,
+              "binarization": "thermometer: x <= u for every sorted unique value u of each feature, all rows",
+              "split": "first 80% train, last 20% test, file order"})

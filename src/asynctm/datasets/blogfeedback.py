@@ -59,19 +59,10 @@ def prepare(raw_dir, protocol: str = "paper") -> ProcessedDataset:
     thresholds = thermometer.quantile_thresholds(X[:N_TRAIN], MAX_THRESHOLDS)
     bits, bit_names = thermometer.encode(X, thresholds, names)
     return ProcessedDataset(
-        name=NAME,
-        protocol=protocol,
-        task=TASK,
-        X_train=bits[:N_TRAIN],
-        y_train=y[:N_TRAIN],
-        X_test=bits[N_TRAIN:],
-        y_test=y[N_TRAIN:],
-        feature_names=bit_names,
-        meta={
-            "target": "x281 (comments in the next 24 hours)",
-            "binarization": f"thermometer on at most {MAX_THRESHOLDS} quantile thresholds per feature, "
-            "fitted on the training rows (asynctm.datasets.thermometer.quantile_thresholds)",
-            "split": "first 16,000 rows train, next 4,000 test, file order",
-            "protocol_note": "paper and clean are the same preparation for this dataset",
-        },
-    )
+        name=NAME, protocol=protocol, task=TASK, X_train=bits[:N_TRAIN], y_train=y[:N_TRAIN], X_test=bits[N_TRAIN:],
+        y_test=y[N_TRAIN:], feature_names=bit_names,
+        meta={"target": "x281 (comments in the next 24 hours)",
+              "binarization": f"thermometer on at most {MAX_THRESHOLDS} quantile thresholds per feature, "
+              "fitted on the training rows (asynctm.datasets.thermometer.quantile_thresholds)",
+              "split": "first 16,000 rows train, next 4,000 test, file order",
+              "protocol_note": "paper and clean are the same preparation for this dataset"})

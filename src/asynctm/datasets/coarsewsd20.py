@@ -37,10 +37,8 @@ PROTOCOLS = ("paper", "clean")
 N_FEATURES = 3000
 MIRROR_FOLDER = "coarsewsd20/CoarseWSD-20_balanced"
 # danlou/bert-disambiguation pinned to a commit that holds the data, so the URL cannot drift.
-URL_BASE = (
-    "https://raw.githubusercontent.com/danlou/bert-disambiguation/"
-    "e1b829108b03c374a52e8b9ddf070925e41f2382/data/CoarseWSD-20_balanced"
-)
+URL_BASE = ("https://raw.githubusercontent.com/danlou/bert-disambiguation/"
+            "e1b829108b03c374a52e8b9ddf070925e41f2382/data/CoarseWSD-20_balanced")
 FILES = ("train.data.txt", "train.gold.txt", "test.data.txt", "test.gold.txt", "classes_map.txt")
 
 _CONTRACTIONS = (("n't", "not"), ("'ve", "have"), ("'ll", "will"), ("'re", "are"), ("'m", "am"))
@@ -60,16 +58,10 @@ class Word:
 
     @property
     def sources(self) -> tuple:
-        return tuple(
-            Source(
-                url=f"{URL_BASE}/{self.word}/{f}",
-                mirror_path=f"{MIRROR_FOLDER}/{self.word}/{f}",
-                kind="file",
-                members=(RawFile(f, self.sha256[f]),),
-                max_unpacked=16 << 20,  # each file is under 1 MB
-            )
-            for f in FILES
-        )
+        return tuple(Source(url=f"{URL_BASE}/{self.word}/{f}", mirror_path=f"{MIRROR_FOLDER}/{self.word}/{f}",
+                            kind="file", members=(RawFile(f, self.sha256[f]),),
+                            max_unpacked=16 << 20)  # each file is under 1 MB
+                     for f in FILES)
 
 
 def _lines(path: Path) -> list[str]:
@@ -159,21 +151,11 @@ def prepare(word: Word, raw_dir, protocol: str = "paper") -> ProcessedDataset:
     classes = json.loads((Path(raw_dir) / "classes_map.txt").read_text(encoding="utf-8"))
     n = word.n_train
     return ProcessedDataset(
-        name=word.name,
-        protocol=protocol,
-        task=TASK,
-        X_train=X[:n],
-        y_train=y[:n],
-        X_test=X[n:],
-        y_test=y[n:],
-        feature_names=vocabulary,
-        class_names=[classes[str(i)] for i in range(len(classes))],
-        meta={
-            "word": word.word,
-            "vocabulary": f"{N_FEATURES} most frequent Porter stems over "
-            + ("train + test" if protocol == "paper" else "train only")
-            + ", count descending then first occurrence",
-            "split": "the balanced CoarseWSD-20 train / test files, file order",
-            "nltk_version": nltk.__version__,  # the Porter stemmer's output can change across NLTK versions
-        },
-    )
+        name=word.name, protocol=protocol, task=TASK, X_train=X[:n], y_train=y[:n], X_test=X[n:], y_test=y[n:],
+        feature_names=vocabulary, class_names=[classes[str(i)] for i in range(len(classes))],
+        meta={"word": word.word,
+              "vocabulary": f"{N_FEATURES} most frequent Porter stems over "
+              + ("train + test" if protocol == "paper" else "train only")
+              + ", count descending then first occurrence",
+              "split": "the balanced CoarseWSD-20 train / test files, file order",
+              "nltk_version": nltk.__version__})  # the Porter stemmer's output can change across NLTK versions

@@ -35,12 +35,7 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from types import ModuleType
 
-from ..io import (
-    is_disk_full,
-    make_staging_dir,
-    remove_stale,
-    write_json_atomic,  # noqa: F401  (re-exported: the CLI and tests use it here)
-)
+from ..io import is_disk_full, make_staging_dir, remove_stale, write_json_atomic
 from .base import DEFAULT_MAX_UNPACKED, RawFile, RawFolder, Source, digest_lines, folder_digest, sha256_file
 
 MANIFEST = "MANIFEST.json"
@@ -111,10 +106,8 @@ def check_member(raw_dir, member, dataset: str, origin: str, fix: str = "") -> s
     except (FileNotFoundError, NotADirectoryError) as e:
         raise FetchError(f"{dataset}: {origin} has no {member.path} ({e}){fix}") from None
     if actual != _expected(member):
-        raise ChecksumError(
-            f"{dataset}: checksum mismatch for {member.path} from {origin}: "
-            f"expected {_what(member)} {_expected(member)}, got {actual}{fix}"
-        )
+        raise ChecksumError(f"{dataset}: checksum mismatch for {member.path} from {origin}: "
+                            f"expected {_what(member)} {_expected(member)}, got {actual}{fix}")
     return actual
 
 
@@ -147,13 +140,9 @@ def verify(dataset, raw_dir: str | os.PathLike) -> dict:
 
 
 def _manifest(mod: ModuleType, hashes: dict) -> dict:
-    return {
-        "generated_by": "asynctm.datasets.fetch from the sources declared in "
-        f"asynctm.datasets.{mod.__name__.rsplit('.', 1)[-1]}",
-        "dataset": mod.NAME,
-        "members": dict(sorted(hashes.items())),
-        "raw_digest": digest_lines(hashes),
-    }
+    return {"generated_by": "asynctm.datasets.fetch from the sources declared in "
+            f"asynctm.datasets.{mod.__name__.rsplit('.', 1)[-1]}",
+            "dataset": mod.NAME, "members": dict(sorted(hashes.items())), "raw_digest": digest_lines(hashes)}
 
 
 def read_manifest(raw_dir: str | os.PathLike) -> dict:
@@ -199,10 +188,9 @@ class _Budget:
 
     def check(self, total: int, what: str) -> None:
         if total > self.limit:
-            raise ExtractionLimitError(
-                f"{what} would take the unpacked size past the {self.limit:,} bytes declared for this source "
-                "(max_unpacked): not the declared archive, or a decompression bomb; unpacking stopped"
-            )
+            raise ExtractionLimitError(f"{what} would take the unpacked size past the {self.limit:,} bytes declared "
+                                       "for this source (max_unpacked): not the declared archive, or a decompression "
+                                       "bomb; unpacking stopped")
 
     def take(self, n: int, what: str) -> None:
         self.check(self.used + n, what)
@@ -261,9 +249,8 @@ def unpack(archive: str | os.PathLike, kind: str, dest: str | os.PathLike, membe
                 budget.check(tf.fileobj.tell() + info.size, f"member {info.name!r}")
                 rel = safe_relpath(info.name)
                 if info.issym() or info.islnk():
-                    raise UnsafeArchiveError(
-                        f"archive member {info.name!r} is a {'symbolic' if info.issym() else 'hard'} link"
-                    )
+                    raise UnsafeArchiveError(f"archive member {info.name!r} is a "
+                                             f"{'symbolic' if info.issym() else 'hard'} link")
                 if info.isdir():
                     continue
                 if not info.isfile():
@@ -353,14 +340,8 @@ def _from_file(path: Path, kind: str, source: Source, staging: Path, raw_dir: Pa
     return hashes
 
 
-def fetch_source(
-    source: Source,
-    raw_dir: Path,
-    name: str,
-    mirror: str | os.PathLike | None = None,
-    timeout: float = 60.0,
-    log: Log = _quiet,
-) -> dict | None:
+def fetch_source(source: Source, raw_dir: Path, name: str, mirror: str | os.PathLike | None = None,
+                 timeout: float = 60.0, log: Log = _quiet) -> dict | None:
     """Bring one source's members into ``raw_dir``; return their hashes (None: optional, skipped)."""
     if _present(raw_dir, source):
         log(f"{name}: {', '.join(m.path for m in source.members)} already present and verified")
@@ -388,16 +369,10 @@ def fetch_source(
             if is_disk_full(e):
                 raise
             reason = getattr(e, "reason", e)
-            where = (
-                f"the mirror {mirror} has no {source.mirror_path}"
-                if mirror is not None
-                else "no mirror is configured"
-            )
-            msg = (
-                f"{name}: cannot download {source.url} ({reason}) and {where}. Without network "
-                f"access, put the raw files in a mirror folder as <mirror>/{source.mirror_path} "
-                f"and pass {MIRROR_OPTION}."
-            )
+            where = (f"the mirror {mirror} has no {source.mirror_path}" if mirror is not None
+                     else "no mirror is configured")
+            msg = (f"{name}: cannot download {source.url} ({reason}) and {where}. Without network access, put the raw "
+                   f"files in a mirror folder as <mirror>/{source.mirror_path} and pass {MIRROR_OPTION}.")
             if source.optional:
                 log(f"{name}: optional source skipped: {msg}")
                 return None
@@ -411,14 +386,8 @@ def fetch_source(
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def fetch(
-    dataset,
-    raw_dir: str | os.PathLike,
-    mirror: str | os.PathLike | None = None,
-    *,
-    timeout: float = 60.0,
-    log: Log = _quiet,
-) -> dict:
+def fetch(dataset, raw_dir: str | os.PathLike, mirror: str | os.PathLike | None = None, *, timeout: float = 60.0,
+          log: Log = _quiet) -> dict:
     """Fetch and verify every source of ``dataset`` into ``raw_dir``; write and return its manifest.
 
     ``raw_dir`` is the dataset's own folder (``data/raw/<dataset>``). Raises :class:`FetchError`
@@ -428,10 +397,8 @@ def fetch(
     mod = _module(dataset)
     name = mod.NAME
     if mirror is not None and not Path(mirror).is_dir():
-        raise FetchError(
-            f"{name}: the mirror folder {mirror} does not exist (given by {MIRROR_OPTION}); "
-            "fix the path or leave data_mirror unset to download from the official URLs"
-        )
+        raise FetchError(f"{name}: the mirror folder {mirror} does not exist (given by {MIRROR_OPTION}); "
+                         "fix the path or leave data_mirror unset to download from the official URLs")
     raw_dir = Path(raw_dir)
     created = not raw_dir.exists()
     raw_dir.mkdir(parents=True, exist_ok=True)

@@ -59,9 +59,7 @@ REVIEW_FOLDERS = {
     ("test", "pos"): "c48aa99534adb7a3f947603c1163ff76e8a90506149e5e514261204edab23379",
     ("test", "neg"): "54fc32f5b1f75b47a2dfd69f94c576c2aa9f99f5a83126cd775a2e15ba49611e",
 }
-WORD_INDEX = RawFile(
-    "imdb_word_index.json", "027313fe9a320280f3bf0fac5baf58c4a683cf39a7ed9c3d3d3912bde4284cf6"
-)
+WORD_INDEX = RawFile("imdb_word_index.json", "027313fe9a320280f3bf0fac5baf58c4a683cf39a7ed9c3d3d3912bde4284cf6")
 # The authors' actual input, optional: used when present (Keras' get_file hash for imdb.npz).
 KERAS_NPZ = RawFile("imdb.npz", "69664113be75683a8fe16e3ed0ab59fda8886cb3cd7ada244f7d9544e4676b9f")
 
@@ -97,9 +95,8 @@ SOURCES = (
 # --- Keras' tokenisation --------------------------------------------------------------------------
 
 KERAS_FILTERS = '!"#$%&()*+,-./:;<=>?@[\\]^_`{|}~\t\n'
-_KERAS_TABLE = str.maketrans(
-    KERAS_FILTERS + "ABCDEFGHIJKLMNOPQRSTUVWXYZ", " " * len(KERAS_FILTERS) + "abcdefghijklmnopqrstuvwxyz"
-)
+_KERAS_TABLE = str.maketrans(KERAS_FILTERS + "ABCDEFGHIJKLMNOPQRSTUVWXYZ",
+                             " " * len(KERAS_FILTERS) + "abcdefghijklmnopqrstuvwxyz")
 
 
 def keras_words(text: str) -> list[str]:
@@ -144,16 +141,12 @@ def sequences_from_npz(path: str | Path, sha256: str | None = None) -> dict:
     expected = KERAS_NPZ.sha256 if sha256 is None else sha256
     actual = sha256_file(path)
     if actual != expected:
-        raise ValueError(
-            f"{path}: sha256 {actual} is not Keras' imdb.npz ({expected}); refusing to unpickle it"
-        )
+        raise ValueError(f"{path}: sha256 {actual} is not Keras' imdb.npz ({expected}); refusing to unpickle it")
     with np.load(path, allow_pickle=True) as z:
-        return {
-            "x_train": [np.asarray(s, dtype=np.int32) for s in z["x_train"]],
-            "y_train": np.asarray(z["y_train"], dtype=np.int64),
-            "x_test": [np.asarray(s, dtype=np.int32) for s in z["x_test"]],
-            "y_test": np.asarray(z["y_test"], dtype=np.int64),
-        }
+        return {"x_train": [np.asarray(s, dtype=np.int32) for s in z["x_train"]],
+                "y_train": np.asarray(z["y_train"], dtype=np.int64),
+                "x_test": [np.asarray(s, dtype=np.int32) for s in z["x_test"]],
+                "y_test": np.asarray(z["y_test"], dtype=np.int64)}
 
 
 def keras_load_data(raw: dict, num_words=NUM_WORDS, index_from=INDEX_FROM, seed=SHUFFLE_SEED):
@@ -204,11 +197,7 @@ def ngram_keys(seqs, num_words: int) -> tuple[np.ndarray, np.ndarray, np.ndarray
     first = np.flatnonzero(has_next)
     bi_key = num_words + flat[first] * num_words + flat[first + 1]
     bi_pos = doc_offset[doc[first]] + lengths[doc[first]] + pos_in_doc[first]
-    return (
-        np.concatenate((flat, bi_key)),
-        np.concatenate((doc, doc[first])),
-        np.concatenate((uni_pos, bi_pos)),
-    )
+    return np.concatenate((flat, bi_key)), np.concatenate((doc, doc[first])), np.concatenate((uni_pos, bi_pos))
 
 
 def candidate_ngrams(train_seqs, num_words: int, min_count: int) -> np.ndarray:
@@ -243,9 +232,8 @@ def key_name(key: int, id_to_word: dict, num_words: int) -> str:
     return f"{id_to_word[a]} {id_to_word[b]}"
 
 
-def build_features(
-    x_train, y_train, x_test, id_to_word: dict, num_words=NUM_WORDS, min_count=MIN_COUNT, k=N_FEATURES
-):
+def build_features(x_train, y_train, x_test, id_to_word: dict, num_words=NUM_WORDS, min_count=MIN_COUNT,
+                   k=N_FEATURES):
     """Candidates by count, then the chi-squared top ``k`` fitted on training; returns X's and names."""
     from sklearn.feature_selection import SelectKBest, chi2
 
@@ -258,23 +246,14 @@ def build_features(
     chosen = selector.get_support(indices=True)
     scores = selector.scores_
     threshold = scores[chosen].min() if len(chosen) else float("nan")
-    info = {
-        "n_candidates": len(columns),
-        "chi2_threshold": float(threshold),
-        "n_tied_at_threshold": int(np.sum(scores == threshold)),
-    }
+    info = {"n_candidates": len(columns), "chi2_threshold": float(threshold),
+            "n_tied_at_threshold": int(np.sum(scores == threshold))}
     names = [key_name(int(c), id_to_word, num_words) for c in columns[chosen]]
     return X_train[:, chosen].tocsr(), X_test[:, chosen].tocsr(), names, info
 
 
-def prepare(
-    raw_dir: str | Path,
-    protocol: str = "paper",
-    *,
-    num_words: int = NUM_WORDS,
-    min_count: int = MIN_COUNT,
-    n_features: int = N_FEATURES,
-) -> ProcessedDataset:
+def prepare(raw_dir: str | Path, protocol: str = "paper", *, num_words: int = NUM_WORDS, min_count: int = MIN_COUNT,
+            n_features: int = N_FEATURES) -> ProcessedDataset:
     """Binary n-gram features of the Keras IMDb sequences (keywords only for small tests)."""
     if protocol not in PROTOCOLS:
         raise ValueError(f"{NAME}: unknown protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}")
@@ -288,30 +267,16 @@ def prepare(
     x_train, y_train, x_test, y_test = keras_load_data(raw, num_words=num_words)
     id_to_word = {rank + INDEX_FROM: w for w, rank in word_index.items() if rank + INDEX_FROM < num_words}
     id_to_word.update({0: "<PAD>", START_ID: START, OOV_ID: UNK})
-    X_train, X_test, names, info = build_features(
-        x_train, y_train, x_test, id_to_word, num_words=num_words, min_count=min_count, k=n_features
-    )
+    X_train, X_test, names, info = build_features(x_train, y_train, x_test, id_to_word, num_words=num_words,
+                                                  min_count=min_count, k=n_features)
     return ProcessedDataset(
-        name=NAME,
-        protocol=protocol,
-        task=TASK,
-        X_train=X_train,
-        y_train=np.asarray(y_train, dtype=np.int64),
-        X_test=X_test,
-        y_test=np.asarray(y_test, dtype=np.int64),
-        feature_names=names,
+        name=NAME, protocol=protocol, task=TASK, X_train=X_train, y_train=np.asarray(y_train, dtype=np.int64),
+        X_test=X_test, y_test=np.asarray(y_test, dtype=np.int64), feature_names=names,
         class_names=["negative", "positive"],
-        meta={
-            "sequences_from": origin,
-            "keras_load_data": {"num_words": num_words, "index_from": INDEX_FROM, "seed": SHUFFLE_SEED},
-            "min_count": min_count,
-            "selection": f"SelectKBest(chi2, k={n_features}) fitted on training",
-            **info,
-            "preparation": (
-                "Keras imdb.npz sequences (rebuilt from aclImdb + the word index unless imdb.npz is "
-                "present), load_data(num_words, index_from) shuffle and oov mapping; unigrams and "
-                "bigrams of <START>/<UNK>/word terms with >= min_count training occurrences, in "
-                "first-occurrence order; chi-squared top k; rows in Keras' shuffled order"
-            ),
-        },
-    )
+        meta={"sequences_from": origin,
+              "keras_load_data": {"num_words": num_words, "index_from": INDEX_FROM, "seed": SHUFFLE_SEED},
+              "min_count": min_count, "selection": f"SelectKBest(chi2, k={n_features}) fitted on training", **info,
+              "preparation": ("Keras imdb.npz sequences (rebuilt from aclImdb + the word index unless imdb.npz is "
+                              "present), load_data(num_words, index_from) shuffle and oov mapping; unigrams and "
+                              "bigrams of <START>/<UNK>/word terms with >= min_count training occurrences, in "
+                              "first-occurrence order; chi-squared top k; rows in Keras' shuffled order")})

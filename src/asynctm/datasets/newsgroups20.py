@@ -21,22 +21,15 @@ NOVEL_CLASSES = ("rec.sport.baseball",)
 SEED = 42
 
 SOURCES = (
-    Source(
-        url="http://qwone.com/~jason/20Newsgroups/20news-18828.tar.gz",
-        # The mirror holds the same members repacked as .tar.xz; verification is on the members.
-        mirror_path="20newsgroups/20news-18828.tar.xz",
-        kind="tar",
-        members=tuple(
-            RawFolder(f"20news-18828/{group}", digest)
-            for group, digest in (
-                ("comp.graphics", "8804e1a257d6a569e6f9a8c81e1649a8c1a650c5e286c783b0c5cb839233c406"),
-                ("talk.politics.guns", "3b29b148b474700c271ef5d7412b1ce811f803bdb84ce5e4155230898bcdf835"),
-                ("rec.sport.baseball", "a2593036c69695e35c037400cda097d11b0ce845673c75b7827cde1b811db9fa"),
-            )
-        ),
-        # The tar (the mirror's .tar.xz, as the official .tar.gz: the same 18,828 posts) is 48 MB unpacked.
-        max_unpacked=128 << 20,
-    ),
+    # The mirror holds the same members repacked as .tar.xz; verification is on the members. The tar (the mirror's
+    # .tar.xz, as the official .tar.gz: the same 18,828 posts) is 48 MB unpacked.
+    Source(url="http://qwone.com/~jason/20Newsgroups/20news-18828.tar.gz",
+           mirror_path="20newsgroups/20news-18828.tar.xz", kind="tar",
+           members=tuple(RawFolder(f"20news-18828/{group}", digest) for group, digest in (
+               ("comp.graphics", "8804e1a257d6a569e6f9a8c81e1649a8c1a650c5e286c783b0c5cb839233c406"),
+               ("talk.politics.guns", "3b29b148b474700c271ef5d7412b1ce811f803bdb84ce5e4155230898bcdf835"),
+               ("rec.sport.baseball", "a2593036c69695e35c037400cda097d11b0ce845673c75b7827cde1b811db9fa"))),
+           max_unpacked=128 << 20),
 )
 
 
@@ -44,12 +37,5 @@ def prepare(raw_dir: str | Path, protocol: str = "paper") -> ProcessedDataset:
     """Binary bags of words: known-class train/test (50/50, seed 42) and novel baseball posts."""
     if protocol not in PROTOCOLS:
         raise ValueError(f"{NAME}: unknown protocol {protocol!r}; choose one of {', '.join(PROTOCOLS)}")
-    return novelty_dataset(
-        NAME,
-        protocol,
-        Path(raw_dir) / "20news-18828",
-        KNOWN_CLASSES,
-        NOVEL_CLASSES,
-        SEED,
-        raw_prefix="20news-18828/",
-    )
+    return novelty_dataset(NAME, protocol, Path(raw_dir) / "20news-18828", KNOWN_CLASSES, NOVEL_CLASSES, SEED,
+                           raw_prefix="20news-18828/")

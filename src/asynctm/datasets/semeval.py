@@ -38,14 +38,10 @@ POSITIVE_RELATION = "Cause-Effect"
 SEED = 42
 TEST_SIZE = 0.25
 
-TRAIN_FILE = RawFile(
-    "SemEval2010_task8_training/TRAIN_FILE.TXT",
-    "c22fee88957d245a4b1650c6743eb8c594dcdeffc6a2aa1fa6cced059eebf0e3",
-)
-TEST_FILE = RawFile(
-    "SemEval2010_task8_testing_keys/TEST_FILE_FULL.TXT",
-    "9ec7a35d5582b4da0fb72aa55a6121bc414ade573459e1dcf68bf189f8c18ae8",
-)
+TRAIN_FILE = RawFile("SemEval2010_task8_training/TRAIN_FILE.TXT",
+                     "c22fee88957d245a4b1650c6743eb8c594dcdeffc6a2aa1fa6cced059eebf0e3")
+TEST_FILE = RawFile("SemEval2010_task8_testing_keys/TEST_FILE_FULL.TXT",
+                    "9ec7a35d5582b4da0fb72aa55a6121bc414ade573459e1dcf68bf189f8c18ae8")
 
 SOURCES = (
     Source(
@@ -121,24 +117,11 @@ def prepare(raw_dir: str | Path, protocol: str = "paper") -> ProcessedDataset:
             "test_ids": test_ids,
         }
     return ProcessedDataset(
-        name=NAME,
-        protocol=protocol,
-        task=TASK,
-        X_train=binary_bag_of_words(train_terms, vocabulary),
-        y_train=y_train,
-        X_test=binary_bag_of_words(test_terms, vocabulary),
-        y_test=y_test,
-        feature_names=[term_name(t) for t in vocabulary],
-        class_names=["not Cause-Effect", "Cause-Effect"],
-        meta={
-            **split,
-            "n_sentences": len(sentences),
-            "n_cause_effect": int(y.sum()),
-            "n_unigrams": sum(isinstance(t, str) for t in vocabulary),
-            "preparation": (
-                "authors' classification_causalrelation.py: quotes and <e1>/<e2> tags removed, commas "
-                "removed, lowercased, ASCII punctuation deleted, split on single spaces (the empty word "
-                "is kept), unigrams + adjacent bigrams, binary; words first then bigrams, each sorted"
-            ),
-        },
-    )
+        name=NAME, protocol=protocol, task=TASK, X_train=binary_bag_of_words(train_terms, vocabulary),
+        y_train=y_train, X_test=binary_bag_of_words(test_terms, vocabulary), y_test=y_test,
+        feature_names=[term_name(t) for t in vocabulary], class_names=["not Cause-Effect", "Cause-Effect"],
+        meta={**split, "n_sentences": len(sentences), "n_cause_effect": int(y.sum()),
+              "n_unigrams": sum(isinstance(t, str) for t in vocabulary),
+              "preparation": ("authors' classification_causalrelation.py: quotes and <e1>/<e2> tags removed, commas "
+                              "removed, lowercased, ASCII punctuation deleted, split on single spaces (the empty word "
+                              "is kept), unigrams + adjacent bigrams, binary; words first then bigrams, each sorted")})

@@ -132,10 +132,8 @@ def binary_bag_of_words(docs: Sequence[Sequence], vocabulary: dict) -> sp.csr_ma
         indices += cols
         indptr.append(len(indices))
     data = np.ones(len(indices), dtype=np.uint8)
-    return sp.csr_matrix(
-        (data, np.asarray(indices, dtype=np.int32), np.asarray(indptr, dtype=np.int64)),
-        shape=(len(docs), len(vocabulary)),
-    )
+    return sp.csr_matrix((data, np.asarray(indices, dtype=np.int32), np.asarray(indptr, dtype=np.int64)),
+                         shape=(len(docs), len(vocabulary)))
 
 
 def unigrams_and_bigrams(words: Sequence[str]) -> list:
@@ -172,15 +170,8 @@ def sklearn_split(n: int, test_size: float, seed: int) -> tuple[np.ndarray, np.n
 # --- the novelty-detection datasets ---------------------------------------------------------------
 
 
-def novelty_dataset(
-    name: str,
-    protocol: str,
-    root: str | Path,
-    known: Sequence[str],
-    novel: Sequence[str],
-    seed: int = 42,
-    raw_prefix: str = "",
-) -> ProcessedDataset:
+def novelty_dataset(name: str, protocol: str, root: str | Path, known: Sequence[str], novel: Sequence[str],
+                    seed: int = 42, raw_prefix: str = "") -> ProcessedDataset:
     """Known-class train/test and novel-class documents as binary bags of words (noveltyscore.py).
 
     The known documents (classes numbered in sorted order, as sklearn's ``LabelEncoder`` does) are
@@ -207,48 +198,17 @@ def novelty_dataset(
 
     counts = {c: (labels + novel_labels).count(c) for c in [*classes, *sorted(novel)]}
     return ProcessedDataset(
-        name=name,
-        protocol=protocol,
-        task="novelty",
-        X_train=encode(train),
-        y_train=y[train],
-        X_test=encode(test),
-        y_test=y[test],
-        X_novel=binary_bag_of_words(novel_docs, vocabulary),
-        feature_names=list(vocabulary),
+        name=name, protocol=protocol, task="novelty", X_train=encode(train), y_train=y[train], X_test=encode(test),
+        y_test=y[test], X_novel=binary_bag_of_words(novel_docs, vocabulary), feature_names=list(vocabulary),
         class_names=classes,
-        meta={
-            "novel_class_names": sorted(novel),
-            "documents_per_class": counts,
-            "documents": {
-                "train": [raw_prefix + paths[i] for i in train],
-                "test": [raw_prefix + paths[i] for i in test],
-                "novel": [raw_prefix + p for p in novel_paths],
-            },
-            "preparation": (
-                "authors' noveltyscore.py/helper.py: utf-8 decoding with undecodable bytes dropped; "
-                "lines up to the first empty line dropped; per line: last character dropped, "
-                "split on spaces, tabs and punctuation except ' deleted, quote stripping, "
-                "digit-only and <=2-character tokens dropped, lowercased, NLTK English stop words "
-                "dropped; documents in sorted order, sklearn train_test_split(test_size=0.5, "
-                f"random_state={seed}, shuffle=True); vocabulary = training tokens, sorted; "
-                "binary bag of words"
-            ),
-        },
-    )
-
-
-__all__ = [
-    "binary_bag_of_words",
-    "decode_utf8_ignore",
-    "drop_header",
-    "list_class_documents",
-    "novelty_dataset",
-    "novelty_document_tokens",
-    "novelty_line_tokens",
-    "sklearn_split",
-    "sorted_vocabulary",
-    "term_name",
-    "text_lines",
-    "unigrams_and_bigrams",
-]
+        meta={"novel_class_names": sorted(novel), "documents_per_class": counts,
+              "documents": {"train": [raw_prefix + paths[i] for i in train],
+                            "test": [raw_prefix + paths[i] for i in test],
+                            "novel": [raw_prefix + p for p in novel_paths]},
+              "preparation": ("authors' noveltyscore.py/helper.py: utf-8 decoding with undecodable bytes dropped; "
+                              "lines up to the first empty line dropped; per line: last character dropped, "
+                              "split on spaces, tabs and punctuation except ' deleted, quote stripping, "
+                              "digit-only and <=2-character tokens dropped, lowercased, NLTK English stop words "
+                              "dropped; documents in sorted order, sklearn train_test_split(test_size=0.5, "
+                              f"random_state={seed}, shuffle=True); vocabulary = training tokens, sorted; "
+                              "binary bag of words")})

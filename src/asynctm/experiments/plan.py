@@ -196,15 +196,6 @@ def seeds(config: dict) -> list[int]:
 WARP_SUFFIX = "_warp"  # an ablation variant's folder with a warp per clause (ablation_variant)
 
 
-def gpu_impl(threads_per_clause: int) -> str:
-    """The GPU build that runs ``threads_per_clause`` threads per clause (1: tm_gpu, a warp: tm_gpu_warp)."""
-    for impl, k in GPU_THREADS_PER_CLAUSE.items():
-        if k == threads_per_clause:
-            return impl
-    raise PlanError(f"no GPU build runs {threads_per_clause} threads per clause: tm_gpu runs 1 (the paper's "
-                    f"design), tm_gpu_warp {WARP} (a warp)")
-
-
 def record_threads_per_clause(record: dict) -> int:
     """Threads per clause a GPU record ran with: its hyperparameters name them only when not 1."""
     return int((record.get("hyperparameters") or {}).get("threads_per_clause", 1))

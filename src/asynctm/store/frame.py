@@ -110,24 +110,15 @@ def _seeded(impl: dict):
 
 
 def reduced_protocol(record: dict) -> str | None:
-    """What reduced protocol a record ran under (None: the full protocol). Reads ``protocol_scope`` (a
-    string, or an object with ``name``/``description``; ``full``/``paper`` mean the full protocol) and
-    ``reduced`` (true, a string or an object)."""
-    label = None
-    for key in ("protocol_scope", "reduced"):
-        value = record.get(key)
-        if isinstance(value, dict):
-            if value.get("reduced") is False or value.get("scope") in ("full", "paper"):
-                continue
-            value = (value.get("description") or value.get("name") or value.get("scope")
-                     or ", ".join(f"{k} {v}" for k, v in sorted(value.items()) if k != "reduced") or True)
-        if value is True:
-            label = label or "reduced protocol"
-        elif isinstance(value, str) and value.strip() and value.strip().lower() not in ("full", "paper", "none"):
-            label = value.strip()
+    """What reduced protocol a record ran under (None: the full protocol): its ``protocol_scope``'s
+    ``description`` (experiments.plan.protocol_scope), else its ``name``."""
+    scope = record.get("protocol_scope")
+    if not isinstance(scope, dict):
+        return None
+    label = str(scope.get("description") or scope.get("name") or "reduced protocol").strip()
     # Records written before the description left out the seed count ("2 seeds x the first 5 epochs (...)") read
     # as the current ones do, so that records of one reduced protocol with more seeds share one label.
-    return _OLD_REDUCED.sub(r"the first \1 epochs of each seed", label) if label else label
+    return _OLD_REDUCED.sub(r"the first \1 epochs of each seed", label)
 
 
 _OLD_REDUCED = re.compile(r"^\d+ seeds? x the first (\d+) epochs")
