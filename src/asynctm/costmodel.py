@@ -1,5 +1,6 @@
-"""A cost model of our Tsetlin Machine kernels (kernels/tm.cu): the work of one training epoch, counted
-from the algorithm and a run's own counters, and the time the host's measured limits allow for it.
+"""A cost model of our Tsetlin Machine kernels (kernels/tm.cu): the work of one training epoch and of one
+evaluation pass, counted from the algorithm and a run's own counters, and the time the host's measured limits
+allow for it.
 
 Everything takes plain numbers (examples, clauses per class, features, classes, negated literals, state bits, the
 epoch's Type Ia / Ib / II feedback events), so the same functions serve run records (their ``diagnostics``),
@@ -33,6 +34,11 @@ n_classes`` clause visits and ``b = state_bits``:
 - tallies: per visit the refresh (stored output bit, tally read, clip, direction: ``VISIT_OPS``); per batch every
   thread adds its changes and re-reads the batch's tallies every 16 clauses (``tm_tally_sync``).
 
+Evaluation pass (inference): per example and clause, ``3`` operations per word read (``violated``, and ``any`` for
+the empty clause); the GPU scans the include plane (at most ``W`` words), the CPU build only the clause's include
+words that are not 0 (``tm_class_sums_compact``: 4 operations per kept word, index and gather included), after
+compacting every clause's include plane once.
+
 :func:`bound_s` turns a :class:`Cost` into the least time a :class:`Host` could take: the largest of bytes /
 bandwidth, word operations / word throughput and scalar operations / scalar throughput
 (``benchmarks/host_limits.py`` measures the three; :func:`host_from_limits` reads its record).
@@ -54,6 +60,8 @@ GPU_CHUNK_WORDS = 2  # one 64-lane pair per chunk on a GPU thread (the block's d
 TALLY_SYNC_CLAUSES = 16  # tm_train_batch on CPU cores (TM_TALLY_SYNC_CLAUSES)
 
 EVAL_TRAIN_OPS = 2  # violated |= include & ~x
+EVAL_INFER_OPS = 3  # and any |= include: an empty clause votes 0 at inference
+EVAL_COMPACT_OPS = 4  # a kept word: its index, the example word it names, include & ~x, the test
 VISIT_OPS = 20  # per clause visit: tm_visit, stored output bit, tally change and read, clip, direction, error
 DRAW_OPS = 12  # one counter-based draw: tm_ctr, mix64 (3 xor-shifts, 2 multiplies), the comparison
 TALLY_SYNC_OPS = 3  # per tally and sync: the atomic add of a change, the reset, the re-read
@@ -197,6 +205,38 @@ def epoch_cost(n_examples: int, n_clauses: int, n_features: int, n_classes: int 
              "eval_words": eval_words, "acting": acting, "draw_scheme": draw_scheme}
     return Cost(parts, bytes_compulsory=2 * state + other,
                 bytes_streamed=2 * state * batches + other + 4.0 * n * W * (threads - 1), sizes=sizes)
+
+
+def evaluation_cost(n_examples: int, n_clauses: int, n_features: int, n_classes: int = 2, *,
+                    append_negated: bool = True, state_bits: int = 8, include_words=None,
+                    eval_words="max") -> Cost:
+    """The work of one evaluation pass (inference) over ``n_examples`` examples.
+
+    ``include_words=None``: the dense scan of the include planes (the GPU's ``tm_class_sums``), ``eval_words``
+    words read per example and clause (``"max"``: all ``W``, or a number). A number: the CPU build's compacted
+    clauses, with that many include words that are not 0 per clause on average, all read (an upper count; the
+    early exit reads fewer), after compacting every include plane once."""
+    _positive(n_examples=n_examples, n_clauses=n_clauses, n_features=n_features, n_classes=n_classes)
+    n, C = int(n_examples), int(n_classes)
+    G = int(n_clauses) * C
+    W = literal_words(n_features, append_negated)
+    pairs = float(n) * G
+    plane = 4.0 * G * W
+    if include_words is None:
+        per = W if eval_words == "max" else min(float(eval_words), W)
+        parts = {"clause_evaluation": {"word_ops": EVAL_INFER_OPS * pairs * per, "words": pairs * per}}
+        moved = plane
+    else:
+        _positive(include_words=include_words)
+        k = min(float(include_words), W)
+        parts = {"compaction": {"word_ops": 2.0 * G * W, "words": 2.0 * G * W},
+                 "clause_evaluation": {"word_ops": EVAL_COMPACT_OPS * pairs * k, "words": pairs * k}}
+        moved = plane + 8.0 * G * k
+    parts["sums"] = {"scalar_ops": 2.0 * pairs}
+    sizes = {"n_examples": n, "n_clauses_total": G, "words": W, "state_bits": int(state_bits),
+             "include_words": include_words}
+    total = moved + 4.0 * n * W + 4.0 * C * n
+    return Cost(parts, bytes_compulsory=total, bytes_streamed=total, sizes=sizes)
 
 
 def per_clause(cost: Cost) -> Cost:

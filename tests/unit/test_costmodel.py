@@ -74,6 +74,14 @@ def test_draw_schemes():
         cm.draws_per_type_i(80, "curand")
 
 
+def test_evaluation_pass():
+    dense = cm.evaluation_cost(**TINY)
+    assert dense.word_ops == 3 * 6 * 3 and dense.scalar_ops == 2 * 6
+    compact = cm.evaluation_cost(**TINY, include_words=1)
+    assert compact.word_ops == 2 * 3 * 3 + 4 * 6 * 1
+    assert compact.bytes_compulsory == 4 * 3 * 3 + 8 * 3 + 4 * 2 * 3 + 4 * 2
+
+
 def test_per_clause_divides_the_epoch():
     c = cm.epoch_cost(**TINY, type_ib=3)
     one = cm.per_clause(c)
