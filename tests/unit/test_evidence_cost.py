@@ -129,3 +129,33 @@ def test_bad_input_stops_with_one_line(toy, capsys):
     assert len(err.splitlines()) == 1 and err.startswith("error: ") and not out.exists()
     assert ec.main(["--out", str(toy["tmp"] / "other.json")]) == 1
     assert "must be named table4_time_model.json" in capsys.readouterr().err
+
+
+def _bench(gpu: str, times: dict, setting: str = "cal") -> dict:
+    return {"gpu": {"name": gpu}, "settings": [{"setting": setting, "results": {
+        impl: {"median_epoch_s": t} for impl, t in times.items()}}]}
+
+
+def test_same_gpu_splits_the_gap_into_the_gpu_and_the_code(toy, capsys):
+    """The authors' code on our GPU over the paper's time, ours over theirs on one GPU: their product is ours over
+    the paper's; files of one GPU pool by their median; a file without PyTsetlinMachineCUDA adds no row."""
+    benches = [_write(toy["tmp"] / f"b/gpu_{i}.json", _bench("G", {"pytm_cuda": t, "tm_gpu": t / 4}))
+               for i, t in enumerate((0.4, 0.5, 0.6))]
+    benches.append(_write(toy["tmp"] / "b/gpu_ours_only.json", _bench("H", {"tm_gpu": 0.1})))
+    ev = ec.build_same_gpu(toy["reference"], benches)  # the paper's time of "cal": 1 s
+    assert [(r["dataset"], r["gpu"], len(r["files"])) for r in ev["rows"]] == [("cal", "G", 3)]
+    r = ev["rows"][0]
+    assert r["pytm_cuda_s"] == pytest.approx(0.5) and r["authors_over_paper"] == pytest.approx(0.5)
+    assert r["tm_gpu_over_authors"] == pytest.approx(0.25) and r["tm_gpu_warp_s"] is None
+    assert r["tm_gpu_over_paper"] == pytest.approx(r["authors_over_paper"] * r["tm_gpu_over_authors"])
+    out = toy["tmp"] / "evidence"
+    _write(out / "table4_same_gpu.json", ev)
+    md = evidence.render(out, toy["tmp"] / "tables")[0].read_text()
+    assert "| cal | G | 3 | 1 | 0.5 | 0.5 | 0.125 | 0.25 | 0.125 | – |" in md
+    with pytest.raises(ec.TimeModelError, match="no GPU benchmark record with PyTsetlinMachineCUDA"):
+        ec.build_same_gpu(toy["reference"], benches[-1:])
+    bad = _write(toy["tmp"] / "b/gpu_bad.json", {"settings": [{"setting": "cal", "results": []}]})
+    assert ec.main(["--out", str(toy["tmp"] / "table4_same_gpu.json"), "--reference", str(toy["reference"]),
+                    "--gpu-benchmark", str(bad)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "gpu_bad.json: field 'settings'" in err

@@ -68,7 +68,7 @@ from .evidence_common import (  # noqa: F401 (re-exported: the evidence records'
     write_record,
 )
 from .evidence_common import provenance as _provenance
-from .evidence_cost import render_time_model
+from .evidence_cost import render_same_gpu, render_time_model
 from .evidence_host import render_host_speedups
 from .evidence_novelty import render_convergence, render_mlp_stage
 from .evidence_split import render_split_spread
@@ -679,7 +679,7 @@ def render_baselines(ev: dict, source: str) -> str:
 
 RENDERERS = {"run_groups": render_run_groups, "baselines": render_baselines, "protocols": render_protocols,
              "mlp_stage": render_mlp_stage, "convergence": render_convergence, "time_model": render_time_model,
-             "host_speedups": render_host_speedups, "split_spread": render_split_spread}
+             "host_speedups": render_host_speedups, "split_spread": render_split_spread, "same_gpu": render_same_gpu}
 
 
 def render(evidence_dir, tables_dir) -> list[Path]:

@@ -26,6 +26,14 @@ paper's SemEval and IMDb times would take.
 
     python -m asynctm.artifacts.evidence_cost --out results/evidence/table4_time_model.json \\
         [--results results] [--reference paper_tables/reference/paper_numbers.csv] [--gpu-benchmark PATH ...]
+
+The second record of this module (kind ``same_gpu``, ``--out results/evidence/table4_same_gpu.json``) asks of the
+Table 4 cells where our GPU time is far from the paper's how much of the gap is the GPU and how much the code: per
+dataset and GPU, the authors' CUDA code (PyTsetlinMachineCUDA) and our two GPU builds timed side by side in one GPU
+benchmark process (``benchmarks/results/gpu_*.json``: each file's median epoch after a warm-up; the median over the
+files of a GPU), beside the paper's Table 4 time. The authors' code on our GPU over the paper's time is what the
+GPU (and whatever else differed on the paper's Colab machine) changes; our one-thread build over the authors' code
+on one GPU is what our implementation of the same design changes.
 """
 
 from __future__ import annotations
@@ -325,6 +333,75 @@ def benchmark_checks(paths: list[Path], st: dict, sources: list) -> list[dict]:
     return out
 
 
+# -- the same-GPU record ----------------------------------------------------------------------------------------------
+
+SAME_GPU_NAME = "table4_same_gpu"
+SAME_GPU_QUESTION = ("Where our GPU time is far from the paper's Table 4 time, is it the GPU or the code? The authors' "
+                     "CUDA code (PyTsetlinMachineCUDA) and our GPU builds, timed side by side on one GPU, beside the "
+                     "paper's time.")
+SAME_GPU_IMPLS = ("pytm_cuda", "tm_gpu", "tm_gpu_warp")
+SAME_GPU_RULE = ("Per dataset and GPU: each benchmark file's median epoch after a warm-up epoch, the authors' code and "
+                 "ours timed in one process on one GPU (benchmarks/results/gpu_*.json); the median over the files of "
+                 "that GPU. The authors' code on our GPU over the paper's time is what the GPU (and whatever else "
+                 "differed on the paper's Colab machine) changes; our one-thread build (the paper's design) over the "
+                 "authors' code on one GPU is what our implementation of that design changes. Their product is our "
+                 "time over the paper's.")
+
+
+def build_same_gpu(reference, gpu_benchmarks) -> dict:
+    """The ``same_gpu`` evidence record from GPU benchmark records holding PyTsetlinMachineCUDA."""
+    rows: dict = {}
+    sources = []
+    for path in map(Path, gpu_benchmarks):
+        bench = _read_json(path, "GPU benchmark record")
+        gpu = (bench.get("gpu") or {}).get("name") or "unknown GPU"
+        sources.append({"path": path.as_posix(), "sha256": _sha256(path)})
+        for s in bench.get("settings") or []:
+            res = s.get("results") if isinstance(s, dict) else None
+            if not isinstance(res, dict) or not all(isinstance(res.get(i, {}), dict) for i in SAME_GPU_IMPLS):
+                raise TimeModelError(f"{path}: field 'settings' holds an entry without a 'results' mapping of "
+                                     "implementations; pass GPU benchmark records (benchmarks/results/gpu_*.json)")
+            if not (res.get("pytm_cuda") or {}).get("median_epoch_s"):
+                continue
+            if not isinstance(s.get("setting"), str):
+                raise TimeModelError(f"{path}: a setting without its name (field 'setting'); pass GPU "
+                                     "benchmark records")
+            row = rows.setdefault((s["setting"], gpu), {"files": [], **{i: [] for i in SAME_GPU_IMPLS}})
+            row["files"].append(path.as_posix())
+            for impl in SAME_GPU_IMPLS:
+                if (t := (res.get(impl) or {}).get("median_epoch_s")) is not None:
+                    row[impl].append(float(t))
+    if not rows:
+        raise TimeModelError("no GPU benchmark record with PyTsetlinMachineCUDA (results.pytm_cuda) among "
+                             f"{len(sources)} file(s); run the GPU campaign's bench step and pass its records")
+    paper = paper_times(reference, sorted({ds for ds, _ in rows}))
+    out = []
+    for (ds, gpu), row in sorted(rows.items()):
+        med = {i: float(np.median(row[i])) if row[i] else None for i in SAME_GPU_IMPLS}
+        paper_s = paper[ds]["table4_s"]
+        out.append({"dataset": ds, "gpu": gpu, "files": row["files"], "paper_s": paper_s,
+                    **{f"{i}_s": med[i] for i in SAME_GPU_IMPLS},
+                    "authors_over_paper": med["pytm_cuda"] / paper_s,
+                    "tm_gpu_over_authors": med["tm_gpu"] / med["pytm_cuda"] if med["tm_gpu"] else None,
+                    "tm_gpu_over_paper": med["tm_gpu"] / paper_s if med["tm_gpu"] else None})
+    return {"schema": SCHEMA, "kind": "same_gpu", "name": SAME_GPU_NAME, "question": SAME_GPU_QUESTION,
+            "rule": SAME_GPU_RULE,
+            "provenance": {**provenance("same_gpu"), "sources": sources}, "rows": out}
+
+
+def render_same_gpu(ev: dict, source: str) -> str:
+    md = [HEADER.format(source=source), "", f"#### Evidence (Table 4 times): {ev['question']}", "", ev["rule"], "",
+          "| dataset | GPU | benchmark files | paper (Table 4) s | PyTsetlinMachineCUDA s | its time / paper's | "
+          "tm_gpu s | tm_gpu / PyTsetlinMachineCUDA | tm_gpu / paper's | tm_gpu_warp s |",
+          "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in ev["rows"]:
+        cells = [_n(r[k]) for k in ("paper_s", "pytm_cuda_s", "authors_over_paper", "tm_gpu_s", "tm_gpu_over_authors",
+                                    "tm_gpu_over_paper", "tm_gpu_warp_s")]
+        md.append(f"| {DATASET_LABELS.get(r['dataset'], r['dataset'])} | {r['gpu']} | {len(r['files'])} | "
+                  + " | ".join(cells) + " |")
+    return "\n".join(md) + "\n"
+
+
 # -- the record -----------------------------------------------------------------------------------------------------
 
 def _spread(checks: list[dict]) -> dict:
@@ -517,7 +594,7 @@ def render_time_model(ev: dict, source: str) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m asynctm.artifacts.evidence_cost", description=__doc__.splitlines()[0])
-    ap.add_argument("--out", required=True, help=f"the evidence record, named {NAME}.json")
+    ap.add_argument("--out", required=True, help=f"the evidence record, named {NAME}.json or {SAME_GPU_NAME}.json")
     ap.add_argument("--results", default="results", help="the run records (default results)")
     ap.add_argument("--reference", default="paper_tables/reference/paper_numbers.csv")
     ap.add_argument("--gpu-benchmark", action="append", default=None,
@@ -526,12 +603,13 @@ def main(argv=None) -> int:
 
 
 def _command(args) -> None:
-    if Path(args.out).stem != NAME:
-        raise TimeModelError(f"--out {args.out}: the file must be named {NAME}.json")
+    if Path(args.out).stem not in (NAME, SAME_GPU_NAME):
+        raise TimeModelError(f"--out {args.out}: the file must be named {NAME}.json or {SAME_GPU_NAME}.json")
     benches = args.gpu_benchmark
     if benches is None:
         benches = sorted(globbing.glob("benchmarks/results/gpu_*.json"))
-    write_json_atomic(args.out, build_time_model(args.results, args.reference, benches))
+    write_json_atomic(args.out, build_same_gpu(args.reference, benches) if Path(args.out).stem == SAME_GPU_NAME
+                      else build_time_model(args.results, args.reference, benches))
     print(args.out)
 
 
