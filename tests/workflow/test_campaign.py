@@ -162,7 +162,7 @@ def test_run_order_and_device_commands(tmp_path):
     commands(say=lines.append)
     calls = [ln for ln in lines if "asynctm.campaign step" in ln and not ln.startswith("#")]
     steps = [w for c in calls for w in re.findall(r"asynctm\.campaign step (\w+)", c)]
-    assert steps == ["sweeps", "sweeps"]
+    assert steps == ["sweeps", "bench"]
     assert all(len(c) < 2000 for c in calls)  # the device tool's limit on a command
     assert all(c.count("--until $END") == c.count("asynctm.campaign step") and "END=$(( $(date +%s) + " in c
                for c in calls)
@@ -688,7 +688,7 @@ def test_every_step_command_of_a_lease_parses(tmp_path):
                 words = shlex.split(part.replace("$END", "1900000000"))
                 if words[:3] == ["python3", "-m", "asynctm.campaign"]:
                     parsed.append(parser().parse_args(words[3:]))
-    assert [a.name for a in parsed] == ["sweeps", "sweeps", "sweeps", "paper", "paper", "ablation"]
+    assert [a.name for a in parsed] == ["sweeps", "bench", "sweeps", "paper", "paper", "ablation"]
     assert parsed[0].rerun and parsed[0].select.split(",")[:2] == ["semeval:20", "semeval:2560"]
     assert all(a.until == 1900000000 for a in parsed)
     assert [(a.later, a.impl, a.select) for a in parsed[-4:-1]] == [(0.0, "tm_gpu_warp", None), (300.0, None, None),
