@@ -34,14 +34,14 @@ def git_info() -> dict:
             return None
         return r.stdout.strip() if r.returncode == 0 else None
 
-    status = git("status", "--porcelain", "--untracked-files=no", "--", ".", *(f":(exclude){p}" for p in RESULT_PATHS))
-    commit = git("rev-parse", "HEAD")
-    if commit is None and os.environ.get("ASYNCTM_SOURCE_COMMIT"):
-        # A copy of the checkout without .git (the GPU campaign's machine): the commit it was copied from,
-        # as the campaign driver passes it on (asynctm.campaign).
+    if os.environ.get("ASYNCTM_SOURCE_COMMIT"):
+        # A copy of the checkout (the GPU campaign's machine): the commit it was copied from, as the campaign driver
+        # passes it on (asynctm.campaign). It wins over any .git there, which may be older than the copied files.
         dirty = os.environ.get("ASYNCTM_SOURCE_DIRTY", "")
         return {"commit": os.environ["ASYNCTM_SOURCE_COMMIT"],
                 "tracked_files_modified": int(dirty) if dirty.isdigit() else None}
+    status = git("status", "--porcelain", "--untracked-files=no", "--", ".", *(f":(exclude){p}" for p in RESULT_PATHS))
+    commit = git("rev-parse", "HEAD")
     return {"commit": commit,
             "tracked_files_modified": None if status is None else len([s for s in status.splitlines() if s])}
 

@@ -27,3 +27,18 @@ def test_git_info_counts_code_changes_not_committed_results(tmp_path, monkeypatc
     code.write_text("a = 2\n")
     info = provenance.git_info()
     assert info["tracked_files_modified"] == 1 and len(info["commit"]) == 40
+
+
+def test_the_campaigns_source_commit_wins_over_a_git_in_the_copy(tmp_path, monkeypatch):
+    """On a GPU machine the copy's .git may be older than the copied files: the commit the campaign staged counts."""
+    (tmp_path / "m.py").write_text("a = 1\n")
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", ".")
+    _git(tmp_path, "commit", "-q", "-m", "init")
+    (tmp_path / "m.py").write_text("a = 2\n")
+    monkeypatch.setattr(provenance, "REPO", tmp_path)
+    monkeypatch.setenv("ASYNCTM_SOURCE_COMMIT", "f" * 40)
+    monkeypatch.setenv("ASYNCTM_SOURCE_DIRTY", "0")
+    assert provenance.git_info() == {"commit": "f" * 40, "tracked_files_modified": 0}
+    monkeypatch.delenv("ASYNCTM_SOURCE_COMMIT")
+    assert provenance.git_info()["tracked_files_modified"] == 1
