@@ -369,6 +369,20 @@ def test_dress_rehearsal_on_the_simulated_gpu(tmp_path):
     for absent in ABSENT_ON_THE_GPU_MACHINE:  # as there: importing them fails
         (fake.parent / absent).mkdir()
         (fake.parent / absent / "__init__.py").write_text(f"raise ImportError('no {absent} on the GPU machine')\n")
+    # the step's own process reads records through the gate: the install puts the staged fastjsonschema on its path
+    only = tmp_path / "only-fastjsonschema"
+    (only / "wheels").mkdir(parents=True)
+    for wheel in staged.glob("wheels/fastjsonschema-*.whl"):
+        shutil.copy(wheel, only / "wheels")
+    mask = tmp_path / "mask"
+    (mask / "fastjsonschema").mkdir(parents=True)
+    (mask / "fastjsonschema" / "__init__.py").write_text("raise ImportError('no fastjsonschema on the GPU machine')\n")
+    probe = ("import sys; from pathlib import Path; from asynctm.campaign.steps import install; "
+             f"install(Path({str(only)!r}), {{}}, site=Path({str(tmp_path / 'own-site')!r}), say=lambda m: None); "
+             "import fastjsonschema; print(fastjsonschema.__file__)")
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "PYTHONPATH": os.pathsep.join([str(mask), str(REPO / "src")])})
+    assert r.returncode == 0 and r.stdout.strip().startswith(str(tmp_path / "own-site")), r.stderr[-2000:]
     # what the step's install puts first on the path there (the stand-in PyCUDA wheel cannot be installed): the
     # staged pure-Python wheels, such as the record gate's fastjsonschema
     site = tmp_path / "site"

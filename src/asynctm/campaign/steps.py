@@ -17,6 +17,7 @@ steps), ``--budget`` after so many seconds, whichever comes first.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import math
 import os
@@ -82,6 +83,9 @@ def install(campaign_dir: Path, campaign: dict, site: Path = SITE, say=print) ->
                         "--upgrade", "--target", str(site), *map(str, files)], capture_output=True, text=True)
     if r.returncode != 0:
         raise StageError(f"installing the staged packages failed: {(r.stderr or r.stdout).strip()[-800:]}")
+    if str(site) not in sys.path:  # this process reads records through the gate too (its fastjsonschema is staged)
+        sys.path.insert(0, str(site))
+        importlib.invalidate_caches()
     say(f"installed {', '.join(f.name for f in files)} into {site}")
 
 
