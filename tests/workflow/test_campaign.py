@@ -162,7 +162,7 @@ def test_run_order_and_device_commands(tmp_path):
     commands(say=lines.append)
     calls = [ln for ln in lines if "asynctm.campaign step" in ln and not ln.startswith("#")]
     steps = [w for c in calls for w in re.findall(r"asynctm\.campaign step (\w+)", c)]
-    assert steps == ["sweeps", "bench"]
+    assert steps == ["sweeps", "ablation", "bench"]
     assert all(len(c) < 2000 for c in calls)  # the device tool's limit on a command
     assert all(c.count("--until $END") == c.count("asynctm.campaign step") and "END=$(( $(date +%s) + " in c
                for c in calls)
