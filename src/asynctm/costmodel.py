@@ -41,7 +41,8 @@ compacting every clause's include plane once.
 
 :func:`bound_s` turns a :class:`Cost` into the least time a :class:`Host` could take: the largest of bytes /
 bandwidth, word operations / word throughput and scalar operations / scalar throughput
-(``benchmarks/host_limits.py`` measures the three; :func:`host_from_limits` reads its record).
+(``benchmarks/host_limits.py`` measures the three on a CPU host, ``benchmarks/gpu_limits.py`` on a GPU;
+:func:`host_from_limits` and :func:`gpu_host_from_limits` read their records).
 
 The peers' designs differ only in their draws (:func:`draws_per_type_i`): pyTsetlinMachine picks about
 ``L ln(s / (s - 1))`` literals per Type I event with pcg32 (``scheme="pytm"``), PyTsetlinMachineCUDA draws one
@@ -253,8 +254,9 @@ def per_clause(cost: Cost) -> Cost:
 
 @dataclass(frozen=True)
 class Host:
-    """What a host sustains with ``threads`` threads (benchmarks/host_limits.py): bytes per second to and from
-    memory, 32-bit word operations per second (vectorised), scalar integer operations per second."""
+    """What a host sustains with ``threads`` threads (benchmarks/host_limits.py; a GPU's with its resident threads,
+    benchmarks/gpu_limits.py): bytes per second to and from memory, 32-bit word operations per second
+    (vectorised), scalar integer operations per second."""
 
     name: str
     threads: int
@@ -265,6 +267,16 @@ class Host:
 
 LIMIT_FIELDS = ("copy_bytes_s", "triad_bytes_s", "word_ops_s", "scalar_ops_s")
 CLOCKS = {"wall": "measurements", "cpu": "measurements_cpu_time"}
+GPU_LIMITS_KEY = "gpu"  # a GPU's limits record (benchmarks/gpu_limits.py): measurements.gpu, the whole device
+
+
+def _limits_host(per: dict, where: str, name: str, threads: int) -> Host:
+    for field_name in LIMIT_FIELDS:
+        if not isinstance(per.get(field_name), (int, float)) or not per[field_name] > 0:
+            raise ValueError(f"{where}.{field_name} is missing or not positive")
+    return Host(name=name, threads=int(threads),
+                bandwidth_bytes_s=float(max(per["copy_bytes_s"], per["triad_bytes_s"])),
+                word_ops_s=float(per["word_ops_s"]), scalar_ops_s=float(per["scalar_ops_s"]))
 
 
 def host_from_limits(limits: dict, threads: int, clock: str = "wall") -> Host:
@@ -279,12 +291,21 @@ def host_from_limits(limits: dict, threads: int, clock: str = "wall") -> Host:
     if not isinstance(per, dict):
         have = sorted((limits.get(key) or {}), key=lambda t: int(t) if str(t).isdigit() else 0)
         raise ValueError(f"no {key} for {threads} thread(s) (measured: {', '.join(have) or 'none'})")
-    for name in LIMIT_FIELDS:
-        if not isinstance(per.get(name), (int, float)) or not per[name] > 0:
-            raise ValueError(f"{key}.{threads}.{name} is missing or not positive")
-    return Host(name=f"{limits.get('host', '')} ({clock} clock)", threads=int(threads),
-                bandwidth_bytes_s=float(max(per["copy_bytes_s"], per["triad_bytes_s"])),
-                word_ops_s=float(per["word_ops_s"]), scalar_ops_s=float(per["scalar_ops_s"]))
+    return _limits_host(per, f"{key}.{threads}", f"{limits.get('host', '')} ({clock} clock)", threads)
+
+
+def gpu_host_from_limits(limits: dict) -> Host:
+    """The :class:`Host` of a GPU's limits record (``benchmarks/gpu_limits.py``: ``measurements.gpu``, the whole
+    device timed by CUDA events; ``threads`` the threads its launches kept resident); the bandwidth is the faster
+    of copy and triad, as in :func:`host_from_limits`."""
+    per = (limits.get("measurements") or {}).get(GPU_LIMITS_KEY)
+    if not isinstance(per, dict):
+        raise ValueError(f"no measurements.{GPU_LIMITS_KEY} (not a GPU's limits record: benchmarks/gpu_limits.py "
+                         "writes one)")
+    name = f"{(limits.get('gpu') or {}).get('name') or limits.get('host', '')} (GPU)"
+    threads = per.get("threads")
+    return _limits_host(per, f"measurements.{GPU_LIMITS_KEY}", name,
+                        threads if isinstance(threads, int) and threads > 0 else 1)
 
 
 def bound_terms(cost: Cost, host: Host) -> dict:

@@ -125,3 +125,104 @@ def test_missing_records_and_classes_are_refused(bound, inputs, capsys):
     assert bound.main([*args, "--results", str(inputs["root"] / "results"), "--classes", "apple=2"]) == 1
     assert "--threads 2" in _error(capsys)
     assert not (inputs["root"] / "bench/toy_bound.json").exists()
+
+
+# -- GPU benchmark records against a GPU's limits ---------------------------------------------------------------------
+
+GPU = {"name": "Toy GPU", "description": "Toy GPU (sm_90)"}
+GPU_LIMITS = {"copy_bytes_s": 2e12, "triad_bytes_s": 2.5e12, "word_ops_s": 1e13, "scalar_ops_s": 1e11,
+              "draws_s": 1.25e10, "threads": 1024}
+
+
+def _gpu_result(peer, options, t):
+    return {"label": None, "peer": peer, "options": options, "median_epoch_s": t, "epoch_s": [t, t, t]}
+
+
+@pytest.fixture
+def gpu_inputs(inputs, tmp_path):
+    results = {"tm_gpu": {**_gpu_result("asynctm", {"backend": "cuda", "gpu_threads_per_clause": 1}, 2e-7),
+                          "label": "tm_gpu"},
+               "tm_gpu_warp": {**_gpu_result("asynctm", {"backend": "cuda", "gpu_threads_per_clause": 32}, 1e-7),
+                               "label": "tm_gpu_warp"},
+               "pytm_cuda": {**_gpu_result("pytm_cuda", {}, 5e-3), "label": "pytm_cuda"}}
+    older = {"tm_gpu": {"median_epoch_s": 4e-3, "epoch_s": [4e-3]}, "tm_cpu": {"median_epoch_s": 1e-3},
+             "pytm_cuda": {"median_epoch_s": 1e-2}}  # a record from before results named their peer and options
+    setting = {"setting": "wsd_apple", "task": "classification", "hyperparameters": HP,
+               "dataset": {"n_train": 20, "n_features": 40}, "epochs": {"warmup": 1, "timed": 2}}
+    bench = {"name": "gpu_toy_0000000", "gpu": GPU, "started_utc": "2026-01-02T00:00:00Z",
+             "settings": [{**setting, "results": results}, {**setting, "setting": "wsd_apple_again",
+                                                            "results": older}]}
+    limits = {"generated_by": "benchmarks/gpu_limits.py", "host_id": "0123456789abcdef", "gpu": GPU,
+              "time_utc": "2026-01-01T00:00:00Z", "cpu": CPU, "measurements": {"gpu": GPU_LIMITS}}
+    # the second setting reads the same run records (its experiment is named by --classes only)
+    (tmp_path / "results/wsd_apple_again").symlink_to(tmp_path / "results/wsd_apple")
+    return {**inputs, "gpu_bench": _write(tmp_path / "bench/gpu_toy_0000000.json", bench),
+            "gpu_limits": _write(tmp_path / "host_limits_toy_gpu_0123456789abcdef.json", limits)}
+
+
+def _gpu_args(gpu_inputs):
+    return [str(gpu_inputs["gpu_bench"]), "--limits", str(gpu_inputs["gpu_limits"]), "--results",
+            str(gpu_inputs["root"] / "results"), "--classes", "wsd_apple=2", "--classes", "wsd_apple_again=2"]
+
+
+def test_gpu_bounds_of_our_gpu_builds_only(bound, gpu_inputs):
+    root = gpu_inputs["root"]
+    assert bound.main(_gpu_args(gpu_inputs)) == 0
+    assert not (root / "bench/gpu_toy_0000000_bound.json").exists()  # not gpu_*.json: evidence_cost reads those
+    out = json.loads((root / "bench/bound_gpu_toy_0000000.json").read_text())
+    assert [(r["setting"], r["build"], r["threads_per_clause"]) for r in out["rows"]] == [
+        ("wsd_apple", "tm_gpu", 1), ("wsd_apple", "tm_gpu_warp", 32), ("wsd_apple_again", "tm_gpu", 1)]
+    assert out["rows"][2]["threads_per_clause_from"] == "the build's name"
+    # the events as on the CPU (same records, epochs 2-3): Ia 12, Ib 30, II 3 over 20 examples x 3 clauses x 2
+    # classes; the work with the GPU's chunks of 2 words (80 literals: 3 words, 2 chunks, 2 draws per Type I
+    # event), on the GPU's limits: bandwidth the faster of copy and triad
+    events = {"type_ia": 12, "type_ib": 30, "type_ii": 3, "chunk_words": 2}
+    most = cm.epoch_cost(20, 3, 40, 2, eval_words="max", acting=1.0, **events)
+    least = cm.epoch_cost(20, 3, 40, 2, eval_words="min", acting=0.0, **events)
+    assert most.draws == cm.epoch_cost(20, 3, 40, 2, **{**events, "chunk_words": 16}).draws + 42
+    host = cm.Host("toy", 1, bandwidth_bytes_s=2.5e12, word_ops_s=1e13, scalar_ops_s=1e11)
+    one, warp, older = out["rows"]
+    for row, achieved in ((one, 2e-7), (warp, 1e-7), (older, 4e-3)):
+        assert row["achieved_median_epoch_s"] == achieved
+        assert row["all_work"]["scalar_ops"] == pytest.approx(most.scalar_ops)
+        assert row["all_work"]["bound_s"] == pytest.approx(max(most.bytes_compulsory / 2.5e12, most.word_ops / 1e13,
+                                                               most.scalar_ops / 1e11))
+        assert row["all_work"]["fraction"] == pytest.approx(cm.bound_s(most, host) / achieved)
+        assert row["least_work"]["fraction"] == pytest.approx(cm.bound_s(least, host) / achieved)
+        assert row["all_work"]["limit"] == cm.limiting_term(most, host) and "fraction_of_cpu_s" not in row["all_work"]
+    assert one["feedback_source"]["epochs"] == "2-3" and len(one["feedback_source"]["records"]) == 2
+    assert out["gpu_limits"]["gpu"] == "Toy GPU" and out["gpu_limits"]["measurements"]["draws_s"] == 1.25e10
+    md = (root / "bench/bound_gpu_toy_0000000.md").read_text()
+    assert "GPU: Toy GPU (sm_90)" in md and "| 2000 | 2500 | 10000 | 100 | 12.5 |" in md
+    assert "| wsd_apple | tm_gpu (one thread per clause) | 20 x 6 x 3 |" in md
+    assert "| wsd_apple | tm_gpu_warp (a warp per clause) |" in md and "pytm_cuda" not in md and "tm_cpu (" not in md
+    assert 0.01 < warp["all_work"]["fraction"] < 1 and f"| {warp['all_work']['fraction']:.1%} |" in md
+    assert older["all_work"]["fraction"] < 1e-4 and f"| {100 * older['all_work']['fraction']:.2g}% |" in md
+    assert "estimated from the tm_cpu run records" in md
+
+
+def test_gpu_limits_must_be_of_the_benchmarks_gpu(bound, gpu_inputs, capsys):
+    limits = json.loads(gpu_inputs["gpu_limits"].read_text())
+    limits["gpu"] = {"name": "Other GPU"}
+    gpu_inputs["gpu_limits"].write_text(json.dumps(limits))
+    assert bound.main(_gpu_args(gpu_inputs)) == 1
+    assert "measured on Other GPU, the benchmark ran on Toy GPU" in _error(capsys)
+    del limits["gpu"]
+    gpu_inputs["gpu_limits"].write_text(json.dumps(limits))
+    assert bound.main(_gpu_args(gpu_inputs)) == 1
+    assert "field 'gpu.name' is missing; rerun benchmarks/gpu_limits.py" in _error(capsys)
+    assert not (gpu_inputs["root"] / "bench/bound_gpu_toy_0000000.json").exists()
+
+
+def test_cpu_and_gpu_records_are_not_mixed(bound, gpu_inputs, capsys):
+    root = gpu_inputs["root"]
+    args = ["--results", str(root / "results"), "--classes", "apple=2", "--classes", "wsd_apple=2"]
+    assert bound.main([str(gpu_inputs["gpu_bench"]), "--limits", str(gpu_inputs["limits"]), *args]) == 1
+    assert "not a GPU's limits record" in _error(capsys)
+    assert bound.main([str(gpu_inputs["bench"]), "--limits", str(gpu_inputs["gpu_limits"]), *args]) == 1
+    assert "a GPU's limits (benchmarks/gpu_limits.py)" in _error(capsys)
+    limits = json.loads(gpu_inputs["gpu_limits"].read_text())
+    limits["measurements"]["gpu"]["word_ops_s"] = 0
+    gpu_inputs["gpu_limits"].write_text(json.dumps(limits))
+    assert bound.main(_gpu_args(gpu_inputs)) == 1
+    assert "measurements.gpu.word_ops_s is missing or not positive" in _error(capsys)

@@ -113,6 +113,17 @@ def test_host_from_limits():
         cm.host_from_limits({"measurements": {"2": per}}, 2, clock="cpu")
 
 
+def test_gpu_host_from_limits():
+    per = {"copy_bytes_s": 3e12, "triad_bytes_s": 2.9e12, "word_ops_s": 2e13, "scalar_ops_s": 5e12, "threads": 4096}
+    host = cm.gpu_host_from_limits({"gpu": {"name": "Toy GPU"}, "measurements": {"gpu": per}})
+    assert host == cm.Host("Toy GPU (GPU)", 4096, bandwidth_bytes_s=3e12, word_ops_s=2e13, scalar_ops_s=5e12)
+    assert cm.gpu_host_from_limits({"measurements": {"gpu": {**per, "threads": None}}}).threads == 1
+    with pytest.raises(ValueError, match="no measurements.gpu"):
+        cm.gpu_host_from_limits({"measurements": {"2": per}})
+    with pytest.raises(ValueError, match="measurements.gpu.scalar_ops_s is missing"):
+        cm.gpu_host_from_limits({"measurements": {"gpu": {**per, "scalar_ops_s": None}}})
+
+
 @pytest.mark.parametrize("bad", [{"type_ib": -1}, {"n_examples": math.nan}, {"acting": 2.0}, {"eval_words": "all"}])
 def test_bad_numbers_are_refused(bad):
     with pytest.raises(ValueError, match="must"):
