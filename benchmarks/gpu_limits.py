@@ -27,7 +27,7 @@ included, about 20 s. Writes ``benchmarks/results/host_limits_<gpu>_<host id>.js
 ``measurements.gpu``, read by ``asynctm.costmodel.gpu_host_from_limits``; not ``gpu_*.json``, the GPU benchmark
 records' pattern that ``asynctm.artifacts.evidence_cost`` reads) with provenance (``asynctm.provenance``).
 
-    python benchmarks/gpu_limits.py [--quick] [--array-mib 1024] [--reps 5] [--target-s 0.05] [--out PATH]
+    python benchmarks/gpu_limits.py [--quick] [--array-mib 1024] [--reps 5] [--target-s 0.05] [--out PATH | --out-dir D]
 """
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ BLOCK = 256
 MAX_PASSES = 1 << 30  # the kernels' int counts
 L2_MULTIPLE = 8  # each array at least this many times the L2 cache
 DEFAULTS = {"array_mib": 1024, "reps": 5, "target_s": 0.05, "waves": 4}
-QUICK = {"array_mib": 512, "reps": 3, "target_s": 0.02, "waves": 2}
+QUICK = {"array_mib": None, "reps": 3, "target_s": 0.02, "waves": 2}  # arrays: L2_MULTIPLE x the L2 cache
 _INCLUDE = re.compile(r'^\s*#\s*(include\s+"[^"]+"|pragma\s+once)\s*$', re.M)
 
 
@@ -288,7 +288,9 @@ def measure(drv, module, dev_attrs: dict, *, array_bytes: int, reps: int, target
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true",
-                   help=f"smaller and fewer launches ({', '.join(f'{k} {v}' for k, v in QUICK.items())})")
+                   help="smaller and fewer launches (" + ", ".join(
+                       f"{k} {f'{L2_MULTIPLE} x the L2 cache' if v is None else v}" for k, v in QUICK.items())
+                   + ")")
     p.add_argument("--array-mib", type=int, default=None,
                    help=f"MiB per array of the bandwidth launches (default {DEFAULTS['array_mib']})")
     p.add_argument("--reps", type=int, default=None,
@@ -299,13 +301,15 @@ def main(argv=None) -> int:
                    help=f"threads launched, in multiples of those the GPU keeps resident (default {DEFAULTS['waves']})")
     p.add_argument("--out", default=None,
                    help="output JSON (default benchmarks/results/host_limits_<gpu>_<host id>.json)")
+    p.add_argument("--out-dir", default=None, help="the folder of the default-named output (instead of --out)")
     args = p.parse_args(argv)
     opts = {k: getattr(args, k) if getattr(args, k) is not None else (QUICK if args.quick else DEFAULTS)[k]
             for k in DEFAULTS}
-    if opts["array_mib"] < 1 or opts["reps"] < 1 or not opts["target_s"] > 0 or opts["waves"] < 1:
+    if (opts["array_mib"] is not None and opts["array_mib"] < 1) or opts["reps"] < 1 or not opts["target_s"] > 0 \
+            or opts["waves"] < 1:
         p.error("--array-mib, --reps and --waves must be at least 1, --target-s positive")
     try:
-        record, out = run(opts, args.out, argv)
+        record, out = run(opts, args.out, argv, args.out_dir)
     except GpuLimitsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -320,7 +324,7 @@ def main(argv=None) -> int:
     return 0
 
 
-def run(opts: dict, out: str | None, argv) -> tuple[dict, Path]:
+def run(opts: dict, out: str | None, argv, out_dir: str | None = None) -> tuple[dict, Path]:
     """Measure on this host's GPU: the record and where it goes."""
     drv = driver()
     from asynctm.backends import BackendUnavailableError
@@ -333,8 +337,10 @@ def run(opts: dict, out: str | None, argv) -> tuple[dict, Path]:
     except BackendUnavailableError as exc:
         raise GpuLimitsError(f"{exc}; set CUDA_DEVICE to a present GPU") from None
     attrs = device_attributes(drv, dev)
-    array_bytes = opts["array_mib"] << 20
     l2 = attrs.get("l2_cache_bytes") or 0
+    if opts["array_mib"] is None:  # --quick: the smallest arrays that time the memory, not the cache
+        opts = {**opts, "array_mib": max(1, -(-L2_MULTIPLE * l2 // 2**20))}
+    array_bytes = opts["array_mib"] << 20
     if array_bytes < L2_MULTIPLE * l2:
         raise GpuLimitsError(f"--array-mib {opts['array_mib']} is within {L2_MULTIPLE}x the L2 cache "
                              f"({l2 / 2**20:g} MiB): the copy would time the cache; pass at least "
@@ -386,7 +392,8 @@ def run(opts: dict, out: str | None, argv) -> tuple[dict, Path]:
         "measurements": {"gpu": measured["rates"]},
         "detail": measured["detail"],
     }
-    return record, Path(out) if out else HERE / "results" / f"host_limits_{record['host']}_{hid}.json"
+    folder = Path(out_dir) if out_dir else HERE / "results"
+    return record, Path(out) if out else folder / f"host_limits_{record['host']}_{hid}.json"
 
 
 if __name__ == "__main__":

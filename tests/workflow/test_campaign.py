@@ -40,6 +40,21 @@ from test_cuda_glue import make_fake_pycuda
 _fake = make_fake_pycuda([])
 driver, compiler = _fake.driver, _fake.compiler
 driver.Context.get_device = lambda: driver.Device(0)
+# what benchmarks/gpu_limits.py asks of the device (the bench step measures the GPU's limits first): a small GPU,
+# and events whose launches return when done
+import time, types
+_ATTRIBUTES = {{"MULTIPROCESSOR_COUNT": 2, "MAX_THREADS_PER_MULTIPROCESSOR": 64, "L2_CACHE_SIZE": 64 << 10}}
+driver.device_attribute = types.SimpleNamespace(**{{k: k for k in _ATTRIBUTES}})
+driver.Device.get_attribute = lambda self, attr: _ATTRIBUTES[attr]
+class _Event:
+    def record(self, stream=None):
+        self.t = time.perf_counter()
+        return self
+    def synchronize(self):
+        return self
+    def time_till(self, other):
+        return 1e3 * (other.t - self.t)
+driver.Event = _Event
 sys.modules[__name__ + ".driver"] = driver
 sys.modules[__name__ + ".compiler"] = compiler
 """
@@ -412,6 +427,7 @@ def test_dress_rehearsal_on_the_simulated_gpu(tmp_path):
                                                            for ext in ("log", "tar.gz"))
     written = unpack(out, into=tree, say=lambda m: None)
     assert all(w.startswith(("results/", "benchmarks/results/")) for w in written)
+    assert any(w.startswith("benchmarks/results/host_limits_") for w in written)  # the bench step's GPU limits
     host = sorted((tree / "benchmarks/results/campaign").glob("host_peers_simulated_gpu_*/*.json"))
     assert [p.name for p in host] == [f"{e}_{i}.json" for e in ("bbc_sport", "wsd_apple")
                                       for i in ("tm_gpu", "tm_gpu_warp")]

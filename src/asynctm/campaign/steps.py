@@ -55,6 +55,7 @@ GPU_ABLATION = (("bike_sharing", ("async_linear_warp", "async_linear_staggered_w
                 ("wsd_apple", ("async_linear_staggered", "async_linear")),
                 ("wsd_apple", ("async_linear_warp", "async_linear_staggered_warp")))
 MAX_FAILURES_IN_A_ROW = 3
+LIMITS_MIN_S = 90  # the bench step measures the GPU's limits first (benchmarks/gpu_limits.py --quick, ~20 s)
 # pytest processes sharing the GPU tests: on a bare machine most of a test's time is nvcc, which runs side by side.
 # Each has its own PyCUDA compiler cache (PyCUDA writes a cache file in place); `device_wide` tests run alone after.
 GPU_TEST_WORKERS = 8
@@ -387,6 +388,13 @@ def step_bench(step: Step, select: str | None = None) -> None:
     ``benchmarks/results/gpu_<gpu>_<commit>.{json,md}``; no epoch starts after the step's end less a margin."""
     name = f"gpu_{slug(step.gpu['name'])}_{((step.campaign.get('source') or {}).get('commit') or 'unknown')[:7]}"
     out = step.work / "benchmarks" / "results"
+    if not list(out.glob("host_limits_*.json")) and step.deadline - time.time() > LIMITS_MIN_S:
+        # the GPU's own limits, once per machine, for the cost model's bounds (benchmarks/bound.py)
+        rc = step.child([PY, str(REPO / "benchmarks" / "gpu_limits.py"), "--quick", "--out-dir", str(out)])
+        if rc == 0:
+            step.manifest["done"].extend(f"benchmarks/results/{p.name}" for p in out.glob("host_limits_*.json"))
+        else:
+            step.say(f"the GPU's limits were not measured (exit status {rc}; see the log); benchmarking on")
     rc = step.child([PY, "-m", "asynctm.campaign.bench", "--campaign-dir", str(step.campaign_dir), "--out-dir",
                      str(out), "--name", name, "--deadline", f"{step.deadline - STOP_MARGIN_S:.0f}",
                      *(["--settings", select] if select else [])])
