@@ -86,10 +86,26 @@ TM_DEVICE int tm_clause_output(const tm_u32 *TM_RESTRICT include, const tm_u32 *
 // the group stops if one of them found an included literal that is 0. Every thread returns the same value, and
 // `hint` (null: none) stays the same in every thread: it becomes the word found by the lowest such thread (any
 // violated word is a valid hint; it only saves work). With one thread this is tm_clause_output(.., 1, hint).
+// A group of several warps (TM_CLAUSE_THREADS 64, 128) takes the minimum of the words found in each round
+// instead of a vote and a ballot: the lowest thread that found one found the lowest word of the round, so the
+// hint is the same word.
 TM_DEVICE int tm_clause_output_train(const tm_u32 *TM_RESTRICT include, const tm_u32 *TM_RESTRICT x, int *hint)
 {
 #if TM_CLAUSE_THREADS == 1
     return tm_clause_output(include, x, 1, hint);
+#elif TM_CLAUSE_THREADS > 32
+    if (hint && (include[*hint] & ~x[*hint])) return 0;  // the same word in every thread: a uniform exit
+    int found = WORDS;  // none
+    for (int base = 0; base < WORDS; base += TM_CLAUSE_THREADS * CHUNK_WORDS) {
+        const int w0 = base + TM_CLAUSE_THREAD * CHUNK_WORDS;
+        for (int i = 0; i < CHUNK_WORDS && found == WORDS && w0 + i < WORDS; ++i)
+            if (include[w0 + i] & ~x[w0 + i]) found = w0 + i;
+        found = TM_GROUP_MIN(found);  // every thread runs the same rounds and gets the same minimum
+        if (found < WORDS) break;
+    }
+    if (found == WORDS) return 1;
+    if (hint) *hint = found;
+    return 0;
 #else
     if (hint && (include[*hint] & ~x[*hint])) return 0;  // the same word in every thread: a uniform exit
     int found = -1;

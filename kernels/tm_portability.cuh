@@ -30,19 +30,26 @@ typedef unsigned long long tm_u64;
 #define TM_TALLY_VIEWS 0
 #define TM_POPCOUNT(x) __popc(x)
 // Threads per clause in the training kernels, and per class and example at inference (TM_CLAUSE_THREADS, from
-// the host; default 1). With more, a group of that many consecutive threads of one warp shares a clause: thread
-// t of the group takes chunks of words t, t + TM_CLAUSE_THREADS, ... of the clause's literals; the group agrees
-// on the clause output by a vote, and its thread 0 alone touches the clause's stored output, tally and
-// counters. At inference thread t takes every TM_CLAUSE_THREADS-th clause (kernels/README.md, "Threads per
-// clause").
+// the host; default 1). With more, a group of that many consecutive threads shares a clause: thread t of the
+// group takes chunks of words t, t + TM_CLAUSE_THREADS, ... of the clause's literals; the group agrees on the
+// clause output by a vote, and its thread 0 alone touches the clause's stored output, tally and counters. At
+// inference thread t takes every TM_CLAUSE_THREADS-th clause (kernels/README.md, "Threads per clause"). Up to
+// 32 a group lies in one warp and agrees by warp intrinsics; 64 and 128 are groups of 2 and 4 warps that agree
+// through shared memory and a barrier of the group (below).
 #ifndef TM_CLAUSE_THREADS
 #define TM_CLAUSE_THREADS 1
 #endif
-#if TM_CLAUSE_THREADS < 1 || TM_CLAUSE_THREADS > 32 || (TM_CLAUSE_THREADS & (TM_CLAUSE_THREADS - 1)) != 0
-#error "TM_CLAUSE_THREADS must be a power of two from 1 to 32"
+#if TM_CLAUSE_THREADS < 1 || TM_CLAUSE_THREADS > 128 || (TM_CLAUSE_THREADS & (TM_CLAUSE_THREADS - 1)) != 0
+#error "TM_CLAUSE_THREADS must be a power of two from 1 to 128"
 #endif
 #if TM_CLAUSE_THREADS > 1
 #define TM_CLAUSE_THREAD ((int)(threadIdx.x & (TM_CLAUSE_THREADS - 1)))
+// One group per clause: the threads of a group get the same g, so the group runs every iteration together.
+#define TM_PARALLEL_FOR_CLAUSES(g, n)                                                                     \
+    for (long long g = ((long long)blockIdx.x * blockDim.x + threadIdx.x) / TM_CLAUSE_THREADS;          \
+         g < (long long)(n); g += (long long)blockDim.x * gridDim.x / TM_CLAUSE_THREADS)
+#endif
+#if TM_CLAUSE_THREADS > 1 && TM_CLAUSE_THREADS <= 32
 // The group's threads as a mask of warp lanes (a group never straddles two warps: its size divides 32).
 #define TM_GROUP_MASK                                                                                    \
     (TM_CLAUSE_THREADS == 32 ? 0xFFFFFFFFu                                                               \
@@ -62,10 +69,53 @@ TM_DEVICE int tm_group_sum(int v)
     return v;
 }
 #define TM_GROUP_SUM(v) tm_group_sum(v)
-// One group per clause: the threads of a group get the same g, so the group runs every iteration together.
-#define TM_PARALLEL_FOR_CLAUSES(g, n)                                                                     \
-    for (long long g = ((long long)blockIdx.x * blockDim.x + threadIdx.x) / TM_CLAUSE_THREADS;          \
-         g < (long long)(n); g += (long long)blockDim.x * gridDim.x / TM_CLAUSE_THREADS)
+#elif TM_CLAUSE_THREADS > 32
+// A group of several warps: 64 (2 warps) or 128 (4 warps, the whole block of the CUDA backend's BLOCK = 128
+// threads). The host launches blocks of a multiple of the group, so a group never straddles two blocks, and
+// every thread of a group runs the same iterations and calls the group operations below in the same order (no
+// divergence across a barrier). A group operation reduces within each warp by shuffles, lane 0 of each warp
+// puts the warp's result in the block's shared slot of that warp, a barrier of the group, and every thread
+// combines its group's slots in the same order; a barrier before the slots are written keeps them from being
+// overwritten while a slow warp of the group still reads the previous operation's values.
+// The barrier of the group: for 128 the block's __syncthreads(); for 64 the named barrier 1 + threadIdx.x / 64
+// (bar.sync with a count of 64: the group's two warps, so the other group of the block does not wait; 0 is
+// __syncthreads' barrier, and a block of at most 960 threads stays within the 16 barriers of a block). Both
+// order the memory accesses of the threads they join, as __syncwarp does for a group within a warp.
+// The simulated GPU of the tests (tests/gpu/cuda_warp_sim.hpp) brings its own TM_BAR_SYNC and TM_SHARED_ARRAY.
+#ifndef TM_BAR_SYNC
+#define TM_BAR_SYNC(id, count) asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory")
+#endif
+#ifndef TM_SHARED_ARRAY
+#define TM_SHARED_ARRAY(type, name, n) __shared__ type name[n]
+#endif
+#if TM_CLAUSE_THREADS == 128
+#define TM_GROUP_SYNC() __syncthreads()
+#else
+#define TM_GROUP_SYNC() TM_BAR_SYNC(1 + (int)(threadIdx.x / 64), 64)
+#endif
+#define TM_GROUP_WARPS (TM_CLAUSE_THREADS / 32)
+// The sum (take_min 0) or minimum (take_min 1) of v over the group, the same in every thread.
+TM_DEVICE int tm_group_combine(int v, int take_min)
+{
+    TM_SHARED_ARRAY(int, slots, 32);  // one per warp of the block (at most 1,024 threads)
+    for (int offset = 16; offset > 0; offset /= 2) {
+        const int other = __shfl_xor_sync(0xFFFFFFFFu, v, offset);
+        v = take_min ? (other < v ? other : v) : v + other;
+    }
+    TM_GROUP_SYNC();  // every thread of the group has read the slots of its previous operation
+    if ((threadIdx.x & 31) == 0) slots[threadIdx.x >> 5] = v;
+    TM_GROUP_SYNC();
+    const int first = (int)((threadIdx.x & ~(unsigned)(TM_CLAUSE_THREADS - 1)) >> 5);  // the group's first warp
+    v = slots[first];
+    for (int k = 1; k < TM_GROUP_WARPS; ++k) {
+        const int other = slots[first + k];
+        v = take_min ? (other < v ? other : v) : v + other;
+    }
+    return v;
+}
+#define TM_GROUP_SUM(v) tm_group_combine((v), 0)
+#define TM_GROUP_MIN(v) tm_group_combine((v), 1)
+#define TM_GROUP_BCAST(v) tm_group_combine(TM_CLAUSE_THREAD == 0 ? (v) : 0, 0)  // thread 0's value
 #endif
 
 #else  // CPU build

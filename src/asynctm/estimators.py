@@ -280,9 +280,9 @@ class _TsetlinMachine(BaseEstimator):
         self.tally = tally
         self.regression_rule = regression_rule
         # gpu_threads_per_clause: threads per clause on the GPU: 1 (the paper's one thread per clause) up to 32 (a
-        # warp), the clause's literal words split across them in training, the clauses of a class across them at
-        # inference; the same rules, so the same results as 1 wherever the GPU's schedule is deterministic. The
-        # CPU build ignores it.
+        # warp) or 64 and 128 (2 and 4 warps, for wide inputs with few clauses), the clause's literal words split
+        # across them in training, the clauses of a class across them at inference; the same rules, so the same
+        # results as 1 wherever the GPU's schedule is deterministic. The CPU build ignores it.
         self.gpu_threads_per_clause = gpu_threads_per_clause
         # order: how each clause walks a batch's examples: "dataset" (all clauses in the data's order, as the
         # paper's kernel) or "staggered" (clause g starts at example g mod the batch's size and wraps around, so

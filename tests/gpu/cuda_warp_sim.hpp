@@ -5,6 +5,10 @@
 // intrinsics (__syncwarp, __any_sync, __ballot_sync, __shfl_sync, __shfl_xor_sync) make the threads their mask
 // names meet, as on a GPU. A thread that calls an intrinsic its mask partners never reach (divergence) waits in vain: after
 // SIM_WAIT_S the simulation records the error, stops waiting anywhere, and sim_error() reports it.
+// Groups of several warps (TM_CLAUSE_THREADS 64, 128) also use the block's barriers and shared memory:
+// __syncthreads() is a meeting of every thread of the block, TM_BAR_SYNC(id, count) (bar.sync on a GPU) a
+// meeting of `count` threads of the block at barrier `id`, and TM_SHARED_ARRAY gives each block of the launch its
+// own array (__shared__ on a GPU), filled with 0xA5 bytes as a reminder that shared memory starts undefined.
 #pragma once
 
 #include <chrono>
@@ -14,6 +18,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -47,8 +52,19 @@ struct Meeting {
     long long in[32] = {}, out[32] = {};
 };
 
+// One barrier of a block: the threads that have arrived in this round, and the warps they come from.
+struct Barrier {
+    std::condition_variable cv;
+    unsigned long long round = 0;
+    unsigned count = 0;  // the threads it waits for (the first arrival's count)
+    unsigned arrived = 0;
+    std::set<unsigned> warps;
+};
+
 static std::mutex lock;
 static std::map<std::pair<unsigned long long, unsigned>, Meeting> meetings;  // (warp, mask) -> meeting
+static std::map<std::pair<unsigned, unsigned>, Barrier> barriers;             // (block, barrier id) -> barrier
+static std::map<std::pair<unsigned, std::string>, std::vector<unsigned char>> shared;  // (block, name) -> bytes
 static std::string error;  // the first failure; once set, no thread waits any more
 
 // Called with `lock` held.
@@ -56,6 +72,7 @@ static void fail(const std::string &what) {
     if (!error.empty()) return;
     error = what;
     for (auto &m : meetings) m.second.cv.notify_all();  // nobody waits for a meeting any more
+    for (auto &b : barriers) b.second.cv.notify_all();
 }
 
 static unsigned lane() { return threadIdx.x & 31u; }
@@ -85,6 +102,43 @@ static void meet(unsigned mask, long long value, long long *values) {
     for (int i = 0; i < 32; ++i) values[i] = m.out[i];
 }
 
+// Barrier `id` of this thread's block, for `count` threads (a multiple of the warp size, at most the block): a
+// round ends when `count` threads have arrived, and they must come from count / 32 warps (whole warps, as a GPU
+// counts them; threads of another group arriving at the same barrier would make more).
+static void barrier(unsigned id, unsigned count) {
+    std::unique_lock<std::mutex> guard(lock);
+    if (id > 15 || count == 0 || count % 32 || count > blockDim.x)
+        fail("a barrier with an id over 15 or a count that is not a multiple of 32 up to the block's threads");
+    if (!error.empty()) return;
+    Barrier &b = barriers[{blockIdx.x, id}];
+    if (b.arrived == 0) b.count = count;
+    if (b.count != count) fail("threads met at one barrier with different counts");
+    b.warps.insert(threadIdx.x >> 5);
+    if (b.warps.size() > count / 32) fail("threads of more warps than its count met at one barrier");
+    if (!error.empty()) return;
+    const unsigned long long round = b.round;
+    if (++b.arrived == b.count) {
+        b.arrived = 0;
+        b.warps.clear();
+        ++b.round;
+        b.cv.notify_all();
+    } else if (!b.cv.wait_for(guard, std::chrono::seconds(SIM_WAIT_S),
+                              [&] { return b.round != round || !error.empty(); })) {
+        char msg[160];
+        std::snprintf(msg, sizeof msg, "block %u, barrier %u: %u of %u threads met in %d s (divergence)", blockIdx.x,
+                      id, b.arrived, b.count, SIM_WAIT_S);
+        fail(msg);
+    }
+}
+
+// This block's array `name` of n elements (__shared__ on a GPU).
+template <typename T> static T *block_shared(const char *name, size_t n) {
+    std::lock_guard<std::mutex> guard(lock);
+    std::vector<unsigned char> &bytes = shared[{blockIdx.x, name}];
+    if (bytes.empty()) bytes.assign(n * sizeof(T), 0xA5);
+    return reinterpret_cast<T *>(bytes.data());
+}
+
 // One launch: grid x block threads, each running body() with its own threadIdx and blockIdx.
 static void launch(unsigned grid, unsigned block, const std::function<void()> &body) {
     blockDim = {block, 1, 1};
@@ -100,9 +154,15 @@ static void launch(unsigned grid, unsigned block, const std::function<void()> &b
             });
     for (auto &t : threads) t.join();
     meetings.clear();
+    barriers.clear();
+    shared.clear();
 }
 
 }  // namespace sim
+
+static inline void __syncthreads() { sim::barrier(0, blockDim.x); }
+#define TM_BAR_SYNC(id, count) sim::barrier((unsigned)(id), (unsigned)(count))
+#define TM_SHARED_ARRAY(type, name, n) type *name = sim::block_shared<type>(#name, (n))
 
 static inline void __syncwarp(unsigned mask) {
     long long v[32];

@@ -328,7 +328,7 @@ def _train(be, X, y, epochs, batch_size, seed=5):
         be.train_epoch(epoch=epoch, seed=seed, batch_size=batch_size)
 
 
-@pytest.mark.parametrize("k", [1, 8, 32])
+@pytest.mark.parametrize("k", [1, 8, 32, 64, 128])
 @pytest.mark.parametrize("cfg", [
     KernelConfig(n_classes=3, n_clauses=6, n_literals=2 * 45, T=7, s=3.9, tally="sync"),
     KernelConfig(n_classes=1, n_clauses=9, n_literals=2 * 70, T=12, s=2.0, state_bits=6, regression=True,
@@ -339,12 +339,15 @@ def _train(be, X, y, epochs, batch_size, seed=5):
 def test_simulated_warps_give_the_cpu_results_with_synchronous_tallies(fake_warps, cfg, k):
     """The GPU code, every clause group running concurrently, k threads per clause: synchronous tallies are
     deterministic, so three epochs end exactly where the CPU build's do (TA states, tallies, stored outputs,
-    feedback counters), and inference agrees."""
+    feedback counters), and inference agrees. Groups of 2 and 4 warps (64, 128) on fewer examples: each launch
+    is a host thread per GPU thread. These clauses have fewer words than a group has threads, so some threads
+    of a group have no chunk."""
     from asynctm.backends.cuda import CudaBackend
 
     rng = np.random.default_rng(4)
-    X, _ = pack_literals(rng.integers(0, 2, (50, cfg.n_literals // 2)))
-    y = rng.integers(-cfg.T, cfg.T + 1, (cfg.n_classes, 50)).astype(np.int32)
+    n = 50 if k <= 32 else 20
+    X, _ = pack_literals(rng.integers(0, 2, (n, cfg.n_literals // 2)))
+    y = rng.integers(-cfg.T, cfg.T + 1, (cfg.n_classes, n)).astype(np.int32)
     gpu, host = CudaBackend(dataclasses.replace(cfg, threads_per_clause=k)), cpu.CpuBackend(cfg, n_threads=1)
     for be in (gpu, host):
         _train(be, X, y, epochs=3, batch_size=16)
@@ -357,7 +360,7 @@ def test_simulated_warps_give_the_cpu_results_with_synchronous_tallies(fake_warp
     gpu.close()
 
 
-@pytest.mark.parametrize("k", [1, 4, 32])
+@pytest.mark.parametrize("k", [1, 4, 32, 64, 128])
 def test_simulated_warps_one_example_batches_equal_the_cpu(fake_warps, k):
     """Asynchronous tallies with one example per batch: no two clause groups race on a tally, so every batch
     (each after fresh tallies) ends where the CPU build's does."""
@@ -384,15 +387,17 @@ def test_simulated_warps_one_example_batches_equal_the_cpu(fake_warps, k):
     gpu.close()
 
 
-@pytest.mark.parametrize("k", [1, 32])
+@pytest.mark.parametrize("k", [1, 32, 64, 128])
 def test_simulated_warps_keep_the_tallies_exact(fake_warps, k):
     """Whole asynchronous epochs, clause groups racing on the tallies: every tally stays the sum of its class's
-    stored votes (Algorithm 1's atomic adds), and the machine learns."""
+    stored votes (Algorithm 1's atomic adds), and the machine learns. Groups of several warps on half the examples
+    and epochs (every visit meets at the group's barriers, each a meeting of host threads here)."""
     from asynctm.backends.cuda import CudaBackend
 
     cfg = KernelConfig(n_classes=2, n_clauses=8, n_literals=2 * 100, T=6, s=3.9, threads_per_clause=k)
     rng = np.random.default_rng(6)
-    X01 = rng.integers(0, 2, (120, 100))
+    n, epochs = (120, 4) if k <= 32 else (60, 2)
+    X01 = rng.integers(0, 2, (n, 100))
     X, _ = pack_literals(X01)
     label = X01[:, 0] ^ X01[:, 1]
     y = np.where(np.arange(2)[:, None] == label[None, :], cfg.T, -cfg.T).astype(np.int32)
@@ -400,19 +405,20 @@ def test_simulated_warps_keep_the_tallies_exact(fake_warps, k):
     gpu.init_state()
     gpu.set_training_data(X, y)
     pol = np.tile(np.where(np.arange(cfg.n_clauses) % 2, -1, 1), cfg.n_classes)[:, None]
-    for epoch in range(4):
+    for epoch in range(epochs):
         gpu.train_epoch(epoch=epoch, seed=3, batch_size=30)
-        bits = np.unpackbits(gpu.get_clause_output_bits().view(np.uint8), axis=1, bitorder="little")[:, :120]
-        stored = (pol * bits).reshape(cfg.n_classes, cfg.n_clauses, 120).sum(axis=1)
+        bits = np.unpackbits(gpu.get_clause_output_bits().view(np.uint8), axis=1, bitorder="little")[:, :n]
+        stored = (pol * bits).reshape(cfg.n_classes, cfg.n_clauses, n).sum(axis=1)
         np.testing.assert_array_equal(gpu.get_tallies(), stored, err_msg=f"epoch {epoch}")
     assert gpu.feedback_event_counts().sum() > 0 and gpu.get_ta_state()[:, -1].any()  # it learned something
     gpu.close()
 
 
-@pytest.mark.parametrize("k", [1, 4, 32])
+@pytest.mark.parametrize("k", [1, 4, 32, 64, 128])
 def test_simulated_warps_class_sums_with_a_group_per_class_and_example(fake_warps, k):
     """Inference with k threads per (class, example), each taking every k-th clause: the CPU's class sums, on
-    clauses of 1-3 included literals (so that their votes differ from example to example)."""
+    clauses of 1-3 included literals (so that their votes differ from example to example). With 64 and 128 a
+    class's 40 clauses leave some threads of the group without a clause."""
     from asynctm.backends.cuda import CudaBackend
 
     cfg = KernelConfig(n_classes=3, n_clauses=40, n_literals=2 * 50, T=15, s=3.9, threads_per_clause=k)
@@ -431,4 +437,76 @@ def test_simulated_warps_class_sums_with_a_group_per_class_and_example(fake_warp
     sums = host.class_sums(X)
     assert len(np.unique(sums)) > 5  # the votes really differ
     np.testing.assert_array_equal(gpu.class_sums(X), sums)
+    gpu.close()
+
+
+def _sparse_includes(rng, cfg, per_clause=(1, 5)) -> np.ndarray:
+    """TA states with random lower planes and a few included literals per clause, anywhere in its words; every
+    fourth clause empty."""
+    state = rng.integers(0, 2**32, (cfg.n_clauses_total, cfg.state_bits, cfg.n_words), dtype=np.uint64)
+    state = state.astype(np.uint32)
+    include = np.zeros((cfg.n_clauses_total, 32 * cfg.n_words), dtype=bool)
+    for g in range(cfg.n_clauses_total):
+        if g % 4 != 3:
+            include[g, rng.choice(cfg.n_literals, rng.integers(*per_clause), replace=False)] = True
+    state[:, -1] = np.packbits(include, axis=1, bitorder="little").view(np.uint32)
+    return state
+
+
+@pytest.mark.parametrize("k", [32, 64, 128])
+def test_simulated_warps_wide_clauses_equal_the_cpu(fake_warps, k):
+    """Clauses of 513 words, more than a group of 128 threads takes in one round (256 words): every thread of a
+    group scans and updates several chunks, and with a few included literals per clause the first included
+    literal that is 0 lies in any round and any warp of the group (the minimum over the group's warps). Batches of
+    one example (no two groups race on a tally) end where the CPU build's do, and so do the class sums."""
+    from asynctm.backends.cuda import CudaBackend
+
+    cfg = KernelConfig(n_classes=2, n_clauses=4, n_literals=2 * 8200, T=8, s=3.9)
+    rng = np.random.default_rng(8)
+    X, _ = pack_literals(rng.integers(0, 2, (24, 8200)))
+    y = rng.integers(-cfg.T, cfg.T + 1, (cfg.n_classes, 24)).astype(np.int32)
+    gpu, host = CudaBackend(dataclasses.replace(cfg, threads_per_clause=k)), cpu.CpuBackend(cfg, n_threads=1)
+    state = _sparse_includes(rng, cfg)
+    outputs = []
+    for step, e in enumerate([0, 5, 23, 5, 11, 17, 2]):
+        for be in (gpu, host):
+            be.set_ta_state(state)
+            be.set_training_data(X, y)
+            be.train_batch(e, e + 1, epoch=step, seed=13)
+        np.testing.assert_array_equal(gpu.get_ta_state(), host.get_ta_state(), err_msg=f"step {step}")
+        np.testing.assert_array_equal(gpu.get_tallies(), host.get_tallies(), err_msg=f"step {step}")
+        np.testing.assert_array_equal(gpu.get_clause_output_bits(), host.get_clause_output_bits())
+        outputs.append(host.get_clause_output_bits())
+        state = host.get_ta_state()
+    np.testing.assert_array_equal(gpu.feedback_event_counts(), host.feedback_event_counts())
+    assert host.feedback_event_counts()[:, 0].sum() > 0 and host.feedback_event_counts()[:, 1].sum() > 0
+    assert 0 < np.unpackbits(np.asarray(outputs).view(np.uint8)).mean() < 1  # the clauses output 0 and 1
+    state = _sparse_includes(rng, cfg, per_clause=(1, 3))
+    for be in (gpu, host):
+        be.set_ta_state(state)
+    np.testing.assert_array_equal(gpu.class_sums(X), host.class_sums(X))
+    gpu.close()
+
+
+@pytest.mark.parametrize("k", [64, 128])
+def test_simulated_warps_wide_clauses_with_synchronous_tallies(fake_warps, k):
+    """One epoch of synchronous tallies (deterministic) on clauses of 513 words: the groups of 2 and 4 warps end
+    where the CPU build does."""
+    from asynctm.backends.cuda import CudaBackend
+
+    cfg = KernelConfig(n_classes=2, n_clauses=4, n_literals=2 * 8200, T=8, s=3.9, tally="sync")
+    rng = np.random.default_rng(9)
+    X, _ = pack_literals(rng.integers(0, 2, (12, 8200)))
+    y = rng.integers(-cfg.T, cfg.T + 1, (cfg.n_classes, 12)).astype(np.int32)
+    gpu, host = CudaBackend(dataclasses.replace(cfg, threads_per_clause=k)), cpu.CpuBackend(cfg, n_threads=1)
+    state = _sparse_includes(rng, cfg)
+    for be in (gpu, host):
+        be.set_ta_state(state)
+        be.set_training_data(X, y)
+        be.train_epoch(epoch=0, seed=5, batch_size=6)
+    np.testing.assert_array_equal(gpu.get_ta_state(), host.get_ta_state())
+    np.testing.assert_array_equal(gpu.get_tallies(), host.get_tallies())
+    np.testing.assert_array_equal(gpu.get_clause_output_bits(), host.get_clause_output_bits())
+    np.testing.assert_array_equal(gpu.feedback_event_counts(), host.feedback_event_counts())
+    assert host.feedback_event_counts().sum() > 0
     gpu.close()

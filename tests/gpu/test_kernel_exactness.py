@@ -177,9 +177,10 @@ ALL_BUILDS = [
     pytest.param(("cpu", 2), id="cpu2"),
     pytest.param(("cuda", None), id="cuda", marks=pytest.mark.gpu),
 ]
-# The GPU's kernels with a warp of threads per clause (per class and example at inference): the same rules, so
-# exact where the one-thread GPU build is.
-GROUP_BUILDS = [pytest.param(("cuda32", None), id="cuda-32-per-clause", marks=pytest.mark.gpu)]
+# The GPU's kernels with a warp of threads per clause (per class and example at inference), and with groups of 2
+# and 4 warps: the same rules, so exact where the one-thread GPU build is.
+GROUP_BUILDS = [pytest.param((f"cuda{k}", None), id=f"cuda-{k}-per-clause", marks=pytest.mark.gpu)
+                for k in (32, 64, 128)]
 
 
 # ---------------------------------------------------------------------------------------------

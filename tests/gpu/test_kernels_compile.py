@@ -19,6 +19,9 @@ CONFIGS = {
     "warp_per_clause": KernelConfig(n_classes=3, n_clauses=300, n_literals=6001, T=50, s=5.0, threads_per_clause=32),
     "sync_8_per_clause": KernelConfig(n_classes=1, n_clauses=64, n_literals=100, T=100, s=3.0, regression=True,
                                       tally="sync", threads_per_clause=8),
+    "block_per_clause": KernelConfig(n_classes=2, n_clauses=80, n_literals=204352, T=50, s=5.0, threads_per_clause=128),
+    "sync_64_per_clause": KernelConfig(n_classes=4, n_clauses=50, n_literals=333, T=20, s=5.0, tally="sync",
+                                       threads_per_clause=64),
 }
 
 

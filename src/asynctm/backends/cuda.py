@@ -14,7 +14,9 @@ import numpy as np
 from ..encoding import unpack_literals
 from . import BackendUnavailableError, FeedbackEvents, KernelConfig, check_training_arrays, kernel_source, s_mask_pool
 
-BLOCK = 128  # a multiple of 32: a clause's group of threads (cfg.threads_per_clause) never straddles two warps
+# Threads per block: a multiple of 32 and of every group size (cfg.threads_per_clause up to 128), so that a clause's
+# group never straddles two warps (up to 32) or two blocks (64, 128: its warps meet at a barrier of their block).
+BLOCK = 128
 # The kernels that give each item (a clause in training, a class and example at inference) a group of
 # cfg.threads_per_clause threads (TM_PARALLEL_FOR_CLAUSES in tm.cu).
 CLAUSE_GROUP_KERNELS = frozenset({"tm_train_batch", "tm_sync_refresh", "tm_sync_feedback", "tm_class_sums"})
@@ -104,6 +106,8 @@ class CudaBackend(FeedbackEvents):
     name = "cuda"
 
     def __init__(self, cfg: KernelConfig):
+        assert BLOCK % cfg.threads_per_clause == 0, \
+            f"threads_per_clause={cfg.threads_per_clause}: a clause's group must fit a block of BLOCK={BLOCK} threads"
         self.cfg = cfg
         self.drv = _driver()
         context()

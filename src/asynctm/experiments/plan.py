@@ -24,6 +24,10 @@ WARP = 32  # threads per clause of the GPU build's other schedule, a warp per cl
 # design, one thread per clause; tm_gpu_warp gives each clause a warp. A record's impl says which it ran.
 GPU_THREADS_PER_CLAUSE = {"tm_gpu": 1, "tm_gpu_warp": WARP}
 GPU_IMPLS = tuple(GPU_THREADS_PER_CLAUSE)
+# The GPU benchmark's wide build (config gpu_benchmark.wide_build): one more of our GPU builds that the benchmark
+# times, a group of several warps per clause for wide inputs; a setting of the benchmark, not an implementation of
+# the tables (no records, so not in GPU_THREADS_PER_CLAUSE).
+WIDE_BUILD = "tm_gpu_block"
 TM_SETTINGS = ("epochs", "state_bits", "boost_true_positive", "batch_size", "append_negated")
 
 _TM_PARAMS = re.compile(r"^n(?P<clauses>\d+)_T(?P<T>\d+)_s(?P<s>\d+(?:\.\d+)?(?:e[+-]?\d+)?)_e(?P<epochs>\d+)$")
@@ -101,6 +105,18 @@ def _check_clauses(exp: dict, clauses: int) -> None:
     if exp["task"] != "regression" and clauses % 2:
         raise PlanError(f"experiment {exp['name']}: {clauses} clauses per class is odd; classification needs an "
                         "even number (half positive, half negative)")
+
+
+def wide_build_threads(config: dict, n_features: int, append_negated: bool) -> int | None:
+    """Threads per clause of the GPU benchmark's wide build (:data:`WIDE_BUILD`) on a setting of ``n_features``
+    features, or None where the benchmark does not time it: its clauses have fewer literal words (32 literals
+    each, the negations with ``append_negated``) than the config's ``gpu_benchmark.wide_build.min_literal_words``,
+    or the config has no wide build."""
+    wide = (config.get("gpu_benchmark") or {}).get("wide_build")
+    words = -(-int(n_features) * (2 if append_negated else 1) // 32)
+    if not wide or words < int(wide["min_literal_words"]):
+        return None
+    return int(wide["threads_per_clause"])
 
 
 def is_smoke(config: dict) -> bool:
