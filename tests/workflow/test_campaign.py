@@ -177,7 +177,7 @@ def test_run_order_and_device_commands(tmp_path):
     commands(say=lines.append)
     calls = [ln for ln in lines if "asynctm.campaign step" in ln and not ln.startswith("#")]
     steps = [w for c in calls for w in re.findall(r"asynctm\.campaign step (\w+)", c)]
-    assert steps == ["sweeps", "ablation", "bench"]
+    assert steps == ["sweeps", "bench", "bench"]
     assert all(len(c) < 2000 for c in calls)  # the device tool's limit on a command
     assert all(c.count("--until $END") == c.count("asynctm.campaign step") and "END=$(( $(date +%s) + " in c
                for c in calls)
@@ -211,11 +211,15 @@ def test_a_calls_list_that_does_not_fit_a_lease_is_refused_in_one_line(tmp_path,
     assert err.count("\n") == 1 and "is not a calls list" in err and "; edit " in err
 
 
-def test_impl_is_for_the_training_steps_and_a_gpu_build(tmp_path):
-    for name, impl in (("gpu_tests", "tm_gpu"), ("bench", "tm_gpu_warp"), ("paper", "tm_cpu")):
-        with pytest.raises(StageError, match="--impl applies to the sweeps and paper steps"):
+def test_impl_is_for_the_training_steps_and_a_gpu_build_or_the_bench_builds(tmp_path):
+    for name, impl in (("gpu_tests", "tm_gpu"), ("paper", "tm_cpu"), ("sweeps", "tm_gpu_block")):
+        with pytest.raises(StageError, match="--impl applies to the sweeps, paper and bench steps"):
             steps_mod.run_step(name, campaign_dir=tmp_path, out_dir=tmp_path / "out", impl=impl)
+    for impl in ("tm_gpu_warp,tm_gpux", "", "tm_gpu,,tm_gpu_block"):
+        with pytest.raises(StageError, match="--impl of the bench step: a comma-separated list of tm_gpu, "):
+            steps_mod.run_step("bench", campaign_dir=tmp_path, out_dir=tmp_path / "out", impl=impl)
     assert not (tmp_path / "out").exists()
+
 
 def test_a_child_past_the_deadline_is_stopped_and_packing_skips_checkpoints(tmp_path):
     import time

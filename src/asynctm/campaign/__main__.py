@@ -126,7 +126,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--select", default=None, help="gpu_tests: a pytest -k expression; the others: experiments, "
                                                   "comma-separated; sweeps, paper, ablation: EXPERIMENT:CLAUSES for "
                                                   "one clause count, the runs in the order of the terms")
-    p.add_argument("--impl", choices=GPU_IMPLS, default=None, help="sweeps, paper: only this GPU build")
+    p.add_argument("--impl", default=None, help=f"sweeps, paper: only this GPU build ({', '.join(GPU_IMPLS)}); "
+                                                "bench: only these builds, comma-separated")
     p.add_argument("--rerun", action="store_true",
                    help="sweeps, paper, ablation: run the selected runs even where the checkout has their records "
                         "(a clause sweep's time ratios pair points of one host); unpack them with --overwrite")

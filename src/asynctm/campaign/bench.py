@@ -37,17 +37,21 @@ GOAL_SETTINGS = ("wsd_apple", "semeval", "imdb")
 GOAL_SPEEDUP = 2.0
 GOAL_POINTS = 1.0
 IMPLS = {"tm_gpu": "ours (asynctm, CUDA)", "tm_gpu_warp": "ours (asynctm, CUDA, a warp per clause)",
+         plan.WIDE_BUILD: "ours (asynctm, CUDA, a block per clause)",
          "pytm_cuda": "PyTsetlinMachineCUDA", "tm_cpu": "ours (asynctm, CPU threads)"}
 OURS_GPU = dict(plan.GPU_THREADS_PER_CLAUSE)  # our GPU implementations and their threads per clause
+# The wide build (config gpu_benchmark.wide_build): its threads per clause come from the config, and it runs only on
+# the settings whose clauses have the literal words the config asks for (plan.wide_build_threads).
 CPU_SETTINGS = ("wsd_apple",)  # our CPU build beside them: tm_gpu's accuracy within the spread of tm_cpu's
 HYPERPARAMETERS = ("n_clauses", "T", "s", *benchmarking.TM_SETTINGS)
 
 
-def runner(impl: str) -> dict:
-    """The harness's runner (:func:`asynctm.benchmarking.build_peer`) of ``impl``."""
-    if impl in OURS_GPU:
-        return {"label": impl, "peer": "asynctm",
-                "options": {"backend": "cuda", "gpu_threads_per_clause": OURS_GPU[impl]}}
+def runner(impl: str, wide_threads: int | None = None) -> dict:
+    """The harness's runner (:func:`asynctm.benchmarking.build_peer`) of ``impl`` (the wide build: at
+    ``wide_threads`` threads per clause)."""
+    if impl in OURS_GPU or impl == plan.WIDE_BUILD:
+        threads = wide_threads if impl == plan.WIDE_BUILD else OURS_GPU[impl]
+        return {"label": impl, "peer": "asynctm", "options": {"backend": "cuda", "gpu_threads_per_clause": threads}}
     if impl == "tm_cpu":
         return {"label": impl, "peer": "asynctm", "options": {"backend": "cpu"}}
     if impl in ("pytm_indexed", "pytm_nonindexed"):
@@ -101,8 +105,9 @@ def result(rows: list[dict]) -> dict:
             "literals_per_nonempty_clause": float(np.mean([r["literals_per_clause"]["mean_nonempty"] for r in rows]))}
 
 
-def run_setting(config: dict, data_dir: Path, name: str, seeds, epochs: int, deadline: float, say=print) -> dict:
-    """One setting, every implementation."""
+def run_setting(config: dict, data_dir: Path, name: str, seeds, epochs: int, deadline: float, say=print,
+                impls=tuple(IMPLS)) -> dict:
+    """One setting, every implementation of ``impls`` that runs there."""
     from ..peers import dense01
 
     base = plan.tm_run_settings(config, name, "tm_gpu", plan.main_params(config, name), seeds[0])
@@ -114,7 +119,9 @@ def run_setting(config: dict, data_dir: Path, name: str, seeds, epochs: int, dea
     dense = {"X_train": dense01(ds.X_train), "X_test": dense01(ds.X_test)}
     say(f"== {name}: {ds.X_train.shape[0]} train x {ds.X_train.shape[1]} features, {h['n_clauses']} clauses, "
         f"T={h['T']}, s={h['s']}; 1 warm-up + {epochs} timed epochs x seeds {list(seeds)}")
-    runners = [runner(i) for i in IMPLS if i != "tm_cpu" or name in CPU_SETTINGS]
+    wide = plan.wide_build_threads(config, ds.X_train.shape[1], h["append_negated"])
+    runners = [runner(i, wide) for i in IMPLS
+               if i in impls and (i != "tm_cpu" or name in CPU_SETTINGS) and (i != plan.WIDE_BUILD or wide)]
     per: dict[str, list[dict]] = {}
     skipped, stopped = {}, None
     for i, seed in enumerate(seeds):
@@ -134,21 +141,29 @@ def run_setting(config: dict, data_dir: Path, name: str, seeds, epochs: int, dea
             break
     results = {impl: result(rows) for impl, rows in per.items()}
     key = "mae" if base["task"] == "regression" else "accuracy"
-    return {"setting": name, "task": base["task"], "metric": key, "dataset": dataset_summary(ds, base),
-            "hyperparameters": h, "epochs": {"warmup": 1, "timed": epochs}, "seeds": list(seeds),
-            "stopped": stopped, "skipped": skipped, "results": results,
-            "comparison": compare(name, base["task"], key, results)}
+    out = {"setting": name, "task": base["task"], "metric": key, "dataset": dataset_summary(ds, base),
+           "hyperparameters": h, "epochs": {"warmup": 1, "timed": epochs}, "seeds": list(seeds),
+           "stopped": stopped, "skipped": skipped, "results": results,
+           "comparison": compare(name, base["task"], key, results)}
+    if wide:
+        out["wide_build"] = {**config["gpu_benchmark"]["wide_build"], "threads_per_clause": wide}
+    return out
 
 
 def compare(name: str, task: str, key: str, results: dict) -> dict:
-    """tm_gpu against PyTsetlinMachineCUDA (the top-level keys; the goal), the same for tm_gpu_warp (under its
-    name), and the warp build's speed-up over the one-thread build."""
+    """tm_gpu against PyTsetlinMachineCUDA (the top-level keys; the goal), the same for tm_gpu_warp and the wide
+    build (under their names), the warp build's speed-up over the one-thread build and the wide build's over the
+    warp build."""
     out = _versus(name, task, results, "tm_gpu")
-    warp, one = results.get("tm_gpu_warp"), results.get("tm_gpu")
+    warp, one, wide = results.get("tm_gpu_warp"), results.get("tm_gpu"), results.get(plan.WIDE_BUILD)
     if warp:
         out["tm_gpu_warp"] = _versus(name, task, results, "tm_gpu_warp")
         if one and one["median_epoch_s"] and warp["median_epoch_s"]:
             out["warp_speedup_vs_one_thread"] = one["median_epoch_s"] / warp["median_epoch_s"]
+    if wide:
+        out[plan.WIDE_BUILD] = _versus(name, task, results, plan.WIDE_BUILD)
+        if warp and warp["median_epoch_s"] and wide["median_epoch_s"]:
+            out["wide_speedup_vs_warp"] = warp["median_epoch_s"] / wide["median_epoch_s"]
     return out
 
 
@@ -227,7 +242,7 @@ def markdown(record: dict) -> str:
             lines.append(f"| {label} | {med} | {r['warmup_s']:.2f} | {metric} | {r['literals_per_clause']:.1f} | "
                          f"{r['timed_epochs']} |")
         lines.append("")
-        for ours in OURS_GPU:
+        for ours in (*OURS_GPU, plan.WIDE_BUILD):
             c = s["comparison"] if ours == "tm_gpu" else s["comparison"].get(ours)
             if not c:
                 continue
@@ -235,7 +250,8 @@ def markdown(record: dict) -> str:
                 lines.append(f"{IMPLS[ours]}: {key} within {IMPLS[impl]}'s mean ± sd over seeds "
                              f"[{w['range'][0]:.2f}, {w['range'][1]:.2f}]: {'yes' if w['within'] else 'no'}.")
             if c["speedup_vs_pytm_cuda"] is not None:
-                who = "ours" if ours == "tm_gpu" else "ours with a warp per clause"
+                who = {"tm_gpu": "ours", "tm_gpu_warp": "ours with a warp per clause"}.get(
+                    ours, f"ours with a block per clause ({s.get('wide_build', {}).get('threads_per_clause')} threads)")
                 lines.append(f"Speed-up of {who} over PyTsetlinMachineCUDA: "
                              f"{c['speedup_vs_pytm_cuda']:.2f}x; {key} difference {c['metric_minus_pytm_cuda']:+.2f}.")
                 if c["goal"]:
@@ -247,6 +263,11 @@ def markdown(record: dict) -> str:
         if s["comparison"].get("warp_speedup_vs_one_thread"):
             lines.append(f"A warp per clause against one thread per clause: "
                          f"{s['comparison']['warp_speedup_vs_one_thread']:.2f}x the speed.")
+        if s["comparison"].get("wide_speedup_vs_warp"):
+            w = s["wide_build"]
+            lines.append(f"A block per clause ({w['threads_per_clause']} threads; timed where a clause has at least "
+                         f"{w['min_literal_words']:,} literal words) against a warp per clause: "
+                         f"{s['comparison']['wide_speedup_vs_warp']:.2f}x the speed.")
         lines.append("")
     return "\n".join(lines)
 
@@ -261,6 +282,7 @@ def main(argv=None) -> int:
     ap.add_argument("--name", required=True)
     ap.add_argument("--deadline", type=float, default=float("inf"), help="UNIX time after which no epoch starts")
     ap.add_argument("--settings", default=",".join(TIMED_EPOCHS), help="comma-separated experiments")
+    ap.add_argument("--impls", default=",".join(IMPLS), help="the builds to time, comma-separated (default all)")
     args = ap.parse_args(argv)
     config = load_campaign(Path(args.campaign_dir))["config"]
     smoke = plan.is_smoke(config)
@@ -280,7 +302,8 @@ def main(argv=None) -> int:
             break
         seeds = plan.seeds(config) if smoke else list(SEEDS_BY_SETTING.get(name, SEEDS))
         record["settings"].append(run_setting(config, Path(args.campaign_dir) / "data", name, seeds,
-                                              1 if smoke else TIMED_EPOCHS.get(name, 5), args.deadline))
+                                              1 if smoke else TIMED_EPOCHS.get(name, 5), args.deadline,
+                                              impls=args.impls.split(",")))
         done = {**record, "settings": [s for s in record["settings"] if "results" in s]}
         write_json_atomic(out, done, sort_keys=False)
         with atomic_open(out.with_suffix(".md")) as fh:

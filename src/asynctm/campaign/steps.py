@@ -385,8 +385,10 @@ def step_gpu_tests(step: Step, select: str | None = None) -> None:
 
 def step_bench(step: Step, select: str | None = None) -> None:
     """Ours and PyTsetlinMachineCUDA on one GPU in one process (:mod:`asynctm.campaign.bench`):
-    ``benchmarks/results/gpu_<gpu>_<commit>.{json,md}``; no epoch starts after the step's end less a margin."""
+    ``benchmarks/results/gpu_<gpu>_<commit>.{json,md}`` (with ``--impl``, only those builds, named after them);
+    no epoch starts after the step's end less a margin."""
     name = f"gpu_{slug(step.gpu['name'])}_{((step.campaign.get('source') or {}).get('commit') or 'unknown')[:7]}"
+    name += "".join(f"_{impl}" for impl in (step.impl or "").split(",") if impl)  # --impl: some builds only
     out = step.work / "benchmarks" / "results"
     if not list(out.glob("host_limits_*.json")) and step.deadline - time.time() > LIMITS_MIN_S:
         # the GPU's own limits, once per machine, for the cost model's bounds (benchmarks/bound.py)
@@ -397,7 +399,7 @@ def step_bench(step: Step, select: str | None = None) -> None:
             step.say(f"the GPU's limits were not measured (exit status {rc}; see the log); benchmarking on")
     rc = step.child([PY, "-m", "asynctm.campaign.bench", "--campaign-dir", str(step.campaign_dir), "--out-dir",
                      str(out), "--name", name, "--deadline", f"{step.deadline - STOP_MARGIN_S:.0f}",
-                     *(["--settings", select] if select else [])])
+                     *(["--settings", select] if select else []), *(["--impls", step.impl] if step.impl else [])])
     if rc is None:
         step.stop("the benchmark ran past the budget (what it wrote per setting is packed)")
     elif rc != 0:
@@ -603,9 +605,15 @@ def run_step(name: str, campaign_dir: Path | None = None, out_dir: Path | None =
     """Run one step; returns the exit status (0: it ran, even if it stopped at its budget)."""
     if name not in STEPS:
         raise StageError(f"unknown step {name!r}; the steps are, in order: {', '.join(STEPS)}")
-    if impl is not None and (name not in IMPL_STEPS or impl not in plan.GPU_IMPLS):
-        raise StageError(f"--impl applies to the {' and '.join(IMPL_STEPS)} steps and must be one of "
-                         f"{', '.join(plan.GPU_IMPLS)}, got {impl} for step {name}")
+    if impl is not None and name == "bench":
+        from .bench import IMPLS
+
+        if not impl or not set(impl.split(",")) <= set(IMPLS):
+            raise StageError(f"--impl of the bench step: a comma-separated list of {', '.join(IMPLS)}; got {impl}")
+    elif impl is not None and (name not in IMPL_STEPS or impl not in plan.GPU_IMPLS):
+        raise StageError(f"--impl applies to the {', '.join(IMPL_STEPS)} and bench steps and must be one of "
+                         f"{', '.join(plan.GPU_IMPLS)} (bench: a comma-separated list of its builds), got {impl} for "
+                         f"step {name}")
     campaign_dir = Path(campaign_dir) if campaign_dir else REPO / STAGE_DIR
     out_dir = Path(out_dir or os.environ.get("OUT") or REPO / "campaign-out")
     step = Step(name, campaign_dir, out_dir, budget_s, work_dir, tree, until=until, later_s=later_s)
