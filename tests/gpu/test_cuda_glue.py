@@ -374,17 +374,26 @@ def test_simulated_warps_one_example_batches_equal_the_cpu(fake_warps, k):
     state = rng.integers(0, 2**32, (cfg.n_clauses_total, cfg.state_bits, cfg.n_words), dtype=np.uint64)
     state = state.astype(np.uint32)
     state[:, -1] &= rng.integers(0, 2**32, state[:, -1].shape, dtype=np.uint64).astype(np.uint32)  # fewer includes
-    for step, e in enumerate([0, 7, 31, 32, 39, 7]):
+    _one_example_batches_agree(gpu, host, X, y, state, [0, 7, 31, 32, 39, 7], seed=11)
+    gpu.close()
+
+
+def _one_example_batches_agree(gpu, host, X, y, state, examples, seed) -> list:
+    """Batches of one example each, from ``state`` again before each (no two groups race on a tally): the GPU
+    build ends where the CPU build does, step by step; the clause outputs of every step."""
+    outputs = []
+    for step, e in enumerate(examples):
         for be in (gpu, host):
             be.set_ta_state(state)
             be.set_training_data(X, y)
-            be.train_batch(e, e + 1, epoch=step, seed=11)
+            be.train_batch(e, e + 1, epoch=step, seed=seed)
         np.testing.assert_array_equal(gpu.get_ta_state(), host.get_ta_state(), err_msg=f"step {step}")
         np.testing.assert_array_equal(gpu.get_tallies(), host.get_tallies(), err_msg=f"step {step}")
         np.testing.assert_array_equal(gpu.get_clause_output_bits(), host.get_clause_output_bits())
+        outputs.append(host.get_clause_output_bits())
         state = host.get_ta_state()
     np.testing.assert_array_equal(gpu.feedback_event_counts(), host.feedback_event_counts())
-    gpu.close()
+    return outputs
 
 
 @pytest.mark.parametrize("k", [1, 32, 64, 128])
@@ -467,18 +476,7 @@ def test_simulated_warps_wide_clauses_equal_the_cpu(fake_warps, k):
     y = rng.integers(-cfg.T, cfg.T + 1, (cfg.n_classes, 24)).astype(np.int32)
     gpu, host = CudaBackend(dataclasses.replace(cfg, threads_per_clause=k)), cpu.CpuBackend(cfg, n_threads=1)
     state = _sparse_includes(rng, cfg)
-    outputs = []
-    for step, e in enumerate([0, 5, 23, 5, 11, 17, 2]):
-        for be in (gpu, host):
-            be.set_ta_state(state)
-            be.set_training_data(X, y)
-            be.train_batch(e, e + 1, epoch=step, seed=13)
-        np.testing.assert_array_equal(gpu.get_ta_state(), host.get_ta_state(), err_msg=f"step {step}")
-        np.testing.assert_array_equal(gpu.get_tallies(), host.get_tallies(), err_msg=f"step {step}")
-        np.testing.assert_array_equal(gpu.get_clause_output_bits(), host.get_clause_output_bits())
-        outputs.append(host.get_clause_output_bits())
-        state = host.get_ta_state()
-    np.testing.assert_array_equal(gpu.feedback_event_counts(), host.feedback_event_counts())
+    outputs = _one_example_batches_agree(gpu, host, X, y, state, [0, 5, 23, 5, 11, 17, 2], seed=13)
     assert host.feedback_event_counts()[:, 0].sum() > 0 and host.feedback_event_counts()[:, 1].sum() > 0
     assert 0 < np.unpackbits(np.asarray(outputs).view(np.uint8)).mean() < 1  # the clauses output 0 and 1
     state = _sparse_includes(rng, cfg, per_clause=(1, 3))

@@ -356,21 +356,12 @@ def test_cpu_build_ignores_gpu_threads_per_clause(xor_data):
 
 @pytest.mark.gpu
 @pytest.mark.learning
-def test_noisy_xor_learns_with_a_warp_per_clause(xor_data, record_scores):
-    """The same bar as test_noisy_xor_learns, with the GPU's training kernels at 32 threads per clause."""
+@pytest.mark.parametrize("k", [32, 128])
+def test_noisy_xor_learns_with_a_group_per_clause(xor_data, record_scores, k):
+    """The same bar as test_noisy_xor_learns, with the GPU's training kernels at k threads per clause (32: a warp;
+    128: a group of 4 warps that meets at the block's barrier)."""
     X_train, y_train, X_test, y_test = xor_data
-    scores = [TMClassifier(XOR_BAR_CLAUSES, 15, 3.9, backend="cuda", seed=seed, gpu_threads_per_clause=32)
-              .fit(X_train, y_train, epochs=40).score(X_test, y_test) for seed in (1, 2, 3)]
-    record_scores(ours=scores)
-    assert np.median(scores) >= 0.9, scores
-
-
-@pytest.mark.gpu
-@pytest.mark.learning
-def test_noisy_xor_learns_with_a_block_per_clause(xor_data, record_scores):
-    """The same bar, with 128 threads per clause (a group of 4 warps that meets at the block's barrier)."""
-    X_train, y_train, X_test, y_test = xor_data
-    scores = [TMClassifier(XOR_BAR_CLAUSES, 15, 3.9, backend="cuda", seed=seed, gpu_threads_per_clause=128)
+    scores = [TMClassifier(XOR_BAR_CLAUSES, 15, 3.9, backend="cuda", seed=seed, gpu_threads_per_clause=k)
               .fit(X_train, y_train, epochs=40).score(X_test, y_test) for seed in (1, 2, 3)]
     record_scores(ours=scores)
     assert np.median(scores) >= 0.9, scores
