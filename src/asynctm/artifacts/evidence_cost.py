@@ -50,6 +50,7 @@ import numpy as np
 
 from .. import costmodel as cm
 from ..io import write_json_atomic
+from . import evidence_common as common
 from .evidence_common import HEADER, SCHEMA, EvidenceError, _sha256, read_tm_run_record, run_command
 from .evidence_common import _read_json as _read_evidence_json
 from .evidence_common import provenance as _provenance
@@ -245,12 +246,9 @@ def invert(fn, target: float, lo: float = 1.0, hi: float = 1e10) -> float | None
 
 def paper_times(reference: Path, datasets) -> dict:
     """Per dataset the paper's per-epoch seconds of each design (None where it gives none)."""
-    from .reference import load_reference, paper_value
+    from .reference import paper_value
 
-    try:
-        frame = load_reference(reference)
-    except (OSError, ValueError) as exc:
-        raise TimeModelError(f"{exc}") from None
+    frame = common.read_reference(reference, error=TimeModelError)
     out = {}
     for ds in datasets:
         gpu, _ = paper_value(frame, "Table 4", ds, "tm_gpu", "train_time")
@@ -603,8 +601,7 @@ def main(argv=None) -> int:
 
 
 def _command(args) -> None:
-    if Path(args.out).stem not in (NAME, SAME_GPU_NAME):
-        raise TimeModelError(f"--out {args.out}: the file must be named {NAME}.json or {SAME_GPU_NAME}.json")
+    common.check_out(args.out, NAME, SAME_GPU_NAME, error=TimeModelError)
     benches = args.gpu_benchmark
     if benches is None:
         benches = sorted(globbing.glob("benchmarks/results/gpu_*.json"))
