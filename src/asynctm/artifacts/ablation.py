@@ -28,6 +28,7 @@ from .. import store
 from ..experiments.plan import WARP_SUFFIX, parse_ablation_variant
 from ..io import write_text_atomic
 from ..jobs import JobLog
+from .evidence_common import _sig
 from .figures import legend_below
 from .render import DATASET_LABELS
 from .rules import add_job_args, finish_job
@@ -158,13 +159,6 @@ def _pm(mean_sd, decimals: int) -> str:
     if not math.isfinite(mean):
         return "–"
     return f"{mean:.{decimals}f}" + (f" ± {sd:.{decimals}f}" if math.isfinite(sd) else "")
-
-
-def _sig(x: float, digits: int = 3) -> str:
-    if not math.isfinite(x):
-        return "–"
-    decimals = max(0, digits - 1 - int(math.floor(math.log10(abs(x))))) if x else 0
-    return f"{x:.{decimals}f}"
 
 
 def _hardware(rows) -> str:

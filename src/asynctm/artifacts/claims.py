@@ -247,18 +247,12 @@ def load_inputs(results_dir, config: dict, th: Thresholds, files=None) -> ClaimI
     # These columns are the claims' own definitions (config claims:), whatever the records' frame has of that name.
     frame = pd.concat([frame.drop(columns=[c for c in (*extra.columns, "tm_build", "tm_params") if c in frame]), extra],
                       axis=1)
-    # The novelty MLP stage: the build of the TM run whose class sums it learned from.
-    tm_build, tm_params = [], []
+    # The novelty MLP stage: the build of the TM run whose class sums it learned from (params '<impl>.<params>').
     builds = {(r.experiment, r.impl, r.params, r.seed): r.build for r in frame.itertuples() if r.kind == "tm"}
-    for r in frame.itertuples():
-        if r.kind != "mlp_novelty":
-            tm_build.append(None)
-            tm_params.append(None)
-            continue
-        impl, _, params = r.params.partition(".")
-        tm_build.append(builds.get((r.experiment, impl, params, r.seed), impl))
-        tm_params.append(params)
-    frame["tm_build"], frame["tm_params"] = tm_build, tm_params
+    tm_runs = [(r.experiment, *r.params.partition(".")[::2], r.seed) if r.kind == "mlp_novelty" else None
+               for r in frame.itertuples()]
+    frame["tm_build"] = [None if k is None else builds.get(k, k[1]) for k in tm_runs]
+    frame["tm_params"] = [None if k is None else k[2] for k in tm_runs]
     rows = ablation_module.load(root, ablation_files)
     for row in rows:
         path = root / plan.ABLATION_DIR / row["experiment"] / row["impl"] / row["params"] / row["variant"] / \
@@ -579,11 +573,6 @@ def speedup(ev, config, th, dataset, build, baseline) -> dict:
     out = {"value": math.nan, "host": "", "paths": _paths(ours) + _paths(base), "note": "", "frames": [ours, base],
            "ours_s": math.nan, "base_s": math.nan}
     t_ours, t_base = _timed(ours), _timed(base)
-
-    def without_a_pair(out: dict) -> dict:
-        same_host = _same_host_speedup(ev, dataset, build, baseline)
-        return same_host(out) if same_host else out
-
     busy_note = [f"{len(f) - len(t)} {name} record(s) left out: timed on a busy machine"
                  for name, f, t in ((build, ours, t_ours), (baseline, base, t_base)) if len(t) < len(f)]
     if t_ours.empty or t_base.empty:
@@ -591,7 +580,7 @@ def speedup(ev, config, th, dataset, build, baseline) -> dict:
         params = {b: plan.main_params(config, dataset, b) for b in (build, baseline)}
         out["note"] = "; ".join([*busy_note, "no timed record of " + " or ".join(
             f"{m} at {params[m]}" for m in missing) + ": its runs would test it"])
-        return without_a_pair(out)
+        return _same_host_speedup(ev, dataset, build, baseline, out)
     common = sorted(set(t_ours["host"]) & set(t_base["host"]),
                     key=lambda h: (-(int((t_ours["host"] == h).sum()) + int((t_base["host"] == h).sum())), h))
     if not common:
@@ -602,7 +591,7 @@ def speedup(ev, config, th, dataset, build, baseline) -> dict:
             f"{build} was timed on {'; '.join(gpu_hosts)}, {baseline} on {'; '.join(base_hosts)}: different hosts; "
             f"{baseline} timed on the {build} host ({target}) at {plan.main_params(config, dataset, baseline)} would "
             "test it (its first epochs suffice for the per-epoch time)")])
-        return without_a_pair(out)
+        return _same_host_speedup(ev, dataset, build, baseline, out)
     host = common[0]
     o, b = t_ours[t_ours["host"] == host], t_base[t_base["host"] == host]
     out.update(value=float(b["epoch_s"].mean() / o["epoch_s"].mean()), host=ev.label(host),
@@ -612,30 +601,19 @@ def speedup(ev, config, th, dataset, build, baseline) -> dict:
     return out
 
 
-def _same_host_speedup(ev, dataset, build, baseline):
-    """Where the main records hold no pair of one host: a function that fills ``speedup``'s result from the
-    same-host timing run (:mod:`.evidence_host`), or None where that run has no such pair."""
+def _same_host_speedup(ev, dataset, build, baseline, out: dict) -> dict:
+    """Where the main records hold no pair of one host: ``speedup``'s result ``out`` filled from the same-host
+    timing run (:mod:`.evidence_host`), or its note told why that run has no such pair (where it ran the dataset)."""
     from .evidence_host import NAME, lookup, untimed
 
     s = lookup(ev.host_timing, dataset, build, baseline)
-    if s is None:
-        why = untimed(ev.host_timing, dataset, build, baseline)
-        if not why:
-            return None
-
-        def note_only(out: dict) -> dict:
-            out["note"] = "; ".join(n for n in (out["note"], why) if n)
-            return out
-
-        return note_only
-
-    def fill(out: dict) -> dict:
+    if s is not None:
         out.update(value=float(s["value"]), host=s["host"], ours_s=float(s["ours_s"]), base_s=float(s["base_s"]),
                    note=f"from the same-host timing run ({s['basis']}; evidence_{NAME}.md); the main records: "
                         + out["note"])
-        return out
-
-    return fill
+    elif why := untimed(ev.host_timing, dataset, build, baseline):
+        out["note"] = "; ".join(n for n in (out["note"], why) if n)
+    return out
 
 
 def speedup_verdict(th, value, paper) -> str:

@@ -218,14 +218,6 @@ def design_ops(design: str, st: dict, rate: list[float], n: float | None = None,
     return (cm.per_clause(cost) if d["per_clause"] else cost).ops
 
 
-def _ops_at_features(key: str, st: dict, rate: list[float], n, F) -> float:
-    return design_ops(key, st, rate, n=n, F=F)
-
-
-def _ops_at_examples(key: str, st: dict, rate: list[float], F, n) -> float:
-    return design_ops(key, st, rate, n=n, F=F)
-
-
 def invert(fn, target: float, lo: float = 1.0, hi: float = 1e10) -> float | None:
     """The integer x in [lo, hi] where the increasing ``fn(x)`` first reaches ``target`` (None outside)."""
     if fn(lo) >= target:
@@ -468,9 +460,10 @@ def build_time_model(results, reference, gpu_benchmarks=(), calibration=CALIBRAT
                     sec_per_op = 1e-9 * by_ds[cal]["ns_per_op"][v]
                     row = {"target": tg, "calibration": cal, "events": v, "time_s": by_ds[tg]["time_s"],
                            "stated_train_examples": n_stated, "stated_features": s["features"]}
-                    fns = {"features_at_stated_examples": partial(_ops_at_features, key, st, rate, n_stated),
-                           "features_at_our_examples": partial(_ops_at_features, key, st, rate, None),
-                           "examples_at_stated_features": partial(_ops_at_examples, key, st, rate, s["features"])}
+                    # the operations as a function of the feature count (at n examples) or of the example count
+                    fns = {"features_at_stated_examples": partial(design_ops, key, st, rate, n_stated),
+                           "features_at_our_examples": partial(design_ops, key, st, rate, None),
+                           "examples_at_stated_features": partial(design_ops, key, st, rate, F=s["features"])}
                     # the calibrated seconds per operation, and the same off by the model's spread either way
                     for tag, k in (("", sec_per_op), ("_slower", sec_per_op * factor),
                                    ("_faster", sec_per_op / factor)):
