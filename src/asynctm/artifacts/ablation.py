@@ -27,11 +27,10 @@ import numpy as np
 from .. import store
 from ..experiments.plan import WARP_SUFFIX, parse_ablation_variant
 from ..io import write_text_atomic
-from ..jobs import JobLog
 from .evidence_common import _sig
 from .figures import legend_below
 from .render import DATASET_LABELS
-from .rules import add_job_args, finish_job
+from .rules import add_job_args, run_logged
 
 LAST = 10  # "mean of the last epochs": the last 10
 EARLY = 10  # the table also shows the literals per clause after this epoch
@@ -360,18 +359,7 @@ def main(argv=None) -> int:
     ap.add_argument("--log", default=None, help="the job's log (the files written, or the error)")
     add_job_args(ap)
     args = ap.parse_args(argv)
-    log = JobLog(args.log)
-    try:
-        for path in build(args.results, args.tables_dir, args.figures_dir, args.records):
-            log(str(path), stream=sys.stdout)
-    except store.RecordError as exc:
-        log(f"error: {exc}")
-        return 1
-    except Exception:
-        log.traceback()
-        raise
-    finish_job(args)
-    return 0
+    return run_logged(args, lambda: build(args.results, args.tables_dir, args.figures_dir, args.records))
 
 
 if __name__ == "__main__":
