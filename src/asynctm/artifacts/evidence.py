@@ -67,7 +67,6 @@ from .evidence_common import (  # noqa: F401 (re-exported: the evidence records'
     relative,
     run_command,
     setting_records,
-    sha256_bytes,
     write_record,
 )
 from .evidence_common import provenance as _provenance

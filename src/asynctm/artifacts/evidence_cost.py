@@ -85,15 +85,15 @@ DESIGNS = {
     "pytm_indexed": {"label": "pyTsetlinMachine, indexed (one CPU core)", "draw_scheme": "pytm",
                      "per_clause": False, "chunk_words": cm.CPU_CHUNK_WORDS,
                      "paper": "Table 4 CUDA time x Table 3 speed-up (CUDA over indexed)",
-                     "check": "our pytm_indexed run records (one core)"},
+                     "check": "our pytm_indexed run records (one core)", "records": "pytm_indexed"},
     "cuda_paper_code": {"label": "CUDA TM, the authors' design (one thread per clause, a curand draw per literal)",
                         "draw_scheme": "per_literal", "per_clause": True, "chunk_words": cm.GPU_CHUNK_WORDS,
                         "paper": "Table 4 CUDA time (Google Colab)",
-                        "check": "PyTsetlinMachineCUDA in our GPU benchmarks (gpu_*.json)"},
+                        "check": "PyTsetlinMachineCUDA in our GPU benchmarks (gpu_*.json)", "records": None},
     "cuda_one_thread": {"label": "CUDA TM, our one-thread-per-clause kernel (tm_gpu)", "draw_scheme": "pool",
                         "per_clause": True, "chunk_words": cm.GPU_CHUNK_WORDS,
                         "paper": "Table 4 CUDA time (Google Colab)",
-                        "check": "our tm_gpu run records (one thread per clause)"},
+                        "check": "our tm_gpu run records (one thread per clause)", "records": "tm_gpu"},
 }
 # Per-epoch feedback events of the paper's runs, from ours: all epochs (the paper's times are averages), and the
 # event-heavy early and the calm late epochs as the range.
@@ -425,13 +425,9 @@ def build_time_model(results, reference, gpu_benchmarks=(), calibration=CALIBRAT
     designs = []
     for key, d in DESIGNS.items():
         checks = []
-        for ds in datasets:
-            if key == "pytm_indexed":
-                checks += record_checks(results, settings[ds], "pytm_indexed", key, sources)
-            elif key == "cuda_one_thread":
-                checks += record_checks(results, settings[ds], "tm_gpu", key, sources)
-            else:
-                checks += benchmark_checks(bench_paths, settings[ds], sources)
+        for ds in datasets:  # the model checked on our run records of the design, or on the GPU benchmarks
+            checks += (record_checks(results, settings[ds], d["records"], key, sources) if d["records"]
+                       else benchmark_checks(bench_paths, settings[ds], sources))
         spread = _spread(checks)
         factor = spread["factor"] or 1.0
         paper = []
