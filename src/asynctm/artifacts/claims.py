@@ -143,8 +143,7 @@ class Thresholds:
                 raise ClaimsConfigError(f"{source}: claims.{key} is missing; copy it from config/config.yaml")
             for sub in subkeys:
                 if not isinstance(section[key], dict) or sub not in section[key]:
-                    raise ClaimsConfigError(f"{source}: claims.{key}.{sub} is missing; copy it from "
-                                            "config/config.yaml")
+                    raise ClaimsConfigError(f"{source}: claims.{key}.{sub} is missing; copy it from config/config.yaml")
         return cls(section)
 
     def __getitem__(self, key):
@@ -472,8 +471,7 @@ def tolerance(th: Thresholds, metric: str, sd_a, sd_b, reference_value) -> float
 def _tolerance_text(th: Thresholds) -> str:
     s = th["spread"]
     return (f"|Δ| ≤ max({s['k']:g}·√(sd²+sd²), {s['floor_points']:g} points; MAE: "
-            f"{100 * s['floor_mae_relative']:g} "
-            "% of the value compared with)")
+            f"{100 * s['floor_mae_relative']:g} % of the value compared with)")
 
 
 # ---- C1: accuracy on par with the CPU implementations ----------------------------------------------------------
@@ -528,8 +526,7 @@ def c1_rows(ev, config, reference, th) -> list[Row]:
             metric=metric,
             tested=(f"{metric} of tm_gpu (the paper's design) vs each of {', '.join(th['no_loss']['against'])} "
                     f"at the main setting ({plan.main_params(config, dataset, GPU)}): the mean over seeds of each "
-                    "run's "
-                    f"{ours.which or 'last-10-epoch mean'}; loss one-sided"),
+                    f"run's {ours.which or 'last-10-epoch mean'}; loss one-sided"),
             paths=tuple(paths), threshold=_tolerance_text(th) + ", one-sided", ours=text,
             paper=_c1_paper(reference, dataset, metric), beside="; ".join(beside),
             note="; ".join([note, *extra]).strip("; "), ours_value=ours.mean, ours_sd=ours.sd,
@@ -596,8 +593,7 @@ def speedup(ev, config, th, dataset, build, baseline) -> dict:
     o, b = t_ours[t_ours["host"] == host], t_base[t_base["host"] == host]
     out.update(value=float(b["epoch_s"].mean() / o["epoch_s"].mean()), host=ev.label(host),
                ours_s=float(o["epoch_s"].mean()),
-               base_s=float(b["epoch_s"].mean()), note="; ".join(busy_note), frames=[o, b],
-               paths=_paths(o) + _paths(b))
+               base_s=float(b["epoch_s"].mean()), note="; ".join(busy_note), frames=[o, b], paths=_paths(o) + _paths(b))
     return out
 
 
@@ -643,8 +639,7 @@ def _speedup_row(ev, config, reference, th, claim, dataset, baseline, source, le
         claim, level, DATASET_LABELS.get(dataset, dataset), verdict, dataset=dataset, implementation=GPU,
         metric=f"speedup over {baseline}",
         tested=(f"mean per-epoch training time ({warm_text(th)}) of {baseline} over tm_gpu's, at "
-                "the main setting, quiet records of one host"),
-        paths=tuple(s["paths"]),
+                "the main setting, quiet records of one host"), paths=tuple(s["paths"]),
         threshold=(f"≥ paper / {factor:g} = {_ratio(paper / factor)}×: reproduced; > 1×: partly"
                    if _finite(paper) else "no published speed-up"),
         ours=_speedup_text(s, GPU, baseline), paper=f"{_ratio(paper)}×" if _finite(paper) else "",
@@ -875,8 +870,7 @@ def c4_rows(ev, config, reference, th) -> list[Row]:
                     + f" per epoch, on {r['machine']}")
         rows.append(Row(
             "C4", "part", f"{label}, {_clauses(points)} clauses", slope_verdict(th, r["value"]),
-            paths=tuple(r["paths"]), ours=ours,
-            beside=f"tm_gpu_warp: {slope_verdict(th, w['value'])}"
+            paths=tuple(r["paths"]), ours=ours, beside=f"tm_gpu_warp: {slope_verdict(th, w['value'])}"
                    + (f", slope {w['value']:.2f}" if _finite(w["value"]) else ""),
             note=r["note"], ours_value=r["value"], paper_value=1.0,
             dirty_records=sum(_dirty_count(f) for f in r["frames"]), **base))
@@ -963,8 +957,7 @@ def _cell_row(ev, config, reference, th, claim, source, dataset, impl, build, me
     paper, paper_sd = paper_value(reference, source, dataset, impl, metric)
     label = f"{DATASET_LABELS.get(dataset, dataset)}, {build}, {metric}"
     base = dict(dataset=dataset, implementation=build, metric=metric, paper_value=paper, paper_sd=paper_sd,
-                paper=_pm(paper, paper_sd), counts=build == impl,
-                threshold=_tolerance_text(th))
+                paper=_pm(paper, paper_sd), counts=build == impl, threshold=_tolerance_text(th))
     if plan.impl_skip_reason(plan.task(config, dataset), build) is not None:
         return Row(claim, "cell", label, UNTESTABLE, note=(
             "pyTsetlinMachine's regression machine has no index (the paper's indexed regression TM is not public): "
@@ -997,8 +990,7 @@ def _time_cell(ev, config, reference, th, dataset, model) -> Row:
     factor = float(th["time_cells"]["within_factor"])
     label = f"{DATASET_LABELS.get(dataset, dataset)}, {model}, train time"
     base = dict(dataset=dataset, implementation=model, metric="train_time", paper_value=paper,
-                paper=_secs(paper), counts=model != WARP,
-                threshold=f"within a factor of {factor:g} either way")
+                paper=_secs(paper), counts=model != WARP, threshold=f"within a factor of {factor:g} either way")
     recs = ev.records
     if model == "svm":
         frame = recs[(recs["kind"] == "svm") & (recs["experiment"] == dataset)
@@ -1024,8 +1016,7 @@ def _time_cell(ev, config, reference, th, dataset, model) -> Row:
     hosts = sorted({ev.label(m) for m in frame["machine"]})
     return Row("T4", "cell", label, verdict, paths=tuple(_paths(frame)), tested=what,
                ours=f"{_secs(s.mean)} ({_ratio(ratio)}× the paper's{direction}; on {'; '.join(hosts)})",
-               ours_value=s.mean,
-               ours_sd=s.std, diff=s.mean - paper, dirty_records=_dirty_count(frame), **base)
+               ours_value=s.mean, ours_sd=s.std, diff=s.mean - paper, dirty_records=_dirty_count(frame), **base)
 
 
 def cell_rows(ev, config, reference, th) -> list[Row]:
@@ -1246,8 +1237,8 @@ def markdown(rows: list[Row], th: Thresholds, config: dict) -> str:
     lines += ["## The cells of Tables 3-5", "",
               "Ours: the mean over seeds of each run's mean over its last 10 epochs (the tables' compared value; the "
               "final value for the novelty MLP stage), ± the sample sd; Δ = ours − the paper. tm_gpu_warp rows set "
-              "our "
-              "faster GPU build against the paper's CUDA numbers, beside the table's verdict (not counted in it).", ""]
+              "our faster GPU build against the paper's CUDA numbers, beside the table's verdict (not counted in it).",
+              ""]
     for table in ("T3", "T4", "T5"):
         head = next(r for r in claims if r.claim == table)
         cells = [r for r in rows if r.claim == table and r.level == "cell"]

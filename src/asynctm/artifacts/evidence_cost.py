@@ -483,8 +483,7 @@ def build_time_model(results, reference, gpu_benchmarks=(), calibration=CALIBRAT
     unique = list({src["path"]: src for src in sources}.values())  # a file read twice has one digest
     ev = {"schema": SCHEMA, "kind": KIND, "name": name, "question": QUESTION,
           "provenance": provenance("the cost model (asynctm.costmodel) calibrated on our records and benchmarks and "
-                                   "on the paper's times, then inverted; nothing trained",
-                                   code=[Path(cm.__file__)]),
+                                   "on the paper's times, then inverted; nothing trained", code=[Path(cm.__file__)]),
           "sources": unique, "stated": {t: stated[t] for t in targets}, "calibration": list(calibration),
           "targets": list(targets), "event_variants": dict(EVENT_VARIANTS),
           "settings": {ds: {k: v for k, v in st.items() if k != "rates_by_epoch"}
