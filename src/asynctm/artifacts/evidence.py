@@ -600,10 +600,9 @@ def render_run_groups(ev: dict, source: str) -> str:
                                                                          "type_ii_feedback"))]
             md.append(f"| {e} | " + " | ".join(cells) + " |")
         md.append("")
-    md += ["Per seed: last-10 MAE, s/epoch and the 1-minute load average at the end of the run.", "",
-           "| group | " + " | ".join(f"seed {k}" for k in sorted({p["seed"] for g in groups for p in g["per_seed"]}))
-           + " |", "|---|" + "---:|" * len({p["seed"] for g in groups for p in g["per_seed"]})]
     all_seeds = sorted({p["seed"] for g in groups for p in g["per_seed"]})
+    md += ["Per seed: last-10 MAE, s/epoch and the 1-minute load average at the end of the run.", "",
+           "| group | " + " | ".join(f"seed {k}" for k in all_seeds) + " |", "|---|" + "---:|" * len(all_seeds)]
     for g in groups:
         by_seed = {p["seed"]: p for p in g["per_seed"]}
         cells = []
