@@ -288,14 +288,19 @@ def test_tables_host_speedup(built):
 
 
 def test_claims_same_host_speedup(built):
-    assert claims._same_host_speedup(SimpleNamespace(host_timing=built), "wsd_java", "tm_gpu", "pytm_indexed") is None
+    ev = SimpleNamespace(host_timing=built)
+    # an experiment the timing run did not run: the result stays as it was
+    out = claims._same_host_speedup(ev, "wsd_java", "tm_gpu", "pytm_indexed",
+                                    {"value": float("nan"), "host": "", "note": "different hosts"})
+    assert out["value"] != out["value"] and out["host"] == "" and out["note"] == "different hosts"
     # a run of the experiment without the baseline's time: the note says why, the value stays NaN
-    why = claims._same_host_speedup(SimpleNamespace(host_timing=built), "semeval", "tm_gpu", "pytm_indexed")
-    out = why({"value": float("nan"), "host": "", "note": "different hosts"})
+    out = claims._same_host_speedup(ev, "semeval", "tm_gpu", "pytm_indexed",
+                                    {"value": float("nan"), "host": "", "note": "different hosts"})
     assert out["value"] != out["value"] and out["note"].startswith("different hosts; the same-host timing run")
     assert "has no time of pytm_indexed (not timed: exit -15" in out["note"]
-    fill = claims._same_host_speedup(SimpleNamespace(host_timing=built), "imdb", "tm_gpu", "pytm_indexed")
-    out = fill({"value": float("nan"), "host": "", "note": "different hosts", "ours_s": None, "base_s": None})
+    out = claims._same_host_speedup(ev, "imdb", "tm_gpu", "pytm_indexed",
+                                    {"value": float("nan"), "host": "", "note": "different hosts", "ours_s": None,
+                                     "base_s": None})
     assert out["value"] == pytest.approx(50.0) and out["base_s"] == pytest.approx(250.0)
     assert out["host"].startswith("Test CPU") and out["note"].endswith("the main records: different hosts")
 

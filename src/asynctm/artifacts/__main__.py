@@ -27,7 +27,7 @@ from ..io import write_text_atomic
 from ..jobs import JobLog
 from ..store import RecordError
 from . import ARTIFACTS, CLAIMS, build, load_config
-from .rules import add_job_args, config_text, finish_job
+from .rules import add_job_args, config_text, finish_job, run_logged
 
 
 def _host_gpu(value: str) -> bool:
@@ -70,19 +70,9 @@ def main(argv=None) -> int:
     missing = [f"--{name}" for name in ("results", "config", "out") if getattr(args, name) is None]
     if missing:
         parser.error(f"{args.artifact} needs {', '.join(missing)}")
-    log = JobLog(args.log)
-    try:
-        written = build(args.artifact, args.results, load_config(args.config), args.out, _host_gpu(args.host_gpu),
-                        args.reference, records=args.records)
-    except (RecordError, OSError, ValueError) as exc:
-        log(f"error: {exc}")
-        return 1
-    except Exception:
-        log.traceback()
-        raise
-    log("\n".join(written), stream=sys.stdout)
-    finish_job(args)
-    return 0
+    return run_logged(args, lambda: build(args.artifact, args.results, load_config(args.config), args.out,
+                                          _host_gpu(args.host_gpu), args.reference, records=args.records),
+                      (RecordError, OSError, ValueError))
 
 
 if __name__ == "__main__":

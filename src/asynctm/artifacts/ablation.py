@@ -27,10 +27,10 @@ import numpy as np
 from .. import store
 from ..experiments.plan import WARP_SUFFIX, parse_ablation_variant
 from ..io import write_text_atomic
-from ..jobs import JobLog
+from .evidence_common import _sig
 from .figures import legend_below
 from .render import DATASET_LABELS
-from .rules import add_job_args, finish_job
+from .rules import add_job_args, run_logged
 
 LAST = 10  # "mean of the last epochs": the last 10
 EARLY = 10  # the table also shows the literals per clause after this epoch
@@ -158,13 +158,6 @@ def _pm(mean_sd, decimals: int) -> str:
     if not math.isfinite(mean):
         return "–"
     return f"{mean:.{decimals}f}" + (f" ± {sd:.{decimals}f}" if math.isfinite(sd) else "")
-
-
-def _sig(x: float, digits: int = 3) -> str:
-    if not math.isfinite(x):
-        return "–"
-    decimals = max(0, digits - 1 - int(math.floor(math.log10(abs(x))))) if x else 0
-    return f"{x:.{decimals}f}"
 
 
 def _hardware(rows) -> str:
@@ -366,18 +359,7 @@ def main(argv=None) -> int:
     ap.add_argument("--log", default=None, help="the job's log (the files written, or the error)")
     add_job_args(ap)
     args = ap.parse_args(argv)
-    log = JobLog(args.log)
-    try:
-        for path in build(args.results, args.tables_dir, args.figures_dir, args.records):
-            log(str(path), stream=sys.stdout)
-    except store.RecordError as exc:
-        log(f"error: {exc}")
-        return 1
-    except Exception:
-        log.traceback()
-        raise
-    finish_job(args)
-    return 0
+    return run_logged(args, lambda: build(args.results, args.tables_dir, args.figures_dir, args.records))
 
 
 if __name__ == "__main__":

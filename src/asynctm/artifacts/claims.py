@@ -143,8 +143,7 @@ class Thresholds:
                 raise ClaimsConfigError(f"{source}: claims.{key} is missing; copy it from config/config.yaml")
             for sub in subkeys:
                 if not isinstance(section[key], dict) or sub not in section[key]:
-                    raise ClaimsConfigError(f"{source}: claims.{key}.{sub} is missing; copy it from "
-                                            "config/config.yaml")
+                    raise ClaimsConfigError(f"{source}: claims.{key}.{sub} is missing; copy it from config/config.yaml")
         return cls(section)
 
     def __getitem__(self, key):
@@ -247,18 +246,12 @@ def load_inputs(results_dir, config: dict, th: Thresholds, files=None) -> ClaimI
     # These columns are the claims' own definitions (config claims:), whatever the records' frame has of that name.
     frame = pd.concat([frame.drop(columns=[c for c in (*extra.columns, "tm_build", "tm_params") if c in frame]), extra],
                       axis=1)
-    # The novelty MLP stage: the build of the TM run whose class sums it learned from.
-    tm_build, tm_params = [], []
+    # The novelty MLP stage: the build of the TM run whose class sums it learned from (params '<impl>.<params>').
     builds = {(r.experiment, r.impl, r.params, r.seed): r.build for r in frame.itertuples() if r.kind == "tm"}
-    for r in frame.itertuples():
-        if r.kind != "mlp_novelty":
-            tm_build.append(None)
-            tm_params.append(None)
-            continue
-        impl, _, params = r.params.partition(".")
-        tm_build.append(builds.get((r.experiment, impl, params, r.seed), impl))
-        tm_params.append(params)
-    frame["tm_build"], frame["tm_params"] = tm_build, tm_params
+    tm_runs = [(r.experiment, *r.params.partition(".")[::2], r.seed) if r.kind == "mlp_novelty" else None
+               for r in frame.itertuples()]
+    frame["tm_build"] = [None if k is None else builds.get(k, k[1]) for k in tm_runs]
+    frame["tm_params"] = [None if k is None else k[2] for k in tm_runs]
     rows = ablation_module.load(root, ablation_files)
     for row in rows:
         path = root / plan.ABLATION_DIR / row["experiment"] / row["impl"] / row["params"] / row["variant"] / \
@@ -478,8 +471,7 @@ def tolerance(th: Thresholds, metric: str, sd_a, sd_b, reference_value) -> float
 def _tolerance_text(th: Thresholds) -> str:
     s = th["spread"]
     return (f"|Δ| ≤ max({s['k']:g}·√(sd²+sd²), {s['floor_points']:g} points; MAE: "
-            f"{100 * s['floor_mae_relative']:g} "
-            "% of the value compared with)")
+            f"{100 * s['floor_mae_relative']:g} % of the value compared with)")
 
 
 # ---- C1: accuracy on par with the CPU implementations ----------------------------------------------------------
@@ -534,8 +526,7 @@ def c1_rows(ev, config, reference, th) -> list[Row]:
             metric=metric,
             tested=(f"{metric} of tm_gpu (the paper's design) vs each of {', '.join(th['no_loss']['against'])} "
                     f"at the main setting ({plan.main_params(config, dataset, GPU)}): the mean over seeds of each "
-                    "run's "
-                    f"{ours.which or 'last-10-epoch mean'}; loss one-sided"),
+                    f"run's {ours.which or 'last-10-epoch mean'}; loss one-sided"),
             paths=tuple(paths), threshold=_tolerance_text(th) + ", one-sided", ours=text,
             paper=_c1_paper(reference, dataset, metric), beside="; ".join(beside),
             note="; ".join([note, *extra]).strip("; "), ours_value=ours.mean, ours_sd=ours.sd,
@@ -579,11 +570,6 @@ def speedup(ev, config, th, dataset, build, baseline) -> dict:
     out = {"value": math.nan, "host": "", "paths": _paths(ours) + _paths(base), "note": "", "frames": [ours, base],
            "ours_s": math.nan, "base_s": math.nan}
     t_ours, t_base = _timed(ours), _timed(base)
-
-    def without_a_pair(out: dict) -> dict:
-        same_host = _same_host_speedup(ev, dataset, build, baseline)
-        return same_host(out) if same_host else out
-
     busy_note = [f"{len(f) - len(t)} {name} record(s) left out: timed on a busy machine"
                  for name, f, t in ((build, ours, t_ours), (baseline, base, t_base)) if len(t) < len(f)]
     if t_ours.empty or t_base.empty:
@@ -591,7 +577,7 @@ def speedup(ev, config, th, dataset, build, baseline) -> dict:
         params = {b: plan.main_params(config, dataset, b) for b in (build, baseline)}
         out["note"] = "; ".join([*busy_note, "no timed record of " + " or ".join(
             f"{m} at {params[m]}" for m in missing) + ": its runs would test it"])
-        return without_a_pair(out)
+        return _same_host_speedup(ev, dataset, build, baseline, out)
     common = sorted(set(t_ours["host"]) & set(t_base["host"]),
                     key=lambda h: (-(int((t_ours["host"] == h).sum()) + int((t_base["host"] == h).sum())), h))
     if not common:
@@ -602,40 +588,28 @@ def speedup(ev, config, th, dataset, build, baseline) -> dict:
             f"{build} was timed on {'; '.join(gpu_hosts)}, {baseline} on {'; '.join(base_hosts)}: different hosts; "
             f"{baseline} timed on the {build} host ({target}) at {plan.main_params(config, dataset, baseline)} would "
             "test it (its first epochs suffice for the per-epoch time)")])
-        return without_a_pair(out)
+        return _same_host_speedup(ev, dataset, build, baseline, out)
     host = common[0]
     o, b = t_ours[t_ours["host"] == host], t_base[t_base["host"] == host]
     out.update(value=float(b["epoch_s"].mean() / o["epoch_s"].mean()), host=ev.label(host),
                ours_s=float(o["epoch_s"].mean()),
-               base_s=float(b["epoch_s"].mean()), note="; ".join(busy_note), frames=[o, b],
-               paths=_paths(o) + _paths(b))
+               base_s=float(b["epoch_s"].mean()), note="; ".join(busy_note), frames=[o, b], paths=_paths(o) + _paths(b))
     return out
 
 
-def _same_host_speedup(ev, dataset, build, baseline):
-    """Where the main records hold no pair of one host: a function that fills ``speedup``'s result from the
-    same-host timing run (:mod:`.evidence_host`), or None where that run has no such pair."""
+def _same_host_speedup(ev, dataset, build, baseline, out: dict) -> dict:
+    """Where the main records hold no pair of one host: ``speedup``'s result ``out`` filled from the same-host
+    timing run (:mod:`.evidence_host`), or its note told why that run has no such pair (where it ran the dataset)."""
     from .evidence_host import NAME, lookup, untimed
 
     s = lookup(ev.host_timing, dataset, build, baseline)
-    if s is None:
-        why = untimed(ev.host_timing, dataset, build, baseline)
-        if not why:
-            return None
-
-        def note_only(out: dict) -> dict:
-            out["note"] = "; ".join(n for n in (out["note"], why) if n)
-            return out
-
-        return note_only
-
-    def fill(out: dict) -> dict:
+    if s is not None:
         out.update(value=float(s["value"]), host=s["host"], ours_s=float(s["ours_s"]), base_s=float(s["base_s"]),
                    note=f"from the same-host timing run ({s['basis']}; evidence_{NAME}.md); the main records: "
                         + out["note"])
-        return out
-
-    return fill
+    elif why := untimed(ev.host_timing, dataset, build, baseline):
+        out["note"] = "; ".join(n for n in (out["note"], why) if n)
+    return out
 
 
 def speedup_verdict(th, value, paper) -> str:
@@ -665,8 +639,7 @@ def _speedup_row(ev, config, reference, th, claim, dataset, baseline, source, le
         claim, level, DATASET_LABELS.get(dataset, dataset), verdict, dataset=dataset, implementation=GPU,
         metric=f"speedup over {baseline}",
         tested=(f"mean per-epoch training time ({warm_text(th)}) of {baseline} over tm_gpu's, at "
-                "the main setting, quiet records of one host"),
-        paths=tuple(s["paths"]),
+                "the main setting, quiet records of one host"), paths=tuple(s["paths"]),
         threshold=(f"≥ paper / {factor:g} = {_ratio(paper / factor)}×: reproduced; > 1×: partly"
                    if _finite(paper) else "no published speed-up"),
         ours=_speedup_text(s, GPU, baseline), paper=f"{_ratio(paper)}×" if _finite(paper) else "",
@@ -897,8 +870,7 @@ def c4_rows(ev, config, reference, th) -> list[Row]:
                     + f" per epoch, on {r['machine']}")
         rows.append(Row(
             "C4", "part", f"{label}, {_clauses(points)} clauses", slope_verdict(th, r["value"]),
-            paths=tuple(r["paths"]), ours=ours,
-            beside=f"tm_gpu_warp: {slope_verdict(th, w['value'])}"
+            paths=tuple(r["paths"]), ours=ours, beside=f"tm_gpu_warp: {slope_verdict(th, w['value'])}"
                    + (f", slope {w['value']:.2f}" if _finite(w["value"]) else ""),
             note=r["note"], ours_value=r["value"], paper_value=1.0,
             dirty_records=sum(_dirty_count(f) for f in r["frames"]), **base))
@@ -985,8 +957,7 @@ def _cell_row(ev, config, reference, th, claim, source, dataset, impl, build, me
     paper, paper_sd = paper_value(reference, source, dataset, impl, metric)
     label = f"{DATASET_LABELS.get(dataset, dataset)}, {build}, {metric}"
     base = dict(dataset=dataset, implementation=build, metric=metric, paper_value=paper, paper_sd=paper_sd,
-                paper=_pm(paper, paper_sd), counts=build == impl,
-                threshold=_tolerance_text(th))
+                paper=_pm(paper, paper_sd), counts=build == impl, threshold=_tolerance_text(th))
     if plan.impl_skip_reason(plan.task(config, dataset), build) is not None:
         return Row(claim, "cell", label, UNTESTABLE, note=(
             "pyTsetlinMachine's regression machine has no index (the paper's indexed regression TM is not public): "
@@ -1019,8 +990,7 @@ def _time_cell(ev, config, reference, th, dataset, model) -> Row:
     factor = float(th["time_cells"]["within_factor"])
     label = f"{DATASET_LABELS.get(dataset, dataset)}, {model}, train time"
     base = dict(dataset=dataset, implementation=model, metric="train_time", paper_value=paper,
-                paper=_secs(paper), counts=model != WARP,
-                threshold=f"within a factor of {factor:g} either way")
+                paper=_secs(paper), counts=model != WARP, threshold=f"within a factor of {factor:g} either way")
     recs = ev.records
     if model == "svm":
         frame = recs[(recs["kind"] == "svm") & (recs["experiment"] == dataset)
@@ -1046,8 +1016,7 @@ def _time_cell(ev, config, reference, th, dataset, model) -> Row:
     hosts = sorted({ev.label(m) for m in frame["machine"]})
     return Row("T4", "cell", label, verdict, paths=tuple(_paths(frame)), tested=what,
                ours=f"{_secs(s.mean)} ({_ratio(ratio)}× the paper's{direction}; on {'; '.join(hosts)})",
-               ours_value=s.mean,
-               ours_sd=s.std, diff=s.mean - paper, dirty_records=_dirty_count(frame), **base)
+               ours_value=s.mean, ours_sd=s.std, diff=s.mean - paper, dirty_records=_dirty_count(frame), **base)
 
 
 def cell_rows(ev, config, reference, th) -> list[Row]:
@@ -1268,8 +1237,8 @@ def markdown(rows: list[Row], th: Thresholds, config: dict) -> str:
     lines += ["## The cells of Tables 3-5", "",
               "Ours: the mean over seeds of each run's mean over its last 10 epochs (the tables' compared value; the "
               "final value for the novelty MLP stage), ± the sample sd; Δ = ours − the paper. tm_gpu_warp rows set "
-              "our "
-              "faster GPU build against the paper's CUDA numbers, beside the table's verdict (not counted in it).", ""]
+              "our faster GPU build against the paper's CUDA numbers, beside the table's verdict (not counted in it).",
+              ""]
     for table in ("T3", "T4", "T5"):
         head = next(r for r in claims if r.claim == table)
         cells = [r for r in rows if r.claim == table and r.level == "cell"]

@@ -57,14 +57,16 @@ from .evidence_common import (  # noqa: F401 (re-exported: the evidence records'
     _read_json,
     _sha256,
     _sig,
+    check_out,
     main_params,
     paper_implementation,
     paper_number,
     read_config,
+    read_reference,
     read_tm_run_record,
+    relative,
     run_command,
     setting_records,
-    sha256_bytes,
     write_record,
 )
 from .evidence_common import provenance as _provenance
@@ -89,24 +91,17 @@ def provenance(what: str, seeds=None, code=()) -> dict:
 def read_run(path: Path, root: Path) -> dict:
     """One TM run record, reduced to what a run group needs; a record that is not a complete regression TM run
     record raises EvidenceError naming the file and the field."""
-    rec = _read_json(path, "run record")
-    if rec.get("kind") != "tm" or rec.get("status") != "complete":
-        raise EvidenceError(f"{path}: field 'kind'/'status' is {rec.get('kind')!r}/{rec.get('status')!r}, "
-                            "not a complete TM run record; pass TM records only")
+    rec = read_tm_run_record(path, "pass TM records only")
     epochs = _field(rec, "epochs", path)
     if not isinstance(epochs, list) or not epochs or any(not isinstance(e, dict) or "mae" not in e for e in epochs):
         raise EvidenceError(f"{path}: field 'epochs' needs an 'mae' in every entry (a regression run); "
                             "pass regression records only")
     prov = _field(rec, "provenance", path)
     baseline = (rec.get("dataset") or {}).get("constant_baseline") or {}
-    try:
-        rel = Path(path).resolve().relative_to(Path(root).resolve()).as_posix()
-    except ValueError:
-        rel = Path(path).as_posix()
     # records of runs before the training diagnostics existed have none: their groups show MAE and time only
     diag = all(isinstance(e.get("diagnostics"), dict) and all(k in e["diagnostics"] for k in DIAGNOSTICS)
                for e in epochs)
-    return {"path": rel, "sha256": _sha256(path), "experiment": _field(rec, "experiment", path),
+    return {"path": relative(path, root), "sha256": _sha256(path), "experiment": _field(rec, "experiment", path),
             "impl": _field(rec, "impl", path), "params": _field(rec, "params", path),
             "seed": int(_field(rec, "seed", path)), "protocol": _field(rec, "dataset.protocol", path),
             "n_features": _field(rec, "dataset.n_features", path), "n_train": _field(rec, "dataset.n_train", path),
@@ -249,10 +244,23 @@ def fit_baselines(X_train, y_train, X_test, y_test, seed: int) -> list[dict]:
     return rows
 
 
-def _target_stats(y_train, y_test) -> dict:
-    return {"n_train": len(y_train), "n_test": len(y_test), "test_target_mean": float(np.mean(y_test)),
-            "test_target_zero_fraction": float(np.mean(np.asarray(y_test) == 0)),
-            "train_target_mean": float(np.mean(y_train))}
+def _baseline_rows(reading: str, split_seed, features: str, Xtr, ytr, Xte, yte, seed: int) -> list[dict]:
+    """:func:`fit_baselines` on one reading's split and feature set, each row with its targets' statistics."""
+    stats = {"n_train": len(ytr), "n_test": len(yte), "test_target_mean": float(np.mean(yte)),
+             "test_target_zero_fraction": float(np.mean(np.asarray(yte) == 0)),
+             "train_target_mean": float(np.mean(ytr))}
+    return [{"reading": reading, "split_seed": split_seed, "features": features, "n_features": int(Xtr.shape[1]),
+             **stats, **row} for row in fit_baselines(Xtr, ytr, Xte, yte, seed)]
+
+
+def _check_file_order(ds, y, n_train: int, processed: Path, raw_file: Path) -> None:
+    if not (np.array_equal(ds.y_train, y[:n_train]) and np.array_equal(ds.y_test, y[n_train:])):
+        raise EvidenceError(f"{processed}: its targets are not the file-order split of {raw_file}; prepare the "
+                            "dataset again")
+
+
+BASELINES_WHAT = ("training median and HistGradientBoostingRegressor fitted on training rows only (no hyperparameter "
+                  "chosen on test rows)")
 
 
 def _our_records(results: Path, config_path, experiment: str) -> list[dict]:
@@ -265,12 +273,7 @@ def _our_records(results: Path, config_path, experiment: str) -> list[dict]:
 
 def _paper_numbers(reference: Path, dataset: str) -> list[dict]:
     """The paper's MAEs for ``dataset`` (paper_tables/reference/paper_numbers.csv)."""
-    from .reference import load_reference
-
-    try:
-        frame = load_reference(reference)
-    except (OSError, ValueError) as exc:
-        raise EvidenceError(f"{exc}") from None
+    frame = read_reference(reference)
     rows = frame[(frame["dataset"] == dataset) & (frame["metric"] == "mae")]
     return [paper_number(r) for r in rows.itertuples()]
 
@@ -302,20 +305,11 @@ def build_blogfeedback(data_dir, results, reference, split_seeds=(0, 1, 2, 3, 4)
     ds = load_processed(processed)
     X_raw, y = blogfeedback.load_table(raw)
     n_train = blogfeedback.N_TRAIN
-    if not (np.array_equal(ds.y_train, y[:n_train]) and np.array_equal(ds.y_test, y[n_train:])):
-        raise EvidenceError(f"{processed}: its targets are not the file-order split of {raw}/blogData_train.csv; "
-                            "prepare the dataset again")
-    rows = []
-
-    def add(reading: str, split_seed, features: str, Xtr, ytr, Xte, yte):
-        for row in fit_baselines(Xtr, ytr, Xte, yte, seed):
-            rows.append({"reading": reading, "split_seed": split_seed, "features": features,
-                         "n_features": int(Xtr.shape[1]), **_target_stats(ytr, yte), **row})
-
+    _check_file_order(ds, y, n_train, processed, raw / "blogData_train.csv")
     order = "file order: first 16,000 rows train, last 4,000 test (our records)"
-    add(order, None, "binarized (our TM's input)", np.asarray(ds.X_train, np.float32), ds.y_train,
-        np.asarray(ds.X_test, np.float32), ds.y_test)
-    add(order, None, "raw", X_raw[:n_train], y[:n_train], X_raw[n_train:], y[n_train:])
+    rows = _baseline_rows(order, None, "binarized (our TM's input)", np.asarray(ds.X_train, np.float32), ds.y_train,
+                          np.asarray(ds.X_test, np.float32), ds.y_test, seed)
+    rows += _baseline_rows(order, None, "raw", X_raw[:n_train], y[:n_train], X_raw[n_train:], y[n_train:], seed)
     names = [f"x{j + 1}" for j in range(X_raw.shape[1])]
     for s in split_seeds:
         perm = np.random.default_rng(s).permutation(len(y))
@@ -323,14 +317,13 @@ def build_blogfeedback(data_dir, results, reference, split_seeds=(0, 1, 2, 3, 4)
         bits, _ = thermometer.encode(X_raw, thermometer.quantile_thresholds(X_raw[tr], blogfeedback.MAX_THRESHOLDS),
                                      names)
         reading = "random 80/20 of the same 20,000 rows (numpy default_rng(split seed).permutation)"
-        add(reading, int(s), "binarized (our TM's rule, thresholds from these training rows)",
-            bits[tr].astype(np.float32), y[tr], bits[te].astype(np.float32), y[te])
-        add(reading, int(s), "raw", X_raw[tr], y[tr], X_raw[te], y[te])
+        rows += _baseline_rows(reading, int(s), "binarized (our TM's rule, thresholds from these training rows)",
+                               bits[tr].astype(np.float32), y[tr], bits[te].astype(np.float32), y[te], seed)
+        rows += _baseline_rows(reading, int(s), "raw", X_raw[tr], y[tr], X_raw[te], y[te], seed)
     return {"schema": SCHEMA, "kind": "baselines", "name": "blogfeedback_bound", "experiment": "blogfeedback",
             "question": "What test MAE do a constant and an off-the-shelf regressor reach on the BlogFeedback split "
                         "our records use, and on the other splits the paper's wording allows?",
-            "provenance": provenance("training median and HistGradientBoostingRegressor fitted on training rows only "
-                                     "(no hyperparameter chosen on test rows)", [seed, *split_seeds],
+            "provenance": provenance(BASELINES_WHAT, [seed, *split_seeds],
                                      code=[Path(blogfeedback.__file__), Path(thermometer.__file__)]),
             "data": {"processed": processed.as_posix(), "processed_sha256": {p.name: _sha256(p) for p in
                                                                              sorted(processed.glob("*.npz"))},
@@ -361,24 +354,18 @@ def build_bike_sharing(data_dir, results, reference, seed: int = 0, config="conf
         ds = load_processed(processed)
         X_raw, y, names = bike_sharing.load_table(raw, protocol)
         n_train, _ = bike_sharing.split_sizes(len(y))
-        if not (np.array_equal(ds.y_train, y[:n_train]) and np.array_equal(ds.y_test, y[n_train:])):
-            raise EvidenceError(f"{processed}: its targets are not the file-order split of {raw}/hour.csv; "
-                                "prepare the dataset again")
+        _check_file_order(ds, y, n_train, processed, raw / "hour.csv")
         digests[protocol] = {p.name: _sha256(p) for p in sorted(processed.glob("*.npz"))}
         reading = f"protocol {protocol} ({', '.join(names)})"
         for features, Xtr, Xte in (("binarized (our TM's input)", np.asarray(ds.X_train, np.float32),
                                     np.asarray(ds.X_test, np.float32)),
                                    ("raw", X_raw[:n_train], X_raw[n_train:])):
-            for row in fit_baselines(Xtr, ds.y_train, Xte, ds.y_test, seed):
-                rows.append({"reading": reading, "split_seed": None, "features": features,
-                             "n_features": int(Xtr.shape[1]), **_target_stats(ds.y_train, ds.y_test), **row})
+            rows += _baseline_rows(reading, None, features, Xtr, ds.y_train, Xte, ds.y_test, seed)
     return {"schema": SCHEMA, "kind": "baselines", "name": "bike_sharing_leak_baselines", "experiment": "bike_sharing",
             "question": "How much do casual and registered (whose sum is the target) give away? The training median "
                         "and gradient boosting with them (protocol paper) and without them (protocol clean), on the "
                         "split our records use",
-            "provenance": provenance("training median and HistGradientBoostingRegressor fitted on training rows only "
-                                     "(no hyperparameter chosen on test rows)", [seed],
-                                     code=[Path(bike_sharing.__file__)]),
+            "provenance": provenance(BASELINES_WHAT, [seed], code=[Path(bike_sharing.__file__)]),
             "data": {"processed_sha256": digests, "raw_sha256": _sha256(raw / "hour.csv")},
             "rows": rows, "paper": _paper_numbers(reference, "bike_sharing"),
             "ours": _our_records(results, config, "bike_sharing")}
@@ -454,14 +441,9 @@ def build_protocols(results, clean, data_dir, reference, config="config/config.y
     """The ``protocols`` evidence record: per experiment run under both protocols, per implementation with records
     under ``clean`` (<clean>/<experiment>/<impl>/<params>/seed<k>.json), its metrics under the paper's preparation
     (the committed records of the main setting) and the clean one, and what the two preparations differ in."""
-    from .reference import load_reference
-
     results, clean, data_dir = Path(results), Path(clean), Path(data_dir)
     cfg = read_config(config)
-    try:
-        frame = load_reference(reference)
-    except (OSError, ValueError) as exc:
-        raise EvidenceError(f"{exc}; pass --reference paper_tables/reference/paper_numbers.csv") from None
+    frame = read_reference(reference, "; pass --reference paper_tables/reference/paper_numbers.csv")
     rows, datasets = [], {}
     for experiment in sorted(p.name for p in clean.iterdir() if p.is_dir()):
         settings = (cfg.get("experiments") or {}).get(experiment)
@@ -618,10 +600,9 @@ def render_run_groups(ev: dict, source: str) -> str:
                                                                          "type_ii_feedback"))]
             md.append(f"| {e} | " + " | ".join(cells) + " |")
         md.append("")
-    md += ["Per seed: last-10 MAE, s/epoch and the 1-minute load average at the end of the run.", "",
-           "| group | " + " | ".join(f"seed {k}" for k in sorted({p["seed"] for g in groups for p in g["per_seed"]}))
-           + " |", "|---|" + "---:|" * len({p["seed"] for g in groups for p in g["per_seed"]})]
     all_seeds = sorted({p["seed"] for g in groups for p in g["per_seed"]})
+    md += ["Per seed: last-10 MAE, s/epoch and the 1-minute load average at the end of the run.", "",
+           "| group | " + " | ".join(f"seed {k}" for k in all_seeds) + " |", "|---|" + "---:|" * len(all_seeds)]
     for g in groups:
         by_seed = {p["seed"]: p for p in g["per_seed"]}
         cells = []
@@ -726,23 +707,18 @@ def main(argv=None) -> int:
     runs.add_argument("--out", required=True)
     blog = sub.add_parser("blogfeedback", help="the BlogFeedback baselines evidence record")
     bike = sub.add_parser("bike-sharing", help="the Bike Sharing leak baselines evidence record")
+    prot = sub.add_parser("protocols", help="the paper-vs-clean protocol evidence record")
     blog.add_argument("--split-seeds", type=int, nargs="*", default=[0, 1, 2, 3, 4])
+    prot.add_argument("--clean", required=True, help="the clean protocol's records: <clean>/<experiment>/<impl>/...")
+    for p in (blog, bike, prot):
+        p.add_argument("--data-dir", required=True, help="the data folder (processed/<dataset>/<protocol>/)")
+        p.add_argument("--results", required=True, help="our committed records (the paper protocol's)")
+        p.add_argument("--reference", default="paper_tables/reference/paper_numbers.csv")
+        p.add_argument("--config", default="config/config.yaml", help="names the main setting of our records")
+        p.add_argument("--out", required=True)
     for baselines in (blog, bike):
-        baselines.add_argument("--data-dir", required=True)
-        baselines.add_argument("--results", required=True)
-        baselines.add_argument("--reference", default="paper_tables/reference/paper_numbers.csv")
-        baselines.add_argument("--config", default="config/config.yaml", help="names the main setting of our records")
         baselines.add_argument("--seed", type=int, default=0, help="the regressors' random_state")
         baselines.add_argument("--threads", type=int, default=1, help="OpenMP threads for the regressor")
-        baselines.add_argument("--out", required=True)
-
-    prot = sub.add_parser("protocols", help="the paper-vs-clean protocol evidence record")
-    prot.add_argument("--results", required=True, help="the committed records (paper protocol)")
-    prot.add_argument("--clean", required=True, help="the clean protocol's records: <clean>/<experiment>/<impl>/...")
-    prot.add_argument("--data-dir", required=True, help="the processed datasets (their meta.json)")
-    prot.add_argument("--reference", default="paper_tables/reference/paper_numbers.csv")
-    prot.add_argument("--config", default="config/config.yaml")
-    prot.add_argument("--out", required=True)
 
     rend = sub.add_parser("render", help="paper_tables/evidence_<name>.md from every evidence record")
     rend.add_argument("--evidence", required=True)
@@ -755,8 +731,7 @@ def _command(args) -> None:
     if args.command == "runs":
         ev = build_run_groups(args.name, args.question, args.results, _parse_pairs(args.group, "group"),
                               _parse_pairs(args.repeat, "repeat"))
-        if Path(args.out).stem != args.name:
-            raise EvidenceError(f"--out {args.out}: the file must be named {args.name}.json (--name)")
+        check_out(args.out, args.name, hint=" (--name)")
         write_record(args.out, ev)
     elif args.command in ("blogfeedback", "bike-sharing"):
         from threadpoolctl import threadpool_limits
@@ -766,14 +741,12 @@ def _command(args) -> None:
                                      args.config)
                   if args.command == "blogfeedback" else
                   build_bike_sharing(args.data_dir, args.results, args.reference, args.seed, args.config))
-        if Path(args.out).stem != ev["name"]:
-            raise EvidenceError(f"--out {args.out}: the file must be named {ev['name']}.json")
+        check_out(args.out, ev["name"])
         ev["provenance"]["threads"] = args.threads
         write_record(args.out, ev)
     elif args.command == "protocols":
         ev = build_protocols(args.results, args.clean, args.data_dir, args.reference, args.config)
-        if Path(args.out).stem != ev["name"]:
-            raise EvidenceError(f"--out {args.out}: the file must be named {ev['name']}.json")
+        check_out(args.out, ev["name"])
         write_record(args.out, ev)
     else:
         for path in render(args.evidence, args.tables_dir):

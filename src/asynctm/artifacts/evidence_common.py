@@ -107,6 +107,25 @@ def _field(record: dict, dotted: str, path: Path):
     return dotted_field(record, dotted, path, "this is not a complete TM run record (results/README.md), rerun its run")
 
 
+def relative(path: Path, root: Path) -> str:
+    """``path`` relative to ``root`` with forward slashes (as given where it lies outside ``root``)."""
+    try:
+        return Path(path).resolve().relative_to(Path(root).resolve()).as_posix()
+    except ValueError:
+        return Path(path).as_posix()
+
+
+def read_reference(reference, fix: str = "", error: type[Exception] = EvidenceError):
+    """The paper's numbers (:func:`asynctm.artifacts.reference.load_reference`); an unreadable file raises ``error``
+    in one line, ending in ``fix``."""
+    from .reference import load_reference
+
+    try:
+        return load_reference(reference)
+    except (OSError, ValueError) as exc:
+        raise error(f"{exc}{fix}") from None
+
+
 def read_tm_run_record(path: Path, fix: str, error: type[Exception] = EvidenceError) -> dict:
     """The run record in ``path``, which must be a complete TM run (``kind`` tm, ``status`` complete); anything
     else raises ``error`` in one line ending in ``fix``."""
@@ -186,6 +205,12 @@ def paper_number(row) -> dict:
 
 
 # -- the command lines ---------------------------------------------------------------------------------------------
+
+def check_out(out, *names: str, hint: str = "", error: type[Exception] = EvidenceError) -> None:
+    """An evidence record's file is named after it: ``out`` must be ``<name>.json`` for one of ``names``."""
+    if Path(out).stem not in names:
+        raise error(f"--out {out}: the file must be named {' or '.join(f'{n}.json' for n in names)}{hint}")
+
 
 def write_record(out, record: dict) -> None:
     """Write an evidence record to ``out`` (atomically) and print its path."""

@@ -50,6 +50,7 @@ import numpy as np
 
 from .. import costmodel as cm
 from ..io import write_json_atomic
+from . import evidence_common as common
 from .evidence_common import HEADER, SCHEMA, EvidenceError, _sha256, read_tm_run_record, run_command
 from .evidence_common import _read_json as _read_evidence_json
 from .evidence_common import provenance as _provenance
@@ -84,15 +85,15 @@ DESIGNS = {
     "pytm_indexed": {"label": "pyTsetlinMachine, indexed (one CPU core)", "draw_scheme": "pytm",
                      "per_clause": False, "chunk_words": cm.CPU_CHUNK_WORDS,
                      "paper": "Table 4 CUDA time x Table 3 speed-up (CUDA over indexed)",
-                     "check": "our pytm_indexed run records (one core)"},
+                     "check": "our pytm_indexed run records (one core)", "records": "pytm_indexed"},
     "cuda_paper_code": {"label": "CUDA TM, the authors' design (one thread per clause, a curand draw per literal)",
                         "draw_scheme": "per_literal", "per_clause": True, "chunk_words": cm.GPU_CHUNK_WORDS,
                         "paper": "Table 4 CUDA time (Google Colab)",
-                        "check": "PyTsetlinMachineCUDA in our GPU benchmarks (gpu_*.json)"},
+                        "check": "PyTsetlinMachineCUDA in our GPU benchmarks (gpu_*.json)", "records": None},
     "cuda_one_thread": {"label": "CUDA TM, our one-thread-per-clause kernel (tm_gpu)", "draw_scheme": "pool",
                         "per_clause": True, "chunk_words": cm.GPU_CHUNK_WORDS,
                         "paper": "Table 4 CUDA time (Google Colab)",
-                        "check": "our tm_gpu run records (one thread per clause)"},
+                        "check": "our tm_gpu run records (one thread per clause)", "records": "tm_gpu"},
 }
 # Per-epoch feedback events of the paper's runs, from ours: all epochs (the paper's times are averages), and the
 # event-heavy early and the calm late epochs as the range.
@@ -217,14 +218,6 @@ def design_ops(design: str, st: dict, rate: list[float], n: float | None = None,
     return (cm.per_clause(cost) if d["per_clause"] else cost).ops
 
 
-def _ops_at_features(key: str, st: dict, rate: list[float], n, F) -> float:
-    return design_ops(key, st, rate, n=n, F=F)
-
-
-def _ops_at_examples(key: str, st: dict, rate: list[float], F, n) -> float:
-    return design_ops(key, st, rate, n=n, F=F)
-
-
 def invert(fn, target: float, lo: float = 1.0, hi: float = 1e10) -> float | None:
     """The integer x in [lo, hi] where the increasing ``fn(x)`` first reaches ``target`` (None outside)."""
     if fn(lo) >= target:
@@ -245,12 +238,9 @@ def invert(fn, target: float, lo: float = 1.0, hi: float = 1e10) -> float | None
 
 def paper_times(reference: Path, datasets) -> dict:
     """Per dataset the paper's per-epoch seconds of each design (None where it gives none)."""
-    from .reference import load_reference, paper_value
+    from .reference import paper_value
 
-    try:
-        frame = load_reference(reference)
-    except (OSError, ValueError) as exc:
-        raise TimeModelError(f"{exc}") from None
+    frame = common.read_reference(reference, error=TimeModelError)
     out = {}
     for ds in datasets:
         gpu, _ = paper_value(frame, "Table 4", ds, "tm_gpu", "train_time")
@@ -435,13 +425,9 @@ def build_time_model(results, reference, gpu_benchmarks=(), calibration=CALIBRAT
     designs = []
     for key, d in DESIGNS.items():
         checks = []
-        for ds in datasets:
-            if key == "pytm_indexed":
-                checks += record_checks(results, settings[ds], "pytm_indexed", key, sources)
-            elif key == "cuda_one_thread":
-                checks += record_checks(results, settings[ds], "tm_gpu", key, sources)
-            else:
-                checks += benchmark_checks(bench_paths, settings[ds], sources)
+        for ds in datasets:  # the model checked on our run records of the design, or on the GPU benchmarks
+            checks += (record_checks(results, settings[ds], d["records"], key, sources) if d["records"]
+                       else benchmark_checks(bench_paths, settings[ds], sources))
         spread = _spread(checks)
         factor = spread["factor"] or 1.0
         paper = []
@@ -470,9 +456,10 @@ def build_time_model(results, reference, gpu_benchmarks=(), calibration=CALIBRAT
                     sec_per_op = 1e-9 * by_ds[cal]["ns_per_op"][v]
                     row = {"target": tg, "calibration": cal, "events": v, "time_s": by_ds[tg]["time_s"],
                            "stated_train_examples": n_stated, "stated_features": s["features"]}
-                    fns = {"features_at_stated_examples": partial(_ops_at_features, key, st, rate, n_stated),
-                           "features_at_our_examples": partial(_ops_at_features, key, st, rate, None),
-                           "examples_at_stated_features": partial(_ops_at_examples, key, st, rate, s["features"])}
+                    # the operations as a function of the feature count (at n examples) or of the example count
+                    fns = {"features_at_stated_examples": partial(design_ops, key, st, rate, n_stated),
+                           "features_at_our_examples": partial(design_ops, key, st, rate, None),
+                           "examples_at_stated_features": partial(design_ops, key, st, rate, F=s["features"])}
                     # the calibrated seconds per operation, and the same off by the model's spread either way
                     for tag, k in (("", sec_per_op), ("_slower", sec_per_op * factor),
                                    ("_faster", sec_per_op / factor)):
@@ -496,8 +483,7 @@ def build_time_model(results, reference, gpu_benchmarks=(), calibration=CALIBRAT
     unique = list({src["path"]: src for src in sources}.values())  # a file read twice has one digest
     ev = {"schema": SCHEMA, "kind": KIND, "name": name, "question": QUESTION,
           "provenance": provenance("the cost model (asynctm.costmodel) calibrated on our records and benchmarks and "
-                                   "on the paper's times, then inverted; nothing trained",
-                                   code=[Path(cm.__file__)]),
+                                   "on the paper's times, then inverted; nothing trained", code=[Path(cm.__file__)]),
           "sources": unique, "stated": {t: stated[t] for t in targets}, "calibration": list(calibration),
           "targets": list(targets), "event_variants": dict(EVENT_VARIANTS),
           "settings": {ds: {k: v for k, v in st.items() if k != "rates_by_epoch"}
@@ -603,8 +589,7 @@ def main(argv=None) -> int:
 
 
 def _command(args) -> None:
-    if Path(args.out).stem not in (NAME, SAME_GPU_NAME):
-        raise TimeModelError(f"--out {args.out}: the file must be named {NAME}.json or {SAME_GPU_NAME}.json")
+    common.check_out(args.out, NAME, SAME_GPU_NAME, error=TimeModelError)
     benches = args.gpu_benchmark
     if benches is None:
         benches = sorted(globbing.glob("benchmarks/results/gpu_*.json"))

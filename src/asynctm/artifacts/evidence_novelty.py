@@ -61,7 +61,11 @@ from .evidence_common import (
     _pm,
     _read_json,
     _sha256,
+    check_out,
     dotted_field,
+    read_reference,
+    read_tm_run_record,
+    relative,
     run_command,
     write_record,
 )
@@ -111,25 +115,15 @@ def _get(record: dict, dotted: str, path: Path, what: str):
     return dotted_field(record, dotted, path, f"this is not a complete {what}, rerun its run")
 
 
-def _rel(path: Path, root: Path) -> str:
-    try:
-        return Path(path).resolve().relative_to(Path(root).resolve()).as_posix()
-    except ValueError:
-        return Path(path).as_posix()
-
-
 def _seed_files(folder: Path) -> list[tuple[int, Path]]:
     return sorted((int(m.group(1)), p) for p in folder.glob("seed*.json") if (m := SEED_FILE.match(p.name)))
 
 
 def _paper(reference, dataset: str, impl: str, metrics=("accuracy", "f1")) -> dict:
     """{metric: [mean, sd]} of the paper's Table 3 for ``impl``'s column (None where it has none)."""
-    from .reference import load_reference, paper_value
+    from .reference import paper_value
 
-    try:
-        frame = load_reference(reference)
-    except (OSError, ValueError) as exc:
-        raise EvidenceError(f"{exc}") from None
+    frame = read_reference(reference)
     column = PAPER_IMPL.get(impl, CUDA_TM)
     out = {}
     for metric in metrics:
@@ -326,9 +320,9 @@ def build_mlp_stage(results, config="config/config.yaml", reference=DEFAULT_REFE
                        "paper": paper, "records": record_means, "reproduced": reproduced,
                        "summaries": summaries, "verdict": _verdict(summaries, paper)})
         for r in g["runs"]:
-            sources += [{"path": _rel(r["record"], results), "sha256": _sha256(r["record"]),
+            sources += [{"path": relative(r["record"], results), "sha256": _sha256(r["record"]),
                          "role": "MLP stage record"},
-                        {"path": _rel(r["scores_path"], results), "sha256": _sha256(r["scores_path"]),
+                        {"path": relative(r["scores_path"], results), "sha256": _sha256(r["scores_path"]),
                          "role": "the TM run's class sums"}]
         if log:
             log(f"{g['experiment']} {g['impl']}.{g['params']}: {len(readings) * len(sizes) * len(seeds)} x "
@@ -377,16 +371,13 @@ def _slope(values, n: int):
 def read_classification_run(path: Path, root: Path) -> dict:
     """One classification TM run record, reduced to its per-epoch accuracy and F1."""
     what = "classification TM run record"
-    rec = _read_json(path, "run record")
-    if rec.get("kind") != "tm" or rec.get("status") != "complete":
-        raise EvidenceError(f"{path}: field 'kind'/'status' is {rec.get('kind')!r}/{rec.get('status')!r}, not a "
-                            "complete TM run record; pass TM records only")
+    rec = read_tm_run_record(path, "pass TM records only")
     epochs = _get(rec, "epochs", path, what)
     if not isinstance(epochs, list) or not epochs or any(not isinstance(e, dict) or "accuracy" not in e
                                                          or "f1" not in e for e in epochs):
         raise EvidenceError(f"{path}: field 'epochs' needs an 'accuracy' and an 'f1' in every entry (a "
                             "classification run); pass classification records only")
-    return {"path": _rel(path, root), "sha256": _sha256(path), "seed": int(_get(rec, "seed", path, what)),
+    return {"path": relative(path, root), "sha256": _sha256(path), "seed": int(_get(rec, "seed", path, what)),
             "n_train": _get(rec, "dataset.n_train", path, what), "n_test": _get(rec, "dataset.n_test", path, what),
             "accuracy": [float(e["accuracy"]) for e in epochs], "f1": [float(e["f1"]) for e in epochs]}
 
@@ -694,8 +685,7 @@ def main(argv=None) -> int:
 
 def _command(args) -> None:
     """The work of one command line (``main``'s subcommands)."""
-    if Path(args.out).stem != args.name:
-        raise EvidenceError(f"--out {args.out}: the file must be named {args.name}.json (--name)")
+    check_out(args.out, args.name, hint=" (--name)")
     if args.command == "mlp-stage":
         from threadpoolctl import threadpool_limits
 

@@ -38,10 +38,12 @@ from .evidence_common import (
     EvidenceError,
     _mean_sd,
     _pm,
+    check_out,
     main_params,
     paper_implementation,
     paper_number,
     read_config,
+    read_reference,
     reading_experiment,
     run_command,
     setting_records,
@@ -130,7 +132,6 @@ def build_split_spread(data_dir, results, reference=DEFAULT_REFERENCE, experimen
                        config="config/config.yaml", name: str | None = None, say=print) -> dict:
     """The ``split_spread`` evidence record (module docstring)."""
     from ..experiments.run import load_dataset
-    from .reference import load_reference
 
     results = Path(results)
     settings, params = _settings(config, experiment, seed, epochs)
@@ -138,10 +139,7 @@ def build_split_spread(data_dir, results, reference=DEFAULT_REFERENCE, experimen
         ds = load_dataset(data_dir, settings)
     except (FileNotFoundError, OSError, ValueError) as exc:
         raise EvidenceError(f"{exc}") from None
-    try:
-        frame = load_reference(reference)
-    except (OSError, ValueError) as exc:
-        raise EvidenceError(f"{exc}; pass --reference paper_tables/reference/paper_numbers.csv") from None
+    frame = read_reference(reference, "; pass --reference paper_tables/reference/paper_numbers.csv")
     splits = []
     for k in split_seeds:
         say(f"split random_state={k}: training {settings['impl']} {params} for "
@@ -231,8 +229,7 @@ def main(argv=None) -> int:
 
 def _command(args) -> None:
     name = args.name or f"{args.experiment}_split_spread"
-    if Path(args.out).stem != name:
-        raise EvidenceError(f"--out {args.out}: the file must be named {name}.json (--name)")
+    check_out(args.out, name, hint=" (--name)")
     ev = build_split_spread(args.data_dir, args.results, args.reference, args.experiment, args.split_seeds,
                             args.seed, args.threads, args.epochs, args.config, name,
                             say=lambda line: print(line, file=sys.stderr))

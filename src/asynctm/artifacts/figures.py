@@ -350,8 +350,7 @@ def _versus_clauses(records, config, host_gpu, name, experiment, column, ylabel,
     claims = _paper_claims(series, experiment) if column == TIME else []
     with _style():
         fig, ax = _new_figure()
-        _draw(ax, series, "clauses (log₂ scale)", ylabel, log_x2=True, markers=True, from_zero=from_zero,
-              claims=claims)
+        _draw(ax, series, "clauses (log₂ scale)", ylabel, log_x2=True, markers=True, from_zero=from_zero, claims=claims)
     not_run = _gaps(config, experiment, sweep.impls, {s.impl for s in series}, host_gpu)
     if sweep.clauses:
         limits = "".join(f"; {impl} up to {limit} clauses (config sweeps.{experiment}.max_clauses: beyond it a "

@@ -40,8 +40,7 @@ def _panel(ax, cells: list[Row], xlabel: str, title: str) -> None:
                 ax.errorbar(r.diff, y, xerr=r.paper_sd, fmt="none", ecolor="#444444", elinewidth=0.6, capsize=2,
                             capthick=0.6, zorder=2)
             if _finite(r.ours_sd) and r.ours_sd > 0:
-                ax.errorbar(r.diff, y, xerr=r.ours_sd, fmt="none", ecolor=colour, elinewidth=2.4, alpha=0.55,
-                            zorder=3)
+                ax.errorbar(r.diff, y, xerr=r.ours_sd, fmt="none", ecolor=colour, elinewidth=2.4, alpha=0.55, zorder=3)
             ax.plot([r.diff], [y], marker="D" if r.implementation == WARP else "o", color=colour, markersize=3.5,
                     markerfacecolor="white" if r.implementation == WARP else colour, zorder=4, linestyle="none")
         else:

@@ -27,10 +27,9 @@ from pathlib import Path
 
 from .. import store
 from ..experiments.plan import TM_IMPLS
-from ..jobs import JobLog
 from . import catalog, load_config, tables
 from .render import DATASET_LABELS
-from .rules import add_job_args, finish_job
+from .rules import add_job_args, run_logged
 
 PAGE = "report.html"
 IMPL_LABELS = {**tables.IMPL_LABELS, "mlp_novelty": "novelty MLP"}
@@ -411,23 +410,14 @@ def main(argv=None) -> int:
     parser.add_argument("--log", default=None, help="the job's log (the page written, or the error)")
     add_job_args(parser)
     args = parser.parse_args(argv)
-    log = JobLog(args.log)
-    try:
+
+    def work() -> list[Path]:
         config = load_config(args.config)
         records = args.records if args.records is not None else used_records(args.results, config)
-        log(str(write_report(args.tables, args.figures, records, config, args.out)), stream=sys.stdout)
-    except store.RecordError as exc:  # its line names the file, the field and the fix
-        log(f"error: {exc}")
-        return 1
-    except (OSError, ValueError, KeyError) as exc:
-        log(f"error: {exc} (build the tables, figures and claims first: snakemake --cores all tables figures "
-            "claims)")
-        return 1
-    except Exception:
-        log.traceback()
-        raise
-    finish_job(args)
-    return 0
+        return [write_report(args.tables, args.figures, records, config, args.out)]
+
+    return run_logged(args, work, (store.RecordError, OSError, ValueError, KeyError),
+                      " (build the tables, figures and claims first: snakemake --cores all tables figures claims)")
 
 
 if __name__ == "__main__":

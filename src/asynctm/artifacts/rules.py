@@ -11,10 +11,11 @@ lists them (asynctm.store.record_files).
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from .. import store
-from ..jobs import shell_word
+from ..jobs import JobLog, shell_word
 from . import catalog
 
 
@@ -177,6 +178,26 @@ def finish_job(args) -> None:
     if args.inputs_manifest:
         write_inputs_manifest(args.inputs_manifest, args.records or [])
     remove_stamps(args.stale)
+
+
+def run_logged(args, work, errors=(store.RecordError,), hint: str = "") -> int:
+    """An artifact's job: ``work()`` builds and returns the files it wrote, each then a line on stdout and in
+    ``--log``, and :func:`finish_job` follows. One of ``errors`` ends it with an ``error:`` line (and ``hint``,
+    except after the record gate's line, which names its own fix) and exit status 1; anything else leaves its
+    traceback in the log."""
+    log = JobLog(args.log)
+    try:
+        written = work()
+    except errors as exc:
+        log(f"error: {exc}" + ("" if isinstance(exc, store.RecordError) else hint))
+        return 1
+    except Exception:
+        log.traceback()
+        raise
+    for path in written:
+        log(str(path), stream=sys.stdout)
+    finish_job(args)
+    return 0
 
 
 def config_text(settings: dict) -> str:

@@ -349,8 +349,7 @@ def _metric_rows(records, config, reference, host_gpu, datasets, metrics, baseli
         for impl in plan.TM_IMPLS:
             metric_recs, time_recs = per_impl[impl]
             used += [metric_recs, time_recs]
-            reason = (plan.gap_reason(config, dataset, impl, host_gpu) if configured
-                      else plan.REASON_NOT_REQUESTED)
+            reason = plan.gap_reason(config, dataset, impl, host_gpu) if configured else plan.REASON_NOT_REQUESTED
             expected = len(plan.run_seeds(config, dataset, impl))
             row = {"dataset": dataset, "implementation": impl,
                    "params": plan.main_params(config, dataset, impl) if configured else "",
@@ -384,8 +383,7 @@ def _metric_rows(records, config, reference, host_gpu, datasets, metrics, baseli
                 ratio, where = same_host["value"], same_host["host"]
                 ratio_note = (f"speed-up from the same-host timing run ({same_host['basis']}; "
                               "evidence_host_speedups.md): the main records ran on different hosts")
-            row.update({"n_runs_time": time.n, "train_s_per_epoch_mean": time.mean,
-                        "train_s_per_epoch_std": time.std,
+            row.update({"n_runs_time": time.n, "train_s_per_epoch_mean": time.mean, "train_s_per_epoch_std": time.std,
                         "train_s_first_epoch_mean": stat(_column(time_recs, "train_s_first")).mean, "speedup": ratio,
                         "speedup_over": baseline if is_fast else "",
                         "speedup_paper": paper_value(reference, source, dataset, impl, "speedup")[0],
@@ -641,8 +639,7 @@ def table4_svm_time(records: pd.DataFrame, config: dict, reference: pd.DataFrame
                                                               both[both["impl"] == model], "t", "svm", model)
                 time, total = stat(_column(recs, TIME)), stat(_column(recs, "train_s_total"))
                 paper = paper_tm if model == "tm_gpu" else math.nan
-            reason = (plan.gap_reason(config, dataset, model, host_gpu) if configured
-                      else plan.REASON_NOT_REQUESTED)
+            reason = plan.gap_reason(config, dataset, model, host_gpu) if configured else plan.REASON_NOT_REQUESTED
             rows.append({
                 "dataset": dataset, "model": model, "library": render.describe_library(recs),
                 "params": params, "n_runs": len(recs), "time_s_mean": time.mean, "time_s_std": time.std,

@@ -159,8 +159,7 @@ def main(argv=None) -> int:
             budget = args.budget if args.budget is not None else (math.inf if args.until else DEFAULT_BUDGET_S)
             return run_step(args.name, campaign_dir=path["campaign_dir"], out_dir=path["out"], budget_s=budget,
                             until=args.until, do_install=not args.no_install, work_dir=path["work_dir"],
-                            select=args.select, tree=path["tree"], impl=args.impl, later_s=args.later,
-                            rerun=args.rerun)
+                            select=args.select, tree=path["tree"], impl=args.impl, later_s=args.later, rerun=args.rerun)
         else:
             from .unpack import unpack
 

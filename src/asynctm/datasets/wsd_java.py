@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from . import coarsewsd20
 
 WORD = coarsewsd20.Word(
@@ -22,11 +24,5 @@ NAME = WORD.name
 TASK = coarsewsd20.TASK
 PROTOCOLS = coarsewsd20.PROTOCOLS
 SOURCES = WORD.sources
-
-
-def load_rows(raw_dir):
-    return coarsewsd20.load_rows(raw_dir, WORD)
-
-
-def prepare(raw_dir, protocol: str = "paper"):
-    return coarsewsd20.prepare(WORD, raw_dir, protocol)
+load_rows = partial(coarsewsd20.load_rows, word=WORD)  # load_rows(raw_dir)
+prepare = partial(coarsewsd20.prepare, WORD)  # prepare(raw_dir, protocol="paper")

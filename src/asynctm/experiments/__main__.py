@@ -135,8 +135,7 @@ def _plan(args, config) -> int:
                                         args.data_dir or config.get("data_dir"))
         rows = estimate.status(config, runs, timings)
         estimate.budget(config, rows)
-        print(estimate.render(config, rows, timings, args.cores or estimate.default_cores(),
-                              show_present=args.status))
+        print(estimate.render(config, rows, timings, args.cores or estimate.default_cores(), show_present=args.status))
         return 0
     for run in requested_runs(config, host_gpu=args.gpu):
         print(record_path(config, run))
