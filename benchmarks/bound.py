@@ -397,7 +397,7 @@ def gpu_bound_rows(bench: dict, bench_path: Path, limits: dict, results: Path, d
             rows.append(row)
     if not rows:
         raise BoundError(f"{bench_path}: no timed result of our GPU builds (peer asynctm, backend cuda); pass a GPU "
-                         "benchmark record that ran tm_gpu or tm_gpu_warp")
+                         "benchmark record that ran one of them")
     return rows
 
 

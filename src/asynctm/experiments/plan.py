@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from ..backends import ORDERS, TALLIES, UPDATE_RULES
+from ..costmodel import literal_words
 
 # The Tsetlin Machine implementations, in the order the tables and figures show them: the paper's three
 # columns (pyTsetlinMachine indexed and non-indexed, the CUDA TM: our kernels with the paper's design, one thread
@@ -113,8 +114,7 @@ def wide_build_threads(config: dict, n_features: int, append_negated: bool) -> i
     each, the negations with ``append_negated``) than the config's ``gpu_benchmark.wide_build.min_literal_words``,
     or the config has no wide build."""
     wide = (config.get("gpu_benchmark") or {}).get("wide_build")
-    words = -(-int(n_features) * (2 if append_negated else 1) // 32)
-    if not wide or words < int(wide["min_literal_words"]):
+    if not wide or literal_words(n_features, append_negated) < int(wide["min_literal_words"]):
         return None
     return int(wide["threads_per_clause"])
 
