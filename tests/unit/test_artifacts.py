@@ -507,3 +507,14 @@ def test_a_time_sweep_caption_gives_each_lines_growth_where_one_machine_ran_it()
     assert len({figures.host(r) for r in recs.itertuples()}) == 2
     named = {**provs[0], "host_id": "0123456789abcdef"}
     assert host_identity(named) == ("id 0123456789abcdef", "AMD EPYC (2 cores, host 0123456789ab)", "0123456789abcdef")
+
+
+def test_table4_says_why_the_svm_fits_are_not_gpu_fits_only_where_the_check_says_so():
+    from asynctm.artifacts.tables import svm_gpu_note
+
+    build = {"file": "svm-gpu.whl", "cuda_libraries": ["libcusparse.so.9.0"],
+             "calls_removed_in_cuda_11": ["cusparseScsrmm2"], "runs_on_cuda_11_or_later": False}
+    note = svm_gpu_note({"builds": [build]})
+    assert "svm-gpu.whl needs libcusparse.so.9.0 and calls cusparseScsrmm2" in note and "CPU cores" in note
+    assert svm_gpu_note({"builds": [build, {**build, "runs_on_cuda_11_or_later": True}]}) == ""
+    assert svm_gpu_note(None) == svm_gpu_note({"builds": []}) == ""

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from asynctm.artifacts import catalog
-from asynctm.artifacts.tables import HOST_TIMING_TABLES
+from asynctm.artifacts.tables import HOST_TIMING_TABLES, SVM_GPU_BUILDS
 from asynctm.artifacts.rules import (
     artifact_command,
     changed_stamp,
@@ -45,6 +45,10 @@ ARTIFACTS_LOGS = f"logs/artifacts/{config['scale']}"
 # read by Tables 3 and 5 where the main records of a GPU build and its baseline ran on different hosts.
 _HOST_TIMING = lambda name: (
     [p for p in (f"{RESULTS}/evidence/host_speedups.json",) if Path(p).is_file()] if name in HOST_TIMING_TABLES else []
+)
+# Whether ThunderSVM's GPU builds run on the GPU hosts (benchmarks/thundersvm_gpu_builds.py), read by Table 4's note.
+_SVM_GPU_BUILDS = lambda name: (
+    [p for p in (SVM_GPU_BUILDS,) if Path(p).is_file()] if name == "table4_svm_time" else []
 )
 
 
@@ -82,6 +86,7 @@ for _name in catalog.TABLES:
             config=ARTIFACTS_CONFIG,
             reference=PAPER_NUMBERS,
             host_timing=_HOST_TIMING(_name),
+            svm_gpu_builds=_SVM_GPU_BUILDS(_name),
         output:
             csv=report(f"{TABLES_DIR}/{_name}.csv", category="Tables", caption=f"../report/{_name}.rst"),
             md=f"{TABLES_DIR}/{_name}.md",
