@@ -363,6 +363,27 @@ def check_same_gpu(bench: dict, bench_path: Path, limits: dict, limits_path: Pat
                          "the benchmark's GPU model (or pass that GPU's limits record)")
 
 
+def _chain(hp: dict, inputs: dict, per_clause: int, achieved: float, limits: dict) -> dict:
+    """One clause group's critical path (``asynctm.costmodel.chain_rounds``, least evaluation work): its rounds per
+    epoch, the achieved seconds per round and, where the limits record measured a dependent load (``chase_s``), the
+    bound rounds x that latency and its fraction."""
+    from asynctm import costmodel as cm
+
+    ev = inputs["events"]
+    c = cm.chain_rounds(inputs["n"], hp["n_clauses"], inputs["F"], inputs["n_classes"], threads_per_clause=per_clause,
+                        append_negated=hp.get("append_negated", True), type_ia=ev["type_ia_feedback"],
+                        type_ib=ev["type_ib_feedback"], type_ii=ev["type_ii_feedback"])
+    gpu = (limits.get("measurements") or {}).get(cm.GPU_LIMITS_KEY, {})
+    threads = int(hp["n_clauses"]) * int(inputs["n_classes"]) * per_clause
+    out = {"rounds": c["rounds"], "rounds_per_visit": c["rounds_per_visit"], "parts": c["parts"],
+           "achieved_s_per_round": achieved / c["rounds"], "threads": threads,
+           "resident_share": threads / gpu["threads"] if gpu.get("threads") else None}
+    chase = gpu.get("chase_s")
+    if isinstance(chase, (int, float)) and chase > 0:
+        out.update(latency_s=chase, bound_s=c["rounds"] * chase, fraction=c["rounds"] * chase / achieved)
+    return out
+
+
 def gpu_bound_rows(bench: dict, bench_path: Path, limits: dict, results: Path, data_dir: Path | None,
                    classes: dict) -> list[dict]:
     """Per setting and GPU build of ours, the bound on the GPU's limits: the epoch's work with the GPU's chunks
@@ -393,6 +414,7 @@ def gpu_bound_rows(bench: dict, bench_path: Path, limits: dict, results: Path, d
                    "n_clauses": hp["n_clauses"], "words": least.sizes["words"], "achieved_median_epoch_s": achieved,
                    "epochs_timed": len(r.get("epoch_s") or []), "events_per_epoch": inputs["events"]}
             _bounds(row, least, most, host, achieved, None, cpu=False)
+            row["chain"] = _chain(hp, inputs, per_clause, achieved, limits)
             row["feedback_source"] = _feedback_source(inputs["rates"])
             rows.append(row)
     if not rows:
@@ -451,6 +473,24 @@ def gpu_markdown(out: dict) -> str:
                   f"x {r['words']:,} | {' / '.join(f'{ev[k]:,.0f}' for k in EVENT_KEYS)} | "
                   f"{_g(r['achieved_median_epoch_s'])} | {_g(lw['bound_s'])} ({lw['limit']}) | {_gpu_pct(lw)} | "
                   f"{_g(aw['bound_s'])} ({aw['limit']}) | {_gpu_pct(aw)} |")
+    md += ["", "One clause group's chain (`asynctm.costmodel.chain_rounds`): every group visits the epoch's examples "
+           "in order, reading and updating its words in rounds of threads x 2 words, each round waiting for the one "
+           "before; per visit one round, the Ia + II visits (clause output 1) all the clause's rounds, and every "
+           "feedback event all of them again (the events spread evenly over the groups). More threads per clause "
+           "shorten the chain; more clauses do not, until their threads fill the GPU (threads: clauses x classes x "
+           "threads per clause, beside the threads the GPU keeps resident), after which the chain no longer sets the "
+           "time. Its bound: rounds x the latency of one dependent load that hits the L2 cache (gpu_limits.py's "
+           "chase_s; – where the limits record has none).", "",
+           "| setting | build | threads (of resident) | rounds per visit | chain rounds per epoch | achieved µs per "
+           "round | chain bound | fraction |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for r in out["rows"]:
+        c = r["chain"]
+        per = PER_CLAUSE.get(r["threads_per_clause"], f"{r['threads_per_clause']} threads per clause")
+        bound = f"{_g(c['bound_s'])} | {_gpu_pct(c)}" if "bound_s" in c else "– | –"
+        share = f" ({_gpu_pct({'fraction': c['resident_share']})})" if c.get("resident_share") else ""
+        md.append(f"| {r['setting']} | {r['build']} ({per}) | {c['threads']:,}{share} | {c['rounds_per_visit']:,} | "
+                  f"{c['rounds']:,.0f} | "
+                  f"{_g(1e6 * c['achieved_s_per_round'])} | {bound} |")
     md += ["", "Bound: the largest of compulsory bytes / bandwidth (the faster of copy and triad), 32-bit word "
            "operations / word throughput and scalar operations (draws included) / scalar throughput, of the whole "
            "GPU (`asynctm.costmodel`, with the GPU's chunks of 2 words: one 1/s draw per chunk). Both builds do the "

@@ -20,7 +20,12 @@ the best of ``--reps`` launches:
   ``host_limits.py`` counts them, so that the cost model's scalar operations (a draw counts ``DRAW_OPS``) meet the
   same unit on both. A GPU does a 64-bit multiply or shift in several 32-bit instructions, so this is the rate of
   the draws' operations: the visits' 32-bit scalar work may run faster, and a bound limited by ``scalar`` may be
-  too high by that much.
+  too high by that much;
+- ``chase_s``: seconds per dependent load: one thread follows ``steps`` links of one random cycle through an array
+  of a quarter of the L2 cache (each load's address is the value of the one before), so the time of a link is the
+  latency of a load that hits the L2 cache, where a clause's words stay between the visits of a small machine.
+  The cost model's chain of one clause group (``asynctm.costmodel.chain_rounds``) waits for at least one such load
+  per round, so rounds x ``chase_s`` bounds an epoch from below however idle the rest of the GPU is.
 
 Each launch takes a fraction of a second (``--target-s`` for the in-register rates); the whole run, compiling
 included, about 20 s. Writes ``benchmarks/results/host_limits_<gpu>_<host id>.json`` (the limits under
@@ -119,6 +124,16 @@ TM_KERNEL void gl_draws(tm_u64 *out, tm_u64 n, int draws)
         out[i] = s0 ^ s1 ^ s2 ^ s3;
     }
 }
+
+// One thread follows `steps` links of the cycle in `next`, each load's address the value of the one before.
+TM_KERNEL void gl_chase(const tm_u32 *TM_RESTRICT next, tm_u32 *out, int steps)
+{
+    TM_PARALLEL_FOR(i, 1) {
+        tm_u32 j = 0;
+        for (int k = 0; k < steps; ++k) j = next[j];
+        out[i] = j;
+    }
+}
 """
 
 ELEMENT_BYTES = 16  # gl_u64x2, gl_f64x2
@@ -129,6 +144,8 @@ DRAWS_STEP = 4  # gl_draws: draws per thread come in fours
 BLOCK = 256
 MAX_PASSES = 1 << 30  # the kernels' int counts
 L2_MULTIPLE = 8  # each array at least this many times the L2 cache
+CHASE_L2_SHARE = 4  # the chase's array: a quarter of the L2 cache
+CHASE_MIN_LINKS = 1 << 10
 DEFAULTS = {"array_mib": 1024, "reps": 5, "target_s": 0.05, "waves": 4}
 QUICK = {"array_mib": None, "reps": 3, "target_s": 0.02, "waves": 2}  # arrays: L2_MULTIPLE x the L2 cache
 _INCLUDE = re.compile(r'^\s*#\s*(include\s+"[^"]+"|pragma\s+once)\s*$', re.M)
@@ -268,12 +285,14 @@ def measure(drv, module, dev_attrs: dict, *, array_bytes: int, reps: int, target
     finally:
         out32.free()
         out64.free()
+    links, steps, chase = chase_latency(drv, module, dev_attrs, reps, target_s)
     copy_bytes, triad_bytes = bytes_per_launch("copy", array_bytes), bytes_per_launch("triad", array_bytes)
     word_ops = float(WORD_OPS_PER_PASS) * passes * threads
     n_draws = float(per_thread) * threads
     rates = {"copy_bytes_s": copy_bytes / min(copy_s), "triad_bytes_s": triad_bytes / min(triad_s),
              "word_ops_s": word_ops / min(word_s), "draws_s": n_draws / min(draw_s)}
     rates["scalar_ops_s"] = MIX64_OPS * rates["draws_s"]
+    rates["chase_s"] = min(chase) / steps
     rates["threads"] = resident
     detail = {"copy_bytes_s": {"bytes_per_launch": copy_bytes, "launch_s": copy_s},
               "triad_bytes_s": {"bytes_per_launch": triad_bytes, "launch_s": triad_s},
@@ -281,8 +300,41 @@ def measure(drv, module, dev_attrs: dict, *, array_bytes: int, reps: int, target
                              "launch_s": word_s},
               "draws_s": {"threads": threads, "draws_per_thread": per_thread, "draws_per_launch": n_draws,
                           "launch_s": draw_s},
+              "chase_s": {"links": links, "bytes": 4 * links, "steps": steps, "launch_s": chase},
               "block": BLOCK}
     return {"rates": rates, "detail": detail}
+
+
+def chase_cycle(links: int, seed: int = 0):
+    """``next`` of one cycle through all ``links`` entries in a random order, as uint32."""
+    import numpy as np
+
+    order = np.random.default_rng(seed).permutation(links).astype(np.uint32)
+    nxt = np.empty(links, dtype=np.uint32)
+    nxt[order] = np.roll(order, -1)
+    return nxt
+
+
+def chase_latency(drv, module, dev_attrs: dict, reps: int, target_s: float) -> tuple[int, int, list[float]]:
+    """(links, steps, launch seconds) of the dependent-load chase through a quarter of the L2 cache."""
+    import numpy as np
+
+    l2 = dev_attrs.get("l2_cache_bytes") or 0
+    links = max(CHASE_MIN_LINKS, l2 // CHASE_L2_SHARE // 4)
+    nxt = chase_cycle(links)
+    buf, out = drv.mem_alloc(nxt.nbytes), drv.mem_alloc(4)
+    try:
+        drv.memcpy_htod(buf, nxt)
+        chase = module.get_function("gl_chase")
+
+        def launch(steps: int):
+            chase(buf, out, np.int32(steps), block=(1, 1, 1), grid=(1, 1))
+
+        steps, times = _calibrated(drv, launch, reps, target_s, links, links)  # whole laps of the cycle
+    finally:
+        buf.free()
+        out.free()
+    return links, steps, times
 
 
 def main(argv=None) -> int:
@@ -319,7 +371,7 @@ def main(argv=None) -> int:
     m = record["measurements"]["gpu"]
     print(f"{record['gpu'].get('name')}: copy {m['copy_bytes_s'] / 1e9:.0f} GB/s, triad {m['triad_bytes_s'] / 1e9:.0f} "
           f"GB/s, word ops {m['word_ops_s'] / 1e12:.2f} T/s, draws {m['draws_s'] / 1e9:.1f} G/s (scalar "
-          f"{m['scalar_ops_s'] / 1e9:.0f} G ops/s)")
+          f"{m['scalar_ops_s'] / 1e9:.0f} G ops/s), dependent load {m['chase_s'] * 1e9:.0f} ns")
     print(f"wrote {out}")
     return 0
 
@@ -385,6 +437,8 @@ def run(opts: dict, out: str | None, argv, out_dir: str | None = None) -> tuple[
                   "scalar_ops_s": f"scalar operations per second ({MIX64_OPS} per mix64 finaliser, as "
                                   "benchmarks/host_limits.py counts them; the cost model charges a draw DRAW_OPS)",
                   "draws_s": "mix64 finalisers (tm_rng.cuh's tm_mix64) per second, best launch",
+                  "chase_s": f"seconds per dependent load of one thread through 1/{CHASE_L2_SHARE} of the L2 cache "
+                             "(one random cycle), best launch",
                   "threads": "threads the GPU keeps resident (multiprocessors x their most threads)"},
         "note": "timed by CUDA events around each launch, the best of reps; the in-register rates with waves x the "
                 "resident threads; a GPU does 64-bit multiplies and shifts in several 32-bit instructions, so "

@@ -250,6 +250,39 @@ def per_clause(cost: Cost) -> Cost:
     return Cost(parts, cost.bytes_compulsory / G, cost.bytes_streamed / G, {**cost.sizes, "per_clause": True})
 
 
+def chain_rounds(n_examples: int, n_clauses: int, n_features: int, n_classes: int = 2, *, threads_per_clause: int,
+                 append_negated: bool = True, type_ia: float = 0.0, type_ib: float = 0.0, type_ii: float = 0.0,
+                 eval_words="min", chunk_words: int = GPU_CHUNK_WORDS) -> dict:
+    """The rounds one clause's group of ``threads_per_clause`` GPU threads runs one after another in a training
+    epoch: its critical path, which no number of other clauses shortens.
+
+    Every group visits every example of the epoch in order (kernels/README.md, "Schedule"), and each step of a visit
+    waits for the one before: the group reads its words in rounds of ``threads_per_clause x chunk_words`` words
+    (``R`` rounds for all ``W`` words), votes after each round whether to stop (the evaluation), and a feedback
+    event walks all ``R`` rounds again (its loads, draws, updates and stores of a round depend on the round's own
+    words only, so a round is one step). Per visit: one step (the visit: hint, tally, draws), plus the
+    evaluation's rounds (``eval_words``: ``"min"``, only the ``Ia + II`` visits whose clause outputs 1 read all
+    ``R``; ``"max"``: every visit does), plus ``R`` per feedback event. The epoch's events (``type_*``, of all
+    clauses) are spread evenly over the ``n_clauses x n_classes`` groups. Returns ``rounds`` (per group and epoch),
+    ``rounds_per_visit`` (all words) and the parts."""
+    _positive(n_examples=n_examples, n_clauses=n_clauses, n_features=n_features, n_classes=n_classes,
+              type_ia=type_ia, type_ib=type_ib, type_ii=type_ii)
+    if isinstance(threads_per_clause, bool) or not isinstance(threads_per_clause, int) or threads_per_clause < 1:
+        raise ValueError(f"threads_per_clause must be an integer >= 1, got {threads_per_clause!r}")
+    if eval_words not in ("min", "max"):
+        raise ValueError(f"eval_words must be 'min' or 'max', got {eval_words!r}")
+    n, G = float(n_examples), float(n_clauses) * float(n_classes)
+    W = literal_words(n_features, append_negated)
+    R = -(-W // (threads_per_clause * int(chunk_words)))
+    per_group = {k: float(v) / G for k, v in (("type_ia", type_ia), ("type_ib", type_ib), ("type_ii", type_ii))}
+    output_one = min(n, per_group["type_ia"] + per_group["type_ii"])
+    parts = {"visits": n,
+             "evaluation": (output_one * R if eval_words == "min" else n * R),
+             "feedback": R * sum(per_group.values())}
+    return {"rounds": float(sum(parts.values())), "rounds_per_visit": R, "words": W, "parts": parts,
+            "threads_per_clause": threads_per_clause, "eval_words": eval_words}
+
+
 # -- the host's limits ----------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)

@@ -84,7 +84,15 @@ def test_limits_of_the_simulated_gpu(gpu_limits, fake_gpu, tmp_path, capsys):
     assert all(x.freed for x in fake_gpu)
     words = np.frombuffer(fake_gpu[3].view().tobytes(), dtype=np.uint32)
     assert len(set(words.tolist())) > 100  # every thread wrote its own chains' result
-    assert "Simulated GPU: copy" in capsys.readouterr().out
+    # the chase: one cycle through a quarter of the 64 KiB L2 cache, whole laps, so the thread ends where it began
+    ch = d["chase_s"]
+    assert ch["links"] == (64 << 10) // 4 // 4 and ch["steps"] % ch["links"] == 0
+    assert m["chase_s"] == pytest.approx(min(ch["launch_s"]) / ch["steps"])
+    nxt = np.frombuffer(fake_gpu[5].view().tobytes(), dtype=np.uint32)
+    np.testing.assert_array_equal(nxt, gpu_limits.chase_cycle(ch["links"]))
+    assert np.frombuffer(fake_gpu[6].view().tobytes(), dtype=np.uint32)[0] == 0
+    out = capsys.readouterr().out
+    assert "Simulated GPU: copy" in out and "dependent load" in out
 
 
 def test_default_name_and_refusals(gpu_limits, fake_gpu, monkeypatch, capsys):
@@ -111,6 +119,15 @@ def test_no_gpu_is_refused(gpu_limits, fake_gpu, monkeypatch, capsys):
     assert gpu_limits.main([]) == 1
     err = capsys.readouterr().err.strip()
     assert err == "error: no CUDA GPU found; run gpu_limits.py on the GPU host"
+
+
+def test_the_chase_is_one_cycle_through_every_entry(gpu_limits):
+    for links in (1, 2, 7, 1000):
+        nxt, j, seen = gpu_limits.chase_cycle(links, seed=links), 0, set()
+        for _ in range(links):
+            seen.add(j)
+            j = int(nxt[j])
+        assert j == 0 and seen == set(range(links))
 
 
 def test_bytes_per_launch_counts_whole_elements(gpu_limits):

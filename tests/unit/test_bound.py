@@ -199,6 +199,23 @@ def test_gpu_bounds_of_our_gpu_builds_only(bound, gpu_inputs):
     assert 0.01 < warp["all_work"]["fraction"] < 1 and f"| {warp['all_work']['fraction']:.1%} |" in md
     assert older["all_work"]["fraction"] < 1e-4 and f"| {100 * older['all_work']['fraction']:.2g}% |" in md
     assert "estimated from the tm_cpu run records" in md
+    # one clause group's chain: 3 words, R = 2 rounds for one thread (2 words a round), 1 for a warp; per group
+    # (3 clauses x 2 classes) the events are Ia 2, Ib 5, II 0.5; without a measured latency, no chain bound
+    chain = cm.chain_rounds(20, 3, 40, 2, threads_per_clause=1, type_ia=12, type_ib=30, type_ii=3)
+    assert one["chain"]["rounds"] == chain["rounds"] == 20 + 2.5 * 2 + 7.5 * 2
+    assert one["chain"]["achieved_s_per_round"] == pytest.approx(2e-7 / 40) and "bound_s" not in one["chain"]
+    assert (one["chain"]["threads"], warp["chain"]["threads"], warp["chain"]["resident_share"]) == (6, 192, 192 / 1024)
+    assert "| wsd_apple | tm_gpu_warp (a warp per clause) | 192 (18.8%) | 1 | 30 |" in md
+
+
+def test_a_measured_dependent_load_bounds_the_chain(bound, gpu_inputs):
+    limits = json.loads(gpu_inputs["gpu_limits"].read_text())
+    limits["measurements"]["gpu"]["chase_s"] = 1e-9
+    gpu_inputs["gpu_limits"].write_text(json.dumps(limits))
+    assert bound.main(_gpu_args(gpu_inputs)) == 0
+    out = json.loads((gpu_inputs["root"] / "bench/bound_gpu_toy_0000000.json").read_text())
+    one = out["rows"][0]["chain"]
+    assert one["bound_s"] == pytest.approx(40 * 1e-9) and one["fraction"] == pytest.approx(40e-9 / 2e-7)
 
 
 def test_gpu_limits_must_be_of_the_benchmarks_gpu(bound, gpu_inputs, capsys):

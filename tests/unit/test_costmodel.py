@@ -128,3 +128,24 @@ def test_gpu_host_from_limits():
 def test_bad_numbers_are_refused(bad):
     with pytest.raises(ValueError, match="must"):
         cm.epoch_cost(**{**TINY, **bad})
+
+
+def test_chain_rounds_hand_counted():
+    # 10 examples, 2 clauses per class, 2 classes: 4 groups; 100 features with negations = 200 literals = 7 words.
+    # A warp reads 64 words per round: R = 1; 4 threads read 8: R = 1; one thread reads 2: R = 4.
+    # Per group: events Ia 8 / 4 = 2, Ib 4 / 4 = 1, II 4 / 4 = 1; least evaluation: the Ia + II visits (3) read
+    # all R rounds, each visit one round (10), feedback R x 4 events.
+    one = cm.chain_rounds(10, 2, 100, 2, threads_per_clause=1, type_ia=8, type_ib=4, type_ii=4)
+    assert one["words"] == 7 and one["rounds_per_visit"] == 4
+    assert one["parts"] == {"visits": 10, "evaluation": 3 * 4, "feedback": 4 * 4} and one["rounds"] == 38
+    assert cm.chain_rounds(10, 2, 100, 2, threads_per_clause=32, type_ia=8, type_ib=4, type_ii=4)["rounds"] == 17
+    # every visit reads all rounds
+    most = cm.chain_rounds(10, 2, 100, 2, threads_per_clause=1, eval_words="max", type_ia=8, type_ib=4, type_ii=4)
+    assert most["parts"]["evaluation"] == 10 * 4
+    # more clauses (the same events per group) leave the chain as it is; more threads per clause shorten it
+    assert cm.chain_rounds(10, 20, 100, 2, threads_per_clause=1, type_ia=80, type_ib=40, type_ii=40)["rounds"] == 38
+    for bad in (0, 1.5, True):
+        with pytest.raises(ValueError, match="threads_per_clause"):
+            cm.chain_rounds(10, 2, 100, 2, threads_per_clause=bad)
+    with pytest.raises(ValueError, match="eval_words"):
+        cm.chain_rounds(10, 2, 100, 2, threads_per_clause=1, eval_words=3)
