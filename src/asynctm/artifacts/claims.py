@@ -50,7 +50,7 @@ from ..store import busy, load_records
 from . import catalog
 from .reference import paper_value
 from .render import DATASET_LABELS, sig
-from .tables import distinct_runs, reduced_note, stat
+from .tables import SVM_GPU_BUILDS, distinct_runs, reduced_note, stat
 
 REPRODUCED, PARTLY, NOT_REPRODUCED, UNTESTABLE = ("reproduced", "partly reproduced", "not reproduced",
                                                   "not testable here")
@@ -166,6 +166,7 @@ class ClaimInputs:
     ablation: list[dict]
     labels: dict = field(default_factory=dict)  # host or machine key -> a short label for the page
     host_timing: dict | None = None  # the same-host timing run (evidence_host: pyTM beside the GPU builds)
+    svm_gpu_builds: dict | None = None  # whether ThunderSVM's GPU builds run on the GPU hosts (tables.SVM_GPU_BUILDS)
 
     def label(self, key) -> str:
         return self.labels.get(key, str(key))
@@ -260,9 +261,12 @@ def load_inputs(results_dir, config: dict, th: Thresholds, files=None) -> ClaimI
         row["build"] = WARP if row["impl"] == GPU and row["variant"].endswith(plan.WARP_SUFFIX) else row["impl"]
         row["dirty"] = _dirty(prov)
         row["path"] = path.relative_to(root).as_posix()
+    from .evidence_common import read_json_object
     from .evidence_host import load as load_host_timing
 
-    return ClaimInputs(frame, rows, labels, load_host_timing(root))
+    check = Path(SVM_GPU_BUILDS)  # the workflow's folder's, a declared input of the claims rules
+    svm_gpu = read_json_object(check, "ThunderSVM GPU build check") if check.is_file() else None
+    return ClaimInputs(frame, rows, labels, load_host_timing(root), svm_gpu)
 
 
 # ---- rows ------------------------------------------------------------------------------------------------------
@@ -985,6 +989,15 @@ def _cell_row(ev, config, reference, th, claim, source, dataset, impl, build, me
                dirty_records=_dirty_count(s.frame), **base)
 
 
+def _svm_gpu_note(check: dict | None) -> str:
+    builds = (check or {}).get("builds") or []
+    if builds and not any(b.get("runs_on_cuda_11_or_later") for b in builds):
+        return ("our SVM ran on a CPU, the paper's ThunderSVM on a GPU: no published GPU build of ThunderSVM runs with "
+                f"CUDA 11 or later, which our GPU hosts have ({', '.join(b['file'] for b in builds)}; "
+                f"{SVM_GPU_BUILDS}), so this cell cannot be tested here")
+    return "our SVM ran on a CPU, the paper's ThunderSVM on a GPU: ThunderSVM's GPU build timed here would test it"
+
+
 def _time_cell(ev, config, reference, th, dataset, model) -> Row:
     paper = paper_value(reference, "Table 4", dataset, "svm" if model == "svm" else GPU, "train_time")[0]
     factor = float(th["time_cells"]["within_factor"])
@@ -1002,8 +1015,7 @@ def _time_cell(ev, config, reference, th, dataset, model) -> Row:
             return Row("T4", "cell", label, UNTESTABLE, paths=tuple(_paths(frame)), tested=what,
                        ours=f"{_secs(s.mean)} ({', '.join(sorted(set(frame['library'].astype(str))))} on "
                             f"{'; '.join(devices)})", ours_value=s.mean, ours_sd=s.std,
-                       note="our SVM ran on a CPU, the paper's ThunderSVM on a GPU: ThunderSVM's GPU build timed "
-                            "here would test it", dirty_records=_dirty_count(frame), **base)
+                       note=_svm_gpu_note(ev.svm_gpu_builds), dirty_records=_dirty_count(frame), **base)
     else:
         frame = _timed(main_records(ev, config, dataset, model))
         values, what = frame["epoch_s"].tolist(), f"mean per-epoch training time ({warm_text(th)})"
