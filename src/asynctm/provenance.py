@@ -103,7 +103,21 @@ def cpu_info() -> dict:
         except OSError:
             continue
     return {"model": cpu_model(), "logical_cores": os.cpu_count(), "usable_cores": default_threads(),
-            "machine": platform.machine(), "simd_flags": simd, "caches_per_cpu0": caches}
+            "physical_cores": physical_cores(), "machine": platform.machine(), "simd_flags": simd,
+            "caches_per_cpu0": caches}
+
+
+def physical_cores(root: Path = Path("/sys/devices/system/cpu")) -> int | None:
+    """Cores as distinct (package, core) pairs of the logical CPUs the kernel lists (fewer than the logical
+    cores where a core runs two threads: their scaling differs); None where the topology is not readable."""
+    cores = set()
+    for cpu in root.glob("cpu[0-9]*"):
+        try:
+            cores.add(((cpu / "topology/physical_package_id").read_text().strip(),
+                       (cpu / "topology/core_id").read_text().strip()))
+        except OSError:
+            continue
+    return len(cores) or None
 
 
 def dist_version(*names: str) -> str | None:

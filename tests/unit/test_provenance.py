@@ -42,3 +42,18 @@ def test_the_campaigns_source_commit_wins_over_a_git_in_the_copy(tmp_path, monke
     assert provenance.git_info() == {"commit": "f" * 40, "tracked_files_modified": 0}
     monkeypatch.delenv("ASYNCTM_SOURCE_COMMIT")
     assert provenance.git_info()["tracked_files_modified"] == 1
+
+
+def test_physical_cores_count_distinct_cores_of_the_sysfs_topology(tmp_path):
+    from asynctm.provenance import physical_cores
+
+    # 4 logical CPUs, two threads on each of 2 cores; a CPU without topology (offline) is skipped
+    for cpu, core in ((0, 0), (1, 1), (2, 0), (3, 1)):
+        topo = tmp_path / f"cpu{cpu}" / "topology"
+        topo.mkdir(parents=True)
+        (topo / "physical_package_id").write_text("0\n")
+        (topo / "core_id").write_text(f"{core}\n")
+    (tmp_path / "cpu4").mkdir()
+    (tmp_path / "cpufreq").mkdir()
+    assert physical_cores(tmp_path) == 2
+    assert physical_cores(tmp_path / "missing") is None
