@@ -1,11 +1,13 @@
 """What the tests share besides fixtures: the repository root, a copy of the workflow, the benchmark scripts as
-modules, the dataset mirror's place and complete synthetic run records. Test modules import these from here
-(``from tests.helpers import REPO``); the fixtures of tests/conftest.py are built on them."""
+modules, the dataset mirror's place, complete synthetic run records (written where the results layout puts them) and
+spoiled ones the record gate refuses. Test modules import these from here (``from tests.helpers import REPO``); the
+fixtures of tests/conftest.py are built on them."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -80,3 +82,54 @@ def valid_tm_record(record: dict) -> dict:
     prov.setdefault("cpu_model", "Test CPU")
     prov.setdefault("gpu", None)
     return rec
+
+
+def valid_run_record(record: dict) -> dict:
+    """A synthetic run record of a TM (:func:`valid_tm_record`) or of the novelty MLP stage (impl ``mlp_novelty``,
+    params ``<tm impl>.<tm params>``) made complete, so that the record gate (asynctm.store) accepts it; values the
+    test set are kept."""
+    if record.get("impl") != "mlp_novelty":
+        return valid_tm_record(record)
+    rec = json.loads(json.dumps(record))
+    for key, value in (("schema", 1), ("status", "complete"), ("kind", "mlp_novelty"), ("scale", "paper"),
+                       ("task", "novelty"), ("dataset", {"name": rec["experiment"], "protocol": "paper"}),
+                       ("hyperparameters", {}), ("timing", {"fit_s": 0.1}),
+                       ("provenance", {"git_commit": "0" * 40, "cpu_model": "Test CPU", "gpu": None})):
+        rec.setdefault(key, value)
+    final = rec.setdefault("final", {})
+    final.setdefault("accuracy", 50.0)
+    final.setdefault("f1", 50.0)
+    return rec
+
+
+def write_run_record(root: Path, record: dict) -> Path:
+    """``record`` made complete (:func:`valid_run_record`) and written where the results layout puts it below the
+    results root ``root`` (``<experiment>/<impl>/<params>/seed<seed>.json``); its path."""
+    rec = valid_run_record(record)
+    path = Path(root) / rec["experiment"] / rec["impl"] / rec["params"] / f"seed{rec['seed']}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(rec))
+    return path
+
+
+# Ways to spoil a run record that the record gate refuses and a reader of its own would let through (or word
+# differently): the regular expression of the gate's line after "<path>: " for each.
+SPOILED = {"truncated": r"\(the file\): truncated \(", "schema-invalid": r"final\.\w+: -1\.0 is less than the minimum",
+           "off its path": r"seed: the record says \d+ but its path says \d+"}
+
+
+def spoil_run_record(path: Path, how: str) -> str:
+    """Spoil the record file at ``path`` in one of the ways of :data:`SPOILED`; the regular expression of the whole
+    line the gate then gives (the file, the field, the problem and its fix)."""
+    text = Path(path).read_text()
+    if how == "truncated":
+        text = text[: text.index(",", len(text) // 2) + 1]  # cut between two values: it ends early
+    else:
+        rec = json.loads(text)
+        if how == "schema-invalid":
+            rec["final"][next(iter(rec["final"]))] = -1.0
+        else:
+            rec["seed"] += 7
+        text = json.dumps(rec)
+    Path(path).write_text(text)
+    return rf"{re.escape(str(path))}: {SPOILED[how]}[^\n]*; fix: [^\n]+"

@@ -4,6 +4,7 @@ repeated runs compared, the BlogFeedback baselines on its file-order split, rend
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -11,29 +12,32 @@ import pytest
 from threadpoolctl import threadpool_limits
 
 from asynctm.artifacts import evidence
+from asynctm.store import RecordError
+from tests.helpers import SPOILED, spoil_run_record, valid_tm_record, write_run_record
 
 DIAG_KEYS = evidence.DIAGNOSTICS
 
 
-def _record(seed: int, maes, threads: int = 2, protocol: str = "paper", literals: float = 40.0, params="n8_T8_s1.5_e12",
-            diagnostics: bool = True) -> dict:
+def _record(seed: int, maes, threads: int = 2, protocol: str = "paper", literals: float = 40.0, params=None,
+            diagnostics: bool = True, experiment: str = "bike_sharing") -> dict:
+    """A regression TM run record the record gate accepts (tests.helpers.valid_tm_record); its params name its
+    epochs unless given."""
     epochs = []
     for i, mae in enumerate(maes):
-        e = {"epoch": i + 1, "train_s": 0.1, "eval_s": 0.01, "mae": float(mae), "rmse": float(mae) * 2}
+        e = {"epoch": i + 1, "train_s": 0.1 * (seed + 1), "eval_s": 0.01, "mae": float(mae), "rmse": float(mae) * 2}
         if diagnostics:
             e["diagnostics"] = {"literals_per_clause": literals + i, "positive_literals_per_clause": 1.0 + i,
                                 "negated_literals_per_clause": literals - 1.0, "type_ia_feedback": 100 + i,
                                 "type_ib_feedback": 200 + seed, "type_ii_feedback": 300}
         epochs.append(e)
-    return {"schema": 1, "status": "complete", "kind": "tm", "experiment": "bike_sharing", "impl": "tm_cpu",
-            "params": params, "seed": seed, "task": "regression", "hyperparameters": {"n_clauses": 8, "T": 8},
-            "dataset": {"name": "bike_sharing", "protocol": protocol, "n_features": 30, "n_train": 80, "n_test": 20,
-                        "constant_baseline": {"mae": 50.0, "predict": "median of the training targets",
-                                              "value": 3.0}},
-            "epochs": epochs, "final": {"mae": float(maes[-1])},
-            "timing": {"train_s_mean": 0.1 * (seed + 1)},
-            "provenance": {"threads": threads, "cpu_model": "CPU X", "git_commit": "a" * 40, "git_dirty": 0,
-                           "load_average_1min_at_end": 1.5}}
+    return valid_tm_record({
+        "experiment": experiment, "impl": "tm_cpu", "params": params or f"n8_T8_s1.5_e{len(maes)}", "seed": seed,
+        "task": "regression",
+        "dataset": {"name": experiment, "protocol": protocol, "n_features": 30, "n_train": 80, "n_test": 20,
+                    "constant_baseline": {"mae": 50.0, "predict": "median of the training targets", "value": 3.0}},
+        "epochs": epochs, "final": {"mae": float(maes[-1])},
+        "provenance": {"threads": threads, "cpu_model": "CPU X", "git_commit": "a" * 40, "git_dirty": 0,
+                       "load_average_1min_at_end": 1.5}})
 
 
 def _write(root: Path, rel: str, rec: dict) -> Path:
@@ -113,9 +117,11 @@ def test_bad_input_is_one_line_naming_the_file_and_field(runs_root, tmp_path, ca
         evidence.build_run_groups("x", "q", runs_root, [("none", "nowhere/seed*.json")])
     broken = _record(0, [1, 2])
     del broken["timing"]
-    _write(runs_root, "broken/seed0.json", broken)
-    with pytest.raises(evidence.EvidenceError, match=r"broken/seed0.json: field 'timing.train_s_mean' is missing"):
-        evidence.build_run_groups("x", "q", runs_root, [("b", "broken/seed*.json")])
+    broken_path = _write(runs_root, "broken/bike_sharing/tm_cpu/n8_T8_s1.5_e2/seed0.json", broken)
+    with pytest.raises(RecordError, match=r"broken/bike_sharing/tm_cpu/n8_T8_s1.5_e2/seed0.json: \(the record\): "
+                                          r"'timing' is a required property; fix: "):
+        evidence.build_run_groups("x", "q", runs_root, [("b", "broken/*/*/*/seed*.json")])
+    broken_path.unlink()
     with pytest.raises(evidence.EvidenceError, match="seed 0 appears twice"):
         evidence.build_run_groups("x", "q", runs_root, [("both", "*/bike_sharing/tm_cpu/*/seed0.json")])
     with pytest.raises(evidence.EvidenceError, match="no group labelled 'nope'"):
@@ -139,6 +145,35 @@ def test_bad_input_is_one_line_naming_the_file_and_field(runs_root, tmp_path, ca
     (ev_dir / "bad.json").write_text("[]")
     with pytest.raises(evidence.EvidenceError, match="bad.json: not a JSON object"):
         evidence.render(ev_dir, tables)
+
+
+def _stopped_by_the_gate(code: int, capsys, line: str, out: Path) -> None:
+    """A command line that met a record the gate refuses: exit 1, the gate's one line on stderr, nothing written."""
+    err = capsys.readouterr().err
+    assert code == 1 and err.count("\n") == 1 and re.fullmatch(f"error: {line}\n", err), err
+    assert not out.exists() and not (out.parent.exists() and any(out.parent.iterdir()))
+
+
+@pytest.mark.parametrize("how", SPOILED)
+def test_a_run_record_the_gate_refuses_stops_the_run_groups_in_its_one_line(runs_root, tmp_path, capsys, how):
+    line = spoil_run_record(runs_root / "one/bike_sharing/tm_cpu/n8_T8_s1.5_e12/seed1.json", how)
+    out = tmp_path / "ev" / "threads.json"
+    code = evidence.main(["runs", "--name", "threads", "--question", "q", "--results", str(runs_root),
+                          *[arg for a, b in _groups() for arg in ("--group", f"{a}={b}")], "--out", str(out)])
+    _stopped_by_the_gate(code, capsys, line, out)
+
+
+@pytest.mark.parametrize("where", ["paper", "clean"])
+@pytest.mark.parametrize("how", SPOILED)
+def test_a_run_record_the_gate_refuses_stops_the_protocols_in_its_one_line(tmp_path, repo_root, capsys, how, where):
+    results, clean, data, config = _protocol_setup(tmp_path)
+    line = spoil_run_record((results if where == "paper" else clean) / "bike_sharing/tm_cpu/n8_T8_s1.5_e12/seed0.json",
+                            how)
+    out = tmp_path / "ev" / "protocol_paper_vs_clean.json"
+    code = evidence.main(["protocols", "--results", str(results), "--clean", str(clean), "--data-dir", str(data),
+                          "--reference", str(repo_root / "paper_tables/reference/paper_numbers.csv"), "--config",
+                          str(config), "--out", str(out)])
+    _stopped_by_the_gate(code, capsys, line, out)
 
 
 @pytest.fixture
@@ -178,10 +213,9 @@ def test_blogfeedback_baselines_on_the_file_order_split(tmp_path, monkeypatch, o
     save_processed(blogfeedback.prepare(raw), tmp_path / "data" / "processed" / "blogfeedback" / "paper")
     (tmp_path / "ref.csv").write_text("dataset,implementation,metric,mean,std,unit,source,note\n"
                                       "blogfeedback,tm_gpu,mae,3.88,0.02,target units,Table 5,\n")
-    rec = _record(0, [5.0, 4.0])
-    rec["experiment"] = "blogfeedback"
-    _write(tmp_path / "results", "blogfeedback/tm_cpu/n1280_T1280_s1.5_e100/seed0.json", rec)
-    _write(tmp_path / "results", "blogfeedback/tm_cpu/n40_T1280_s1.5_e100/seed0.json", rec)  # not the main setting
+    for params in ("n1280_T1280_s1.5_e100", "n40_T1280_s1.5_e100"):  # the main setting, and another
+        write_run_record(tmp_path / "results", _record(0, [5.0] * 99 + [4.0], params=params,
+                                                       experiment="blogfeedback"))
     ev = evidence.build_blogfeedback(tmp_path / "data", tmp_path / "results", tmp_path / "ref.csv", [0, 1],
                                      config=repo_root / "config" / "config.yaml")
     order = [r for r in ev["rows"] if r["split_seed"] is None]
@@ -240,8 +274,9 @@ def test_bike_sharing_baselines_with_and_without_the_leaking_columns(tmp_path, o
 def test_records_without_diagnostics_show_mae_and_time_only(tmp_path):
     root = tmp_path / "results"
     for seed in (0, 1):
-        _write(root, f"old/seed{seed}.json", _record(seed, [5.0, 4.0 + seed], diagnostics=False))
-    ev = evidence.build_run_groups("old", "q", root, [("older records", "old/seed*.json")])
+        _write(root, f"old/bike_sharing/tm_cpu/n8_T8_s1.5_e2/seed{seed}.json",
+               _record(seed, [5.0, 4.0 + seed], diagnostics=False))
+    ev = evidence.build_run_groups("old", "q", root, [("older records", "old/*/*/*/seed*.json")])
     [group] = ev["groups"]
     assert group["diagnostics_last10"] is None and set(group["per_epoch"]) == {"mae"}
     (tmp_path / "ev").mkdir()
@@ -292,8 +327,7 @@ def test_a_reduced_clean_run_is_compared_over_its_own_first_epochs(tmp_path, rep
     for seed in (0, 1):  # the paper protocol's records: 10 at 30 + seed, then 2 at 20 + seed; clean: 10 epochs
         _write(results, f"bike_sharing/tm_cpu/n8_T8_s1.5_e12/seed{seed}.json",
                _record(seed, [30.0 + seed] * 10 + [20.0 + seed] * 2))
-        _write(clean, f"bike_sharing/tm_cpu/n8_T8_s1.5_e10/seed{seed}.json",
-               _record(seed, [90.0] * 10, protocol="clean", params="n8_T8_s1.5_e10"))
+        write_run_record(clean, _record(seed, [90.0] * 10, protocol="clean"))
     ev = evidence.build_protocols(results, clean, data, repo_root / "paper_tables/reference/paper_numbers.csv", config)
     (row,) = ev["rows"]
     assert (row["epochs_read"], row["clean_params"]) == (10, "n8_T8_s1.5_e10")
@@ -301,7 +335,7 @@ def test_a_reduced_clean_run_is_compared_over_its_own_first_epochs(tmp_path, rep
     text = evidence.render_protocols(ev, "x.json")
     assert "| tm_cpu (first 10 epochs) | mae | 30.50 ± 0.71 | 90.00 ± 0.00 |" in text
     assert "Bike Sharing tm_cpu, 10 epochs (n8_T8_s1.5_e10)" in text
-    _write(clean, "bike_sharing/tm_cpu/n8_T8_s1.5_e11/seed0.json", _record(0, [90.0] * 11, protocol="clean"))
+    write_run_record(clean, _record(0, [90.0] * 11, protocol="clean"))
     with pytest.raises(evidence.EvidenceError, match=r"2 reduced runs of the main setting n8_T8_s1.5_e12"):
         evidence.build_protocols(results, clean, data, repo_root / "paper_tables/reference/paper_numbers.csv", config)
 

@@ -5,12 +5,16 @@ renderer; bad input stops with one line."""
 from __future__ import annotations
 
 import json
+import re
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from asynctm.artifacts import evidence
 from asynctm.artifacts import evidence_cost as ec
+from asynctm.store import RecordError
+from tests.helpers import SPOILED, spoil_run_record, valid_tm_record, write_run_record
 
 HP = {"n_clauses": 4, "T": 5, "s": 3.0, "state_bits": 8, "boost_true_positive": True, "append_negated": True}
 STATED = {"tgt": {"examples": 80, "examples_source": "toy", "features": 300, "features_source": "toy",
@@ -18,13 +22,16 @@ STATED = {"tgt": {"examples": 80, "examples_source": "toy", "features": 300, "fe
 TRUE_FEATURES = 150  # the size the target's paper time is made at (stated examples: 40 training examples)
 
 
-def _record(n: int, F: int, seed: int, epochs: int = 4, train_s: float = 0.2) -> dict:
+def _record(experiment: str, impl: str, n: int, F: int, seed: int, epochs: int = 4, train_s: float = 0.2) -> dict:
+    """A TM run record of the toy setting the record gate accepts (tests.helpers.valid_tm_record)."""
     visits = n * HP["n_clauses"] * 2
-    return {"kind": "tm", "status": "complete", "dataset": {"n_train": n, "n_features": F},
-            "hyperparameters": HP, "provenance": {"cpu_model": "Toy CPU"},
-            "epochs": [{"epoch": e, "train_s": train_s * (1 + seed),
-                        "diagnostics": {"type_ia_feedback": 0.02 * visits, "type_ib_feedback": 0.1 * visits * e,
-                                        "type_ii_feedback": 0.01 * visits}} for e in range(1, epochs + 1)]}
+    return valid_tm_record({
+        "experiment": experiment, "impl": impl, "params": f"n4_T5_s3_e{epochs}", "seed": seed,
+        "task": "classification", "dataset": {"name": experiment, "protocol": "paper", "n_train": n, "n_features": F},
+        "hyperparameters": HP, "provenance": {"cpu_model": "Toy CPU"},
+        "epochs": [{"epoch": e, "train_s": train_s * (1 + seed),
+                    "diagnostics": {"type_ia_feedback": 0.02 * visits, "type_ib_feedback": 0.1 * visits * e,
+                                    "type_ii_feedback": 0.01 * visits}} for e in range(1, epochs + 1)]})
 
 
 def _write(path: Path, obj) -> Path:
@@ -45,9 +52,9 @@ def toy(tmp_path, monkeypatch):
     monkeypatch.setitem(ec.CLASSES, "tgt", 2)
     results = tmp_path / "results"
     for seed in (0, 1):
-        _write(results / f"cal/tm_cpu/n4_T5_s3_e4/seed{seed}.json", _record(30, 100, seed))
-        _write(results / f"tgt/tm_cpu/n4_T5_s3_e4/seed{seed}.json", _record(60, 400, seed))
-        _write(results / f"cal/pytm_indexed/n4_T5_s3_e4/seed{seed}.json", _record(30, 100, seed, train_s=1.0))
+        write_run_record(results, _record("cal", "tm_cpu", 30, 100, seed))
+        write_run_record(results, _record("tgt", "tm_cpu", 60, 400, seed))
+        write_run_record(results, _record("cal", "pytm_indexed", 30, 100, seed, train_s=1.0))
     # the paper's times: calibration 1 s per epoch for both designs; the target's made by the model at 40
     # training examples and TRUE_FEATURES features, at the calibration's seconds per operation
     cal = ec.setting(results, "cal", [])
@@ -129,6 +136,21 @@ def test_bad_input_stops_with_one_line(toy, capsys):
     assert len(err.splitlines()) == 1 and err.startswith("error: ") and not out.exists()
     assert ec.main(["--out", str(toy["tmp"] / "other.json")]) == 1
     assert "must be named table4_time_model.json" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("how", SPOILED)
+def test_a_run_record_the_gate_refuses_stops_the_time_model_in_its_one_line(toy, capsys, monkeypatch, how):
+    line = spoil_run_record(toy["results"] / "cal/pytm_indexed/n4_T5_s3_e4/seed1.json", how)
+    with pytest.raises(RecordError, match=line):
+        _build(toy)
+    # the command line on the toy's datasets: the gate's line, and no record written
+    monkeypatch.setattr(ec, "build_time_model", partial(ec.build_time_model, calibration=("cal",), targets=("tgt",),
+                                                        stated=STATED))
+    out = toy["tmp"] / "ev" / "table4_time_model.json"
+    code = ec.main(["--out", str(out), "--results", str(toy["results"]), "--reference", str(toy["reference"]),
+                    "--gpu-benchmark", str(_write(toy["tmp"] / "b/gpu_0.json", _bench("G", {"pytm_cuda": 0.5})))])
+    err = capsys.readouterr().err
+    assert code == 1 and re.fullmatch(f"error: {line}\n", err) and not out.parent.exists()
 
 
 def _bench(gpu: str, times: dict, setting: str = "cal") -> dict:

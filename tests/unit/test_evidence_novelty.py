@@ -4,6 +4,7 @@ saved class sums under several readings, per-epoch trajectories summarised, thei
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +17,7 @@ from asynctm.artifacts import evidence
 from asynctm.artifacts import evidence_novelty as nov
 from asynctm.experiments.metrics import classification_metrics
 from asynctm.experiments.novelty import run_mlp_novelty, save_scores
+from tests.helpers import SPOILED, spoil_run_record, valid_tm_record, write_run_record
 
 TINY_MLP = {"hidden_layer_sizes": [4], "learning_rate_init": 0.1, "alpha": 0.0001, "max_iter": 30,
             "test_size": 0.2, "seed": 42}
@@ -53,11 +55,8 @@ def novelty_root(tmp_path, one_thread):
         scores = _scores(seed)
         save_scores(root / "toy" / "tm_cpu" / PARAMS / f"seed{seed}.scores.npz", **scores)
         out = run_mlp_novelty(scores, TINY_MLP)
-        rec = {"kind": "mlp_novelty", "impl": "mlp_novelty", "params": f"tm_cpu.{PARAMS}", "seed": seed,
-               "final": out["final"]}
-        path = root / "toy" / "mlp_novelty" / f"tm_cpu.{PARAMS}" / f"seed{seed}.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(rec))
+        write_run_record(root, {"experiment": "toy", "impl": "mlp_novelty", "params": f"tm_cpu.{PARAMS}",
+                                "seed": seed, "final": out["final"]})
     config = tmp_path / "config.yaml"
     config.write_text(json.dumps({"mlp_novelty": TINY_MLP}))  # JSON is YAML
     return root, config, _reference(tmp_path / "paper.csv")
@@ -119,17 +118,21 @@ def test_mlp_stage_refits_every_seed_and_reproduces_the_records(novelty_root):
     # a record that the stage does not give again is flagged, not hidden
     path = root / "toy" / "mlp_novelty" / f"tm_cpu.{PARAMS}" / "seed1.json"
     rec = json.loads(path.read_text())
-    rec["final"]["accuracy"] += 1.0
+    accuracy = rec["final"]["accuracy"]  # a percentage: another one the gate lets through
+    rec["final"]["accuracy"] = accuracy - 1.0 if accuracy >= 1.0 else accuracy + 1.0
     path.write_text(json.dumps(rec))
     again = nov.build_mlp_stage(root, config, reference, ["toy"], mlp_seeds=[], test_sizes=[],
                                 readings=["pipeline"], name="toy_mlp")
     assert [r["same"] for r in again["groups"][0]["reproduced"]] == [True, False]
 
 
-def _tm_record(seed: int, accuracies) -> dict:
+def _tm_record(seed: int, accuracies, impl: str = "tm_cpu", params: str = "n3_T5_s1_e100") -> dict:
+    """A classification TM run record of the toy experiment ``wsd`` the record gate accepts."""
     epochs = [{"epoch": i + 1, "accuracy": float(a), "f1": float(a) - 1.0} for i, a in enumerate(accuracies)]
-    return {"kind": "tm", "status": "complete", "seed": seed, "dataset": {"n_train": 10, "n_test": 5},
-            "epochs": epochs}
+    return valid_tm_record({"experiment": "wsd", "impl": impl, "params": params, "seed": seed,
+                            "task": "classification",
+                            "dataset": {"name": "wsd", "protocol": "paper", "n_train": 10, "n_test": 5},
+                            "epochs": epochs})
 
 
 @pytest.fixture
@@ -140,9 +143,7 @@ def convergence_root(tmp_path):
         falling = 96.0 - 0.05 * epochs + 0.01 * seed
         rising = 90.0 + 0.02 * epochs + 0.01 * seed * (epochs % 2)
         for impl, curve in (("pytm_indexed", falling), ("tm_cpu", rising)):
-            path = root / "wsd" / impl / "n3_T5_s1_e100" / f"seed{seed}.json"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps(_tm_record(seed, curve)))
+            write_run_record(root, _tm_record(seed, curve, impl))
     (root / "wsd" / "svm" / "linear_C1").mkdir(parents=True)
     (root / "wsd" / "svm" / "linear_C1" / "seed0.json").write_text("{}")  # not a TM: left out
     return root
@@ -203,9 +204,8 @@ def test_bad_input_is_one_line_and_writes_nothing(novelty_root, convergence_root
     (config).write_text("experiments: {}\n")
     with pytest.raises(evidence.EvidenceError, match="field 'mlp_novelty' is missing"):
         nov.build_mlp_stage(root, config, reference, ["toy"])
-    regression = _tm_record(0, [1.0])
-    regression["epochs"] = [{"epoch": 1, "mae": 3.0}]
-    (convergence_root / "wsd" / "tm_cpu" / "n3_T5_s1_e100" / "seed0.json").write_text(json.dumps(regression))
+    write_run_record(convergence_root, {"experiment": "wsd", "impl": "tm_cpu", "params": "n3_T5_s1_e100", "seed": 0,
+                                        "task": "regression", "epochs": [{"mae": 3.0} for _ in range(100)]})
     with pytest.raises(evidence.EvidenceError, match=r"seed0.json: field 'epochs' needs an 'accuracy'"):
         nov.build_convergence(convergence_root, reference, ["wsd"])
 
@@ -217,9 +217,7 @@ def test_convergence_with_a_config_keeps_each_implementations_main_setting_only(
     # the main setting (100 epochs) and a short sweep point: the point is left out with a config, and shown (without
     # a trend) without one
     for params, curve in (("n4_T5_s1_e100", 90.0 + 0.02 * np.arange(100)), ("n8_T5_s1_e5", [80.0, 81, 82, 83, 84])):
-        path = root / "wsd" / "tm_cpu" / params / "seed0.json"
-        path.parent.mkdir(parents=True)
-        path.write_text(json.dumps(_tm_record(0, curve)))
+        write_run_record(root, _tm_record(0, curve, params=params))
     config = {"experiments": {"wsd": {"dataset": "wsd", "protocol": "paper", "task": "classification", "clauses": 4,
                                       "T": 5, "s": 1}}, "tm": {"epochs": 100}, "impls": ["tm_cpu"], "scale": "paper"}
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
@@ -231,5 +229,31 @@ def test_convergence_with_a_config_keeps_each_implementations_main_setting_only(
     assert "(each implementation's main setting)" in main["question"] and "on wsd stand" in main["question"]
     row = next(line for line in nov.render_convergence(every, "x").splitlines() if "n8_T5_s1_e5" in line)
     assert row.endswith("| – (too few epochs) |")
-    with pytest.raises(nov.EvidenceError, match="cannot read the main settings of wsd"):
+    with pytest.raises(nov.EvidenceError, match=r"missing.yaml: unreadable configuration [^\n]*; pass --config"):
         nov.build_convergence(root, reference, ["wsd"], config=tmp_path / "missing.yaml")
+    (tmp_path / "other.yaml").write_text(yaml.safe_dump({**config, "impls": 3}))
+    with pytest.raises(nov.EvidenceError, match="cannot read the main settings of wsd"):
+        nov.build_convergence(root, reference, ["wsd"], config=tmp_path / "other.yaml")
+
+
+@pytest.mark.parametrize("how", SPOILED)
+def test_a_run_record_the_gate_refuses_stops_the_convergence_in_its_one_line(convergence_root, tmp_path, capsys,
+                                                                            how):
+    line = spoil_run_record(convergence_root / "wsd/pytm_indexed/n3_T5_s1_e100/seed2.json", how)
+    out = tmp_path / "ev" / "conv.json"
+    code = nov.main(["convergence", "--results", str(convergence_root), "--out", str(out), "--name", "conv",
+                     "--experiments", "wsd", "--reference", str(_reference(tmp_path / "paper.csv"))])
+    err = capsys.readouterr().err
+    assert code == 1 and re.fullmatch(f"error: {line}\\n", err) and not out.parent.exists()
+
+
+@pytest.mark.parametrize("how", SPOILED)
+def test_an_mlp_stage_record_the_gate_refuses_stops_the_mlp_stage_in_its_one_line(novelty_root, tmp_path, capsys,
+                                                                                 how):
+    root, config, reference = novelty_root
+    line = spoil_run_record(root / "toy/mlp_novelty" / f"tm_cpu.{PARAMS}" / "seed1.json", how)
+    out = tmp_path / "ev" / "newsgroups20_mlp_stage.json"
+    code = nov.main(["mlp-stage", "--results", str(root), "--out", str(out), "--experiments", "toy", "--config",
+                     str(config), "--reference", str(reference), "--mlp-seeds", "0", "--test-sizes", "0.5"])
+    err = capsys.readouterr().err
+    assert code == 1 and re.fullmatch(f"error: {line}\\n", err) and not out.parent.exists()

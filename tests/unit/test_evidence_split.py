@@ -1,6 +1,7 @@
 """The split-spread evidence: our CPU build trained on other train/test splits of the same processed rows."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -8,6 +9,7 @@ import yaml
 
 from asynctm.artifacts import evidence, evidence_split
 from asynctm.datasets.base import ProcessedDataset
+from tests.helpers import SPOILED, spoil_run_record, write_run_record
 
 
 def _setup(tmp_path, monkeypatch):
@@ -31,11 +33,15 @@ def _setup(tmp_path, monkeypatch):
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))
     results = tmp_path / "results"
-    rec = {"epochs": [{"accuracy": 90.0 + i / 10, "f1": 80.0} for i in range(12)], "dataset": {"n_test": 20}}
-    folder = results / "semeval" / "tm_cpu" / "n10_T5_s3_e12"
-    folder.mkdir(parents=True)
-    (folder / "seed0.json").write_text(json.dumps(rec))
+    write_run_record(results, _record("tm_cpu"))
     return path, results, seen
+
+
+def _record(impl: str) -> dict:
+    """Our record of the toy main setting (the record gate accepts it)."""
+    return {"experiment": "semeval", "impl": impl, "params": "n10_T5_s3_e12", "seed": 0, "task": "classification",
+            "epochs": [{"accuracy": 90.0 + i / 10, "f1": 80.0} for i in range(12)],
+            "dataset": {"name": "semeval", "protocol": "paper", "n_test": 20}}
 
 
 def test_each_split_trains_the_configured_setting_and_the_table_shows_the_spread(tmp_path, monkeypatch, repo_root):
@@ -73,10 +79,11 @@ def test_our_records_pass_over_the_svm_and_mlp_folders_and_a_bad_configuration_i
     from asynctm.artifacts.evidence_common import paper_implementation
 
     config, results, _ = _setup(tmp_path, monkeypatch)
-    for impl in ("svm", "mlp_novelty", "pytm_indexed"):
+    write_run_record(results, _record("pytm_indexed"))
+    for impl in ("svm", "mlp_novelty"):  # folders of other kinds, named like the setting: never read
         folder = results / "semeval" / impl / "n10_T5_s3_e12"
         folder.mkdir(parents=True)
-        (folder / "seed0.json").write_text((results / "semeval/tm_cpu/n10_T5_s3_e12/seed0.json").read_text())
+        (folder / "seed0.json").write_text("not a TM run record")
     assert [r["impl"] for r in evidence_split._records(results, "semeval", "n10_T5_s3_e12")] == ["pytm_indexed",
                                                                                                   "tm_cpu"]
     assert [paper_implementation(i) for i in ("pytm_indexed", "tm_cpu", "tm_gpu_warp")] == ["pytm_indexed", "tm_gpu",
@@ -87,3 +94,19 @@ def test_our_records_pass_over_the_svm_and_mlp_folders_and_a_bad_configuration_i
                  lambda: evidence.build_protocols(results, results, tmp_path, ref, config=tmp_path / "missing.yaml")):
         with pytest.raises(evidence.EvidenceError, match=r"\.yaml: unreadable configuration [^\n]*; pass --config"):
             call()
+
+
+@pytest.mark.parametrize("how", SPOILED)
+def test_a_run_record_the_gate_refuses_stops_the_split_spread_before_it_trains(tmp_path, monkeypatch, capsys, how):
+    config, results, _ = _setup(tmp_path, monkeypatch)
+    line = spoil_run_record(results / "semeval/tm_cpu/n10_T5_s3_e12/seed0.json", how)
+
+    def no_training(*args):
+        raise AssertionError("trained before reading the records")
+
+    monkeypatch.setattr(evidence_split, "_train", no_training)
+    out = tmp_path / "ev" / "semeval_split_spread.json"
+    code = evidence_split.main(["--data-dir", str(tmp_path), "--results", str(results), "--out", str(out),
+                                "--split-seeds", "0", "--threads", "1", "--config", str(config)])
+    err = capsys.readouterr().err
+    assert code == 1 and re.fullmatch(f"error: {line}\\n", err) and not out.parent.exists()

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 import re
 from dataclasses import dataclass, field, fields
@@ -46,7 +45,7 @@ import pandas as pd
 import yaml
 
 from ..experiments import plan
-from ..store import busy, load_records
+from ..store import busy, load_records, read_record
 from . import catalog
 from .reference import paper_value
 from .render import DATASET_LABELS, sig
@@ -233,7 +232,7 @@ def load_inputs(results_dir, config: dict, th: Thresholds, files=None) -> ClaimI
     identity = list(th["speedup"]["host_identity"])
     extras, labels = [], {}
     for rec in frame.itertuples(index=False):
-        data = json.loads((root / rec.path).read_text(encoding="utf-8"))
+        data = read_record(root / rec.path, root)  # the gate let it into the frame: read as the frame read it
         prov = data.get("provenance") or {}
         host = host_key(prov, identity)
         gpu = (prov.get("gpu") or {}).get("name") if isinstance(prov.get("gpu"), dict) else None
@@ -257,7 +256,7 @@ def load_inputs(results_dir, config: dict, th: Thresholds, files=None) -> ClaimI
     for row in rows:
         path = root / plan.ABLATION_DIR / row["experiment"] / row["impl"] / row["params"] / row["variant"] / \
             f"seed{row['seed']}.json"
-        prov = json.loads(path.read_text(encoding="utf-8")).get("provenance") or {}
+        prov = read_record(path, root).get("provenance") or {}
         row["build"] = WARP if row["impl"] == GPU and row["variant"].endswith(plan.WARP_SUFFIX) else row["impl"]
         row["dirty"] = _dirty(prov)
         row["path"] = path.relative_to(root).as_posix()

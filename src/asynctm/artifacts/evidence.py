@@ -31,9 +31,10 @@ What all share (schema, header, provenance, reading, number formats) lives in :m
     python -m asynctm.artifacts.evidence render --evidence results/evidence --tables-dir paper_tables
 
 ``render`` writes ``paper_tables/evidence_<name>.md`` for every evidence record; the same records give the same
-bytes (no timestamps, no host names in the tables: those live in the records). Bad input (an unreadable or
-incomplete record, a glob that matches nothing, a missing dataset) stops with one line naming the file and the
-field, and writes nothing.
+bytes (no timestamps, no host names in the tables: those live in the records). Run records are read through the
+record store's gate (asynctm.store), as the tables read them. Bad input (a run record the gate refuses, an unreadable
+or incomplete evidence record, a glob that matches nothing, a missing dataset) stops with one line naming the file
+and the field (the gate's RecordError or EvidenceError), and writes nothing.
 """
 
 from __future__ import annotations
@@ -55,16 +56,17 @@ from .evidence_common import (  # noqa: F401 (re-exported: the evidence records'
     _mean_sd,
     _num,
     _pm,
-    _read_json,
     _sha256,
     _sig,
     check_out,
+    folder_records,
     main_params,
     paper_implementation,
     paper_number,
     read_config,
+    read_json_object,
     read_reference,
-    read_tm_run_record,
+    read_run_record,
     relative,
     run_command,
     setting_records,
@@ -91,9 +93,11 @@ def provenance(what: str, seeds=None, code=()) -> dict:
 # -- run groups ----------------------------------------------------------------------------------------------
 
 def read_run(path: Path, root: Path) -> dict:
-    """One TM run record, reduced to what a run group needs; a record that is not a complete regression TM run
-    record raises EvidenceError naming the file and the field."""
-    rec = read_tm_run_record(path, "pass TM records only")
+    """One TM run record (read through the record store's gate, below the results root its path names: a run group
+    may read records of several roots below ``root``), reduced to what a run group needs; a record the gate refuses
+    raises its RecordError, one that is not a regression TM run record EvidenceError, naming the file and the
+    field."""
+    rec = read_run_record(path)
     epochs = _field(rec, "epochs", path)
     if not isinstance(epochs, list) or not epochs or any(not isinstance(e, dict) or "mae" not in e for e in epochs):
         raise EvidenceError(f"{path}: field 'epochs' needs an 'mae' in every entry (a regression run); "
@@ -382,8 +386,7 @@ def _metric_runs(folder: Path, results: Path, metric: str, epochs_read: int | No
     """The complete TM run records of ``folder`` (one setting), each reduced to its per-epoch ``metric`` (its first
     ``epochs_read`` epochs where given: the window of a reduced run it is compared with)."""
     runs = []
-    for path in sorted(folder.glob("seed*.json")):
-        rec = read_tm_run_record(path, "rerun it or move it away")
+    for path, rec in folder_records(folder, results, fix="rerun it or move it away"):
         epochs = _field(rec, "epochs", path)
         if not isinstance(epochs, list) or not epochs or any(metric not in e for e in epochs):
             raise EvidenceError(f"{path}: field 'epochs' needs a {metric!r} in every entry; rerun this record")
@@ -434,7 +437,8 @@ def _protocol_meta(data_dir: Path, dataset: str) -> dict:
     metas = {}
     for protocol in ("paper", "clean"):
         path = data_dir / "processed" / dataset / protocol / "meta.json"
-        metas[protocol] = _read_json(path, "processed dataset's meta.json (snakemake --cores all data)")
+        metas[protocol] = read_json_object(path, "processed dataset's meta.json (snakemake --cores all data)",
+                                           fix="prepare the dataset again (snakemake --cores all data)")
     return {k: [metas["paper"].get(k), metas["clean"].get(k)] for k in PROTOCOL_META_KEYS
             if metas["paper"].get(k) != metas["clean"].get(k)}
 
@@ -675,7 +679,7 @@ def render(evidence_dir, tables_dir) -> list[Path]:
         raise EvidenceError(f"{evidence_dir}: no evidence records (*.json) there; build them first")
     out = []
     for path in paths:
-        ev = _read_json(path, "evidence record")
+        ev = read_json_object(path, "evidence record", fix="rebuild this evidence record")
         for key in ("schema", "kind", "name", "question", "provenance"):
             if key not in ev:
                 raise EvidenceError(f"{path}: field {key!r} is missing; rebuild this evidence record")

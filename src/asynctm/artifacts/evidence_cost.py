@@ -51,8 +51,7 @@ import numpy as np
 from .. import costmodel as cm
 from ..io import write_json_atomic
 from . import evidence_common as common
-from .evidence_common import HEADER, SCHEMA, EvidenceError, _sha256, read_tm_run_record, run_command
-from .evidence_common import _read_json as _read_evidence_json
+from .evidence_common import HEADER, SCHEMA, EvidenceError, _sha256, folder_records, run_command, run_record_files
 from .evidence_common import provenance as _provenance
 from .render import DATASET_LABELS
 
@@ -107,11 +106,11 @@ class TimeModelError(EvidenceError):
     """Input the record cannot be built from; the message names the file and the field, and the fix."""
 
 
-def _read_json(path: Path, what: str) -> dict:
-    try:
-        return _read_evidence_json(path, what)
-    except EvidenceError as exc:
-        raise TimeModelError(str(exc)) from None
+def _read_benchmark(path: Path) -> dict:
+    """A GPU benchmark record (benchmarks/results/gpu_*.json: not a run record); a bad one raises TimeModelError in
+    one line."""
+    return common.read_json_object(path, "GPU benchmark record", TimeModelError,
+                                   fix="rerun the GPU campaign's bench step that wrote it, or leave the file out")
 
 
 def provenance(what: str, code=()) -> dict:
@@ -125,15 +124,10 @@ def _folders(results: Path, experiment: str, impl: str) -> list[Path]:
     return sorted(p for p in (results / experiment / impl).glob("n*_T*_s*_e*") if p.is_dir() and _PARAMS.match(p.name))
 
 
-def _records(folder: Path) -> list[tuple[Path, dict]]:
-    out = []
-    for path in sorted(folder.glob("seed*.json")):
-        rec = read_tm_run_record(path, "remove it or rerun its run", TimeModelError)
-        for key in ("dataset", "hyperparameters", "epochs"):
-            if key not in rec:
-                raise TimeModelError(f"{path}: field {key!r} is missing; rerun its run")
-        out.append((path, rec))
-    return out
+def _records(folder: Path, results: Path) -> list[tuple[Path, dict]]:
+    """The TM run records of one setting's folder below ``results``, through the record store's gate (which makes
+    sure of their dataset, hyperparameters and epochs)."""
+    return folder_records(folder, results, fix="remove it or rerun its run", error=TimeModelError)
 
 
 def main_folder(results: Path, experiment: str, impl: str, like: Path | None = None) -> Path | None:
@@ -145,7 +139,7 @@ def main_folder(results: Path, experiment: str, impl: str, like: Path | None = N
         folders = [f for f in folders if _PARAMS.match(f.name).groups()[:3] == key]
     if not folders:
         return None
-    return max(folders, key=lambda f: (len(list(f.glob("seed*.json"))), int(_PARAMS.match(f.name).group(4))))
+    return max(folders, key=lambda f: (len(run_record_files(f)), int(_PARAMS.match(f.name).group(4))))
 
 
 def setting(results: Path, experiment: str, sources: list) -> dict:
@@ -155,7 +149,7 @@ def setting(results: Path, experiment: str, sources: list) -> dict:
     if folder is None:
         raise TimeModelError(f"{results / experiment / 'tm_cpu'}: no tm_cpu run records; run the experiment's tm_cpu "
                             "records (they hold the feedback counts)")
-    recs = _records(folder)
+    recs = _records(folder, results)
     if not recs:
         raise TimeModelError(f"{folder}: no seed*.json run records; run them")
     path, first = recs[0]
@@ -268,7 +262,7 @@ def record_checks(results: Path, st: dict, impl: str, design: str, sources: list
     if folder is None:
         return []
     by_device: dict = {}
-    for path, rec in _records(folder):
+    for path, rec in _records(folder, results):
         prov = rec.get("provenance") or {}
         device = (prov.get("gpu") or {}).get("name") or prov.get("cpu_model") or "unknown device"
         epochs, times = _epochs_after_first(rec)
@@ -296,7 +290,7 @@ def benchmark_checks(paths: list[Path], st: dict, sources: list) -> list[dict]:
     """Seconds per operation of PyTsetlinMachineCUDA (``pytm_cuda``) in GPU benchmark records, per GPU."""
     by_gpu: dict = {}
     for path in paths:
-        bench = _read_json(path, "GPU benchmark record")
+        bench = _read_benchmark(path)
         gpu = (bench.get("gpu") or {}).get("name") or "unknown GPU"
         for s in bench.get("settings") or []:
             r = (s.get("results") or {}).get("pytm_cuda")
@@ -343,7 +337,7 @@ def build_same_gpu(reference, gpu_benchmarks) -> dict:
     rows: dict = {}
     sources = []
     for path in map(Path, gpu_benchmarks):
-        bench = _read_json(path, "GPU benchmark record")
+        bench = _read_benchmark(path)
         gpu = (bench.get("gpu") or {}).get("name") or "unknown GPU"
         sources.append({"path": path.as_posix(), "sha256": _sha256(path)})
         for s in bench.get("settings") or []:

@@ -39,8 +39,10 @@ QUESTION = ("How much faster than pyTsetlinMachine (one core) is each GPU build 
 
 def _runs(campaign: Path) -> tuple[list[tuple[Path, dict]], list[tuple[Path, dict]]]:
     """(worker records, step manifests) of every host_peers call under ``campaign``."""
-    runs = [(p, read_json_object(p, "host_peers run")) for p in sorted(campaign.glob("host_peers_*/*.json"))]
-    manifests = [(p, read_json_object(p, "host_peers manifest")) for p in sorted(campaign.glob("host_peers_*.json"))]
+    fix = "unpack the GPU campaign's host_peers files again, or move this one out of the campaign folder"
+    runs = [(p, read_json_object(p, "host_peers run", fix=fix)) for p in sorted(campaign.glob("host_peers_*/*.json"))]
+    manifests = [(p, read_json_object(p, "host_peers manifest", fix=fix))
+                 for p in sorted(campaign.glob("host_peers_*.json"))]
     for p, r in runs:
         for key in ("experiment", "impl", "host_id", "units", "parts", "dataset"):
             if key not in r:
@@ -163,7 +165,8 @@ def build(campaign, reference, config=None) -> dict:
 def load(results_dir) -> dict | None:
     """``<results>/evidence/host_speedups.json``, or None where there is none (the smoke scale's records)."""
     path = Path(results_dir) / "evidence" / f"{NAME}.json"
-    return read_json_object(path, "evidence record") if path.is_file() else None
+    fix = f"rebuild it (python -m asynctm.artifacts.evidence_host --out {path})"
+    return read_json_object(path, "evidence record", fix=fix) if path.is_file() else None
 
 
 def lookup(ev: dict | None, experiment: str, build_: str, baseline: str) -> dict | None:

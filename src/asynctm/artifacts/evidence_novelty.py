@@ -37,7 +37,8 @@ kind, name, question, provenance, sources; rendered by its ``render`` command), 
     python -m asynctm.artifacts.evidence_novelty convergence --results results \\
         --out results/evidence/wsd_pytm_convergence.json [--experiments wsd_apple wsd_java]
 
-Bad input (a missing or incomplete record or scores file, an unknown reading) stops with one line naming the file
+Run records (the TM runs', the MLP stage's) are read through the record store's gate (asynctm.store). Bad input (a
+record the gate refuses, a missing or incomplete scores file, an unknown reading) stops with one line naming the file
 and the field, and writes nothing.
 """
 
@@ -45,7 +46,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import re
 import sys
 from pathlib import Path
 
@@ -54,19 +54,22 @@ import numpy as np
 from .evidence_common import (
     HEADER,
     LAST,
+    NOT_TM,
     SCHEMA,
     EvidenceError,
     _mean_sd,
     _num,
     _pm,
-    _read_json,
     _sha256,
     check_out,
     dotted_field,
+    folder_records,
+    read_config,
     read_reference,
-    read_tm_run_record,
+    read_run_record,
     relative,
     run_command,
+    run_record_files,
     write_record,
 )
 from .evidence_common import provenance as _provenance
@@ -78,9 +81,7 @@ def provenance(what: str, seeds=None, code=()) -> dict:
     """The record's provenance (:func:`evidence_common.provenance`), with this module's code among its digests."""
     return _provenance(what, seeds, (Path(__file__), *code), program="asynctm.artifacts.evidence_novelty")
 
-SEED_FILE = re.compile(r"^seed(0|[1-9]\d*)\.json$")
 MLP_DIR = "mlp_novelty"
-NOT_TM = {"svm", MLP_DIR}
 # The paper's column a build is compared with: pyTsetlinMachine's two, and the CUDA TM for each of our builds.
 PAPER_IMPL = {"pytm_indexed": "pytm_indexed", "pytm_nonindexed": "pytm_nonindexed"}
 CUDA_TM = "tm_gpu"
@@ -115,10 +116,6 @@ def _get(record: dict, dotted: str, path: Path, what: str):
     return dotted_field(record, dotted, path, f"this is not a complete {what}, rerun its run")
 
 
-def _seed_files(folder: Path) -> list[tuple[int, Path]]:
-    return sorted((int(m.group(1)), p) for p in folder.glob("seed*.json") if (m := SEED_FILE.match(p.name)))
-
-
 def _paper(reference, dataset: str, impl: str, metrics=("accuracy", "f1")) -> dict:
     """{metric: [mean, sd]} of the paper's Table 3 for ``impl``'s column (None where it has none)."""
     from .reference import paper_value
@@ -134,16 +131,12 @@ def _paper(reference, dataset: str, impl: str, metrics=("accuracy", "f1")) -> di
 
 def stage_params(config) -> dict:
     """The configuration's ``mlp_novelty`` (validated by the stage's own resolve_params)."""
-    import yaml
-
     from ..experiments.novelty import resolve_params
 
+    cfg = read_config(config)
     try:
-        cfg = yaml.safe_load(Path(config).read_text(encoding="utf-8"))
         params = cfg["mlp_novelty"]
         resolve_params(params)
-    except (OSError, yaml.YAMLError) as exc:
-        raise EvidenceError(f"{config}: unreadable configuration ({exc}); pass --config config/config.yaml") from None
     except (KeyError, TypeError) as exc:
         raise EvidenceError(f"{config}: field 'mlp_novelty' is missing or malformed ({exc}); pass the pipeline's "
                             "config/config.yaml") from None
@@ -186,16 +179,11 @@ def _group_inputs(results: Path, experiment: str) -> list[dict]:
         if not dot:
             raise EvidenceError(f"{folder}: not named <impl>.<params>; move it out of {root}")
         runs = []
-        for seed, path in _seed_files(folder):
-            rec = _read_json(path, "MLP stage record")
-            what = "MLP stage record"
-            if rec.get("kind") != MLP_DIR:
-                raise EvidenceError(f"{path}: field 'kind' is {rec.get('kind')!r}, not {MLP_DIR!r}; pass MLP stage "
-                                    "records only")
-            final = {k: float(_get(rec, f"final.{k}", path, what)) for k in ("accuracy", "f1", "f1_macro")}
-            if int(_get(rec, "seed", path, what)) != seed:
-                raise EvidenceError(f"{path}: field 'seed' is {rec['seed']!r}, not the file's seed {seed}; rerun its "
-                                    "run")
+        # through the record store's gate, which makes sure of each record's kind and that its seed is its file's
+        for path, rec in folder_records(folder, results, kind=MLP_DIR, fix="pass MLP stage records only"):
+            seed = rec["seed"]
+            final = {k: float(_get(rec, f"final.{k}", path, "MLP stage record"))
+                     for k in ("accuracy", "f1", "f1_macro")}
             scores_path = results / experiment / impl / params / f"seed{seed}.scores.npz"
             try:
                 scores = load_scores(scores_path)
@@ -369,9 +357,10 @@ def _slope(values, n: int):
 
 
 def read_classification_run(path: Path, root: Path) -> dict:
-    """One classification TM run record, reduced to its per-epoch accuracy and F1."""
+    """One classification TM run record (through the record store's gate, below the results root ``root``), reduced
+    to its per-epoch accuracy and F1."""
     what = "classification TM run record"
-    rec = read_tm_run_record(path, "pass TM records only")
+    rec = read_run_record(path, root)
     epochs = _get(rec, "epochs", path, what)
     if not isinstance(epochs, list) or not epochs or any(not isinstance(e, dict) or "accuracy" not in e
                                                          or "f1" not in e for e in epochs):
@@ -442,14 +431,12 @@ def build_convergence(results, reference=DEFAULT_REFERENCE, experiments=("wsd_ap
     results = Path(results)
     main = None
     if config is not None:
-        import yaml
-
         from ..experiments import plan
 
+        cfg = read_config(config)
         try:
-            cfg = yaml.safe_load(Path(config).read_text(encoding="utf-8"))
             main = {(e, i): plan.main_params(cfg, e, i) for e in experiments for i in cfg["impls"]}
-        except (OSError, yaml.YAMLError, KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError) as exc:
             raise EvidenceError(f"{config}: cannot read the main settings of {', '.join(experiments)} ({exc}); pass "
                                 "--config config/config.yaml") from None
     groups, sources = [], []
@@ -461,10 +448,10 @@ def build_convergence(results, reference=DEFAULT_REFERENCE, experiments=("wsd_ap
             raise EvidenceError(f"{root}: no TM run records there; run the experiment first or drop it from "
                                 "--experiments")
         for folder in folders:
-            files = _seed_files(folder)
+            files = run_record_files(folder)
             if not files:
                 continue
-            runs = [read_classification_run(p, results) for _, p in files]
+            runs = [read_classification_run(p, results) for p in files]
             if len({r["seed"] for r in runs}) != len(runs):
                 raise EvidenceError(f"{folder}: field 'seed' repeats across its records; one record per seed")
             impl = folder.parent.name

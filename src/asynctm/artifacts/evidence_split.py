@@ -140,6 +140,7 @@ def build_split_spread(data_dir, results, reference=DEFAULT_REFERENCE, experimen
     except (FileNotFoundError, OSError, ValueError) as exc:
         raise EvidenceError(f"{exc}") from None
     frame = read_reference(reference, "; pass --reference paper_tables/reference/paper_numbers.csv")
+    ours = _records(results, experiment, params)  # through the record gate before any training: a bad record stops it
     splits = []
     for k in split_seeds:
         say(f"split random_state={k}: training {settings['impl']} {params} for "
@@ -152,7 +153,6 @@ def build_split_spread(data_dir, results, reference=DEFAULT_REFERENCE, experimen
     summary = {m: {"mean_sd": _mean_sd([s[f"{m}_last10"] for s in splits]),
                    "range": [min(s[f"{m}_last10"] for s in splits), max(s[f"{m}_last10"] for s in splits)]}
                for m in METRICS}
-    ours = _records(results, experiment, params)
     dataset = settings["dataset"]
     paper = [{"metric": r.metric, **paper_number(r)}
              for r in frame[(frame["dataset"] == dataset) & frame["metric"].isin(METRICS)].itertuples()]
