@@ -161,7 +161,7 @@ def run_setting(config: dict, data_dir: Path, name: str, seeds, epochs: int, dea
            "hyperparameters": h, "epochs": {"warmup": 1, "timed": epochs}, "seeds": list(seeds),
            "stopped": stopped, "skipped": skipped, "results": results,
            "comparison": compare(name, base["task"], key, results)}
-    timed_wide = [k for name, k in wide.items() if name in impls]
+    timed_wide = [k for build, k in wide.items() if build in impls]
     if timed_wide:  # the config's wide build, with the sizes timed here (a record before the list: one size)
         out["wide_build"] = {**config["gpu_benchmark"]["wide_build"], "threads_per_clause": timed_wide}
     return out
@@ -269,8 +269,9 @@ def markdown(record: dict) -> str:
                 lines.append(f"{IMPLS[ours]}: {key} within {IMPLS[impl]}'s mean ± sd over seeds "
                              f"[{w['range'][0]:.2f}, {w['range'][1]:.2f}]: {'yes' if w['within'] else 'no'}.")
             if c["speedup_vs_pytm_cuda"] is not None:
+                k = plan.WIDE_BUILDS.get(ours, 0)
                 who = {"tm_gpu": "ours", "tm_gpu_warp": "ours with a warp per clause"}.get(
-                    ours, f"ours with a block per clause ({plan.WIDE_BUILDS.get(ours)} threads)")
+                    ours, f"ours with {'a block per clause (' if k >= 128 else '('}{k} threads)")
                 lines.append(f"Speed-up of {who} over PyTsetlinMachineCUDA: "
                              f"{c['speedup_vs_pytm_cuda']:.2f}x; {key} difference {c['metric_minus_pytm_cuda']:+.2f}.")
                 if c["goal"]:
