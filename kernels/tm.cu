@@ -86,7 +86,7 @@ TM_DEVICE int tm_clause_output(const tm_u32 *TM_RESTRICT include, const tm_u32 *
 // the group stops if one of them found an included literal that is 0. Every thread returns the same value, and
 // `hint` (null: none) stays the same in every thread: it becomes the word found by the lowest such thread (any
 // violated word is a valid hint; it only saves work). With one thread this is tm_clause_output(.., 1, hint).
-// A group of several warps (TM_CLAUSE_THREADS 64, 128) takes the minimum of the words found in each round
+// A group of several warps (TM_CLAUSE_THREADS 64 to 1024) takes the minimum of the words found in each round
 // instead of a vote and a ballot: the lowest thread that found one found the lowest word of the round, so the
 // hint is the same word.
 TM_DEVICE int tm_clause_output_train(const tm_u32 *TM_RESTRICT include, const tm_u32 *TM_RESTRICT x, int *hint)

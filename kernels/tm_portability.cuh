@@ -12,7 +12,8 @@ typedef unsigned long long tm_u64;
 #ifdef __CUDACC__
 
 #define TM_DEVICE __device__ __forceinline__
-#define TM_KERNEL extern "C" __global__
+// TM_KERNEL_BOUNDS (below): for a group of more than 128 threads per clause, a block of that many threads.
+#define TM_KERNEL extern "C" __global__ TM_KERNEL_BOUNDS
 // One CUDA thread per item, grid-stride so any launch size covers all items.
 #define TM_PARALLEL_FOR(i, n) \
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < (long long)(n); \
@@ -34,13 +35,13 @@ typedef unsigned long long tm_u64;
 // group takes chunks of words t, t + TM_CLAUSE_THREADS, ... of the clause's literals; the group agrees on the
 // clause output by a vote, and its thread 0 alone touches the clause's stored output, tally and counters. At
 // inference thread t takes every TM_CLAUSE_THREADS-th clause (kernels/README.md, "Threads per clause"). Up to
-// 32 a group lies in one warp and agrees by warp intrinsics; 64 and 128 are groups of 2 and 4 warps that agree
-// through shared memory and a barrier of the group (below).
+// 32 a group lies in one warp and agrees by warp intrinsics; 64 to 1,024 are groups of 2 to 32 warps that agree
+// through shared memory and a barrier of the group (below); 1,024 is CUDA's limit of threads per block.
 #ifndef TM_CLAUSE_THREADS
 #define TM_CLAUSE_THREADS 1
 #endif
-#if TM_CLAUSE_THREADS < 1 || TM_CLAUSE_THREADS > 128 || (TM_CLAUSE_THREADS & (TM_CLAUSE_THREADS - 1)) != 0
-#error "TM_CLAUSE_THREADS must be a power of two from 1 to 128"
+#if TM_CLAUSE_THREADS < 1 || TM_CLAUSE_THREADS > 1024 || (TM_CLAUSE_THREADS & (TM_CLAUSE_THREADS - 1)) != 0
+#error "TM_CLAUSE_THREADS must be a power of two from 1 to 1024"
 #endif
 #if TM_CLAUSE_THREADS > 1
 #define TM_CLAUSE_THREAD ((int)(threadIdx.x & (TM_CLAUSE_THREADS - 1)))
@@ -70,14 +71,15 @@ TM_DEVICE int tm_group_sum(int v)
 }
 #define TM_GROUP_SUM(v) tm_group_sum(v)
 #elif TM_CLAUSE_THREADS > 32
-// A group of several warps: 64 (2 warps) or 128 (4 warps, the whole block of the CUDA backend's BLOCK = 128
-// threads). The host launches blocks of a multiple of the group, so a group never straddles two blocks, and
+// A group of several warps: 64 (2 warps; two groups in each of the CUDA backend's blocks of BLOCK = 128 threads)
+// or 128 to 1,024 (4 to 32 warps, a whole block: the host launches the kernels that use groups with blocks of
+// TM_CLAUSE_THREADS threads from 128 on, asynctm.backends.cuda). So a group never straddles two blocks, and
 // every thread of a group runs the same iterations and calls the group operations below in the same order (no
 // divergence across a barrier). A group operation reduces within each warp by shuffles, lane 0 of each warp
 // puts the warp's result in the block's shared slot of that warp, a barrier of the group, and every thread
 // combines its group's slots in the same order; a barrier before the slots are written keeps them from being
 // overwritten while a slow warp of the group still reads the previous operation's values.
-// The barrier of the group: for 128 the block's __syncthreads(); for 64 the named barrier 1 + threadIdx.x / 64
+// The barrier of the group: from 128 on the block's __syncthreads(); for 64 the named barrier 1 + threadIdx.x / 64
 // (bar.sync with a count of 64: the group's two warps, so the other group of the block does not wait; 0 is
 // __syncthreads' barrier, and a block of at most 960 threads stays within the 16 barriers of a block). Both
 // order the memory accesses of the threads they join, as __syncwarp does for a group within a warp.
@@ -88,7 +90,7 @@ TM_DEVICE int tm_group_sum(int v)
 #ifndef TM_SHARED_ARRAY
 #define TM_SHARED_ARRAY(type, name, n) __shared__ type name[n]
 #endif
-#if TM_CLAUSE_THREADS == 128
+#if TM_CLAUSE_THREADS >= 128
 #define TM_GROUP_SYNC() __syncthreads()
 #else
 #define TM_GROUP_SYNC() TM_BAR_SYNC(1 + (int)(threadIdx.x / 64), 64)
@@ -97,7 +99,7 @@ TM_DEVICE int tm_group_sum(int v)
 // The sum (take_min 0) or minimum (take_min 1) of v over the group, the same in every thread.
 TM_DEVICE int tm_group_combine(int v, int take_min)
 {
-    TM_SHARED_ARRAY(int, slots, 32);  // one per warp of the block (at most 1,024 threads)
+    TM_SHARED_ARRAY(int, slots, 32);  // one per warp of the block: 32 ints cover CUDA's 1,024 threads per block
     for (int offset = 16; offset > 0; offset /= 2) {
         const int other = __shfl_xor_sync(0xFFFFFFFFu, v, offset);
         v = take_min ? (other < v ? other : v) : v + other;
@@ -116,6 +118,14 @@ TM_DEVICE int tm_group_combine(int v, int take_min)
 #define TM_GROUP_SUM(v) tm_group_combine((v), 0)
 #define TM_GROUP_MIN(v) tm_group_combine((v), 1)
 #define TM_GROUP_BCAST(v) tm_group_combine(TM_CLAUSE_THREAD == 0 ? (v) : 0, 0)  // thread 0's value
+#endif
+// Groups of 256 to 1,024 threads run in blocks of that many: the kernels promise nvcc such blocks
+// (__launch_bounds__), so that it keeps each thread's registers within the multiprocessor's share for a block of
+// 1,024 threads (64 each) instead of failing the launch. Up to 128 threads nothing changes.
+#if TM_CLAUSE_THREADS > 128
+#define TM_KERNEL_BOUNDS __launch_bounds__(TM_CLAUSE_THREADS)
+#else
+#define TM_KERNEL_BOUNDS
 #endif
 
 #else  // CPU build

@@ -280,7 +280,8 @@ class _TsetlinMachine(BaseEstimator):
         self.tally = tally
         self.regression_rule = regression_rule
         # gpu_threads_per_clause: threads per clause on the GPU: 1 (the paper's one thread per clause) up to 32 (a
-        # warp) or 64 and 128 (2 and 4 warps, for wide inputs with few clauses), the clause's literal words split
+        # warp) or 64 to 1,024 (2 to 32 warps, for wide inputs with few clauses; from 128 on a block of its own,
+        # 1,024 being CUDA's most threads per block), a power of two; the clause's literal words split
         # across them in training, the clauses of a class across them at inference; the same rules, so the same
         # results as 1 wherever the GPU's schedule is deterministic. The CPU build ignores it.
         self.gpu_threads_per_clause = gpu_threads_per_clause

@@ -5,7 +5,7 @@
 // intrinsics (__syncwarp, __any_sync, __ballot_sync, __shfl_sync, __shfl_xor_sync) make the threads their mask
 // names meet, as on a GPU. A thread that calls an intrinsic its mask partners never reach (divergence) waits in vain: after
 // SIM_WAIT_S the simulation records the error, stops waiting anywhere, and sim_error() reports it.
-// Groups of several warps (TM_CLAUSE_THREADS 64, 128) also use the block's barriers and shared memory:
+// Groups of several warps (TM_CLAUSE_THREADS 64 to 1,024) also use the block's barriers and shared memory:
 // __syncthreads() is a meeting of every thread of the block, TM_BAR_SYNC(id, count) (bar.sync on a GPU) a
 // meeting of `count` threads of the block at barrier `id`, and TM_SHARED_ARRAY gives each block of the launch its
 // own array (__shared__ on a GPU), filled with 0xA5 bytes as a reminder that shared memory starts undefined.
@@ -27,6 +27,7 @@
 #define __global__
 #define __device__
 #define __forceinline__ inline
+#define __launch_bounds__(...)
 
 struct sim_dim3 {
     unsigned x, y, z;
@@ -141,6 +142,11 @@ template <typename T> static T *block_shared(const char *name, size_t n) {
 
 // One launch: grid x block threads, each running body() with its own threadIdx and blockIdx.
 static void launch(unsigned grid, unsigned block, const std::function<void()> &body) {
+    if (grid == 0 || block == 0 || block > 1024) {  // a GPU refuses such a launch
+        std::lock_guard<std::mutex> guard(lock);
+        fail("a launch with no blocks, or with blocks of none or more than 1,024 threads (CUDA's limit)");
+        return;
+    }
     blockDim = {block, 1, 1};
     gridDim = {grid, 1, 1};
     std::vector<std::thread> threads;

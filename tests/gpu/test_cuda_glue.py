@@ -154,7 +154,9 @@ def make_fake_pycuda(allocations: list, warps: bool = False):
 
             def launch(*args, block, grid):
                 assert len(block) == 3 and len(grid) == 2 and grid[0] >= 1
+                assert block[0] <= launch.max_threads_per_block, f"{name}: a block of {block[0]} threads"
                 launches.append((name, block[0] * grid[0]))
+                compiler.blocks.setdefault(name, set()).add(block[0])
                 cargs = [ctypes.c_uint(grid[0]), ctypes.c_uint(block[0])] if warps else []
                 for a in args:
                     if isinstance(a, FakeAllocation):
@@ -175,10 +177,13 @@ def make_fake_pycuda(allocations: list, warps: bool = False):
                     if not alloc.freed:
                         alloc.check_guards()
 
+            launch.max_threads_per_block = compiler.max_threads_per_block  # pycuda's Function attribute
             return launch
 
     compiler.SourceModule = SourceModule
     compiler.launches = launches = []  # (kernel, threads launched), in order
+    compiler.blocks = {}  # kernel -> the threads per block it was launched with
+    compiler.max_threads_per_block = 1024  # of every kernel, as CUDA's limit (a test may lower it)
     pycuda = types.ModuleType("pycuda")
     pycuda.driver, pycuda.compiler = drv, compiler
     return pycuda
@@ -240,15 +245,17 @@ def test_cuda_backend_glue_matches_the_cpu_backend(fake_cuda, cfg):
     assert all(a.freed for a in fake_cuda), "close() must free every device buffer"
 
 
+@pytest.mark.parametrize("k", [32, 512])
 @pytest.mark.parametrize("tally", ["async", "sync"])
-def test_clause_kernels_get_a_group_of_threads_per_clause(fake_cuda, tally):
-    """threads_per_clause multiplies the threads of the training kernels only; the simulated device (the CPU
-    build, where a clause is one loop iteration whatever the host asked) then gives the CPU backend's result."""
+def test_clause_kernels_get_a_group_of_threads_per_clause(fake_cuda, tally, k):
+    """threads_per_clause multiplies the threads of the training kernels only, in blocks of BLOCK threads or, for a
+    group of more, of the group; the simulated device (the CPU build, where a clause is one loop iteration whatever
+    the host asked) then gives the CPU backend's result."""
     import pycuda.compiler
 
     from asynctm.backends.cuda import BLOCK, CLAUSE_GROUP_KERNELS, CudaBackend
 
-    cfg = KernelConfig(n_classes=3, n_clauses=6, n_literals=2 * 45, T=7, s=3.9, tally=tally, threads_per_clause=32)
+    cfg = KernelConfig(n_classes=3, n_clauses=6, n_literals=2 * 45, T=7, s=3.9, tally=tally, threads_per_clause=k)
     rng = np.random.default_rng(3)
     X, _ = pack_literals(rng.integers(0, 2, (40, 45)))
     y = rng.integers(-cfg.T, cfg.T + 1, (cfg.n_classes, 40)).astype(np.int32)
@@ -263,12 +270,29 @@ def test_clause_kernels_get_a_group_of_threads_per_clause(fake_cuda, tally):
     threads = {}
     for name, n in pycuda.compiler.launches:
         threads.setdefault(name, set()).add(n)
-    grouped = -(-cfg.n_clauses_total * 32 // BLOCK) * BLOCK  # 18 clauses x 32 threads, in whole blocks
+    block = max(k, BLOCK)  # 512: a block per clause
+    grouped = -(-cfg.n_clauses_total * k // block) * block  # 18 clauses x k threads, in whole blocks
     assert {name: threads[name] for name in CLAUSE_GROUP_KERNELS if name in threads} == {
         name: {grouped} for name in CLAUSE_GROUP_KERNELS if name in threads}
     assert ("tm_sync_feedback" if tally == "sync" else "tm_train_batch") in threads
-    assert threads["tm_refresh_outputs"] == {BLOCK}  # one thread per clause elsewhere
+    assert all(pycuda.compiler.blocks[name] == {block} for name in CLAUSE_GROUP_KERNELS if name in threads)
+    assert threads["tm_refresh_outputs"] == {BLOCK} and pycuda.compiler.blocks["tm_refresh_outputs"] == {BLOCK}
     gpu.close()
+
+
+def test_a_group_larger_than_the_kernels_can_launch_is_refused(fake_cuda):
+    """A kernel that the GPU launches with fewer threads per block than a group needs (registers): one line that
+    says so and names the most it takes, before anything runs."""
+    import pycuda.compiler
+
+    from asynctm.backends import BackendUnavailableError
+    from asynctm.backends.cuda import CudaBackend
+
+    pycuda.compiler.max_threads_per_block = 768
+    with pytest.raises(BackendUnavailableError, match=r"at most 768 threads per block .* needs blocks of 1024; "
+                                                      r"choose at most 768 threads per clause"):
+        CudaBackend(KernelConfig(n_classes=2, n_clauses=4, n_literals=64, T=5, s=3.9, threads_per_clause=1024))
+    CudaBackend(KernelConfig(n_classes=2, n_clauses=4, n_literals=64, T=5, s=3.9, threads_per_clause=512)).close()
 
 
 def test_estimator_runs_on_the_simulated_gpu(fake_cuda):
@@ -507,4 +531,71 @@ def test_simulated_warps_wide_clauses_with_synchronous_tallies(fake_warps, k):
     np.testing.assert_array_equal(gpu.get_clause_output_bits(), host.get_clause_output_bits())
     np.testing.assert_array_equal(gpu.feedback_event_counts(), host.feedback_event_counts())
     assert host.feedback_event_counts().sum() > 0
+    gpu.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("features", [33000, 300], ids=["2063_words", "19_words"])
+@pytest.mark.parametrize("k", [256, 512, 1024])
+def test_simulated_blocks_per_clause_equal_the_cpu(fake_warps, k, features):
+    """Groups of 256 to 1,024 threads, each a block of its own (up to 32 warps meeting at the block's barrier):
+    2,063 words per clause, more than a group of 1,024 takes in one round (2,048: every thread has a chunk, some
+    two), or 19 (most threads of the group have none). Batches of one example with asynchronous tallies (no two
+    groups race on a tally), then the class sums, then an epoch of synchronous tallies (deterministic): each ends
+    where the CPU build does. Two clauses per class, so that a launch stays a few thousand host threads."""
+    from asynctm.backends.cuda import CudaBackend
+
+    cfg = KernelConfig(n_classes=2, n_clauses=2, n_literals=2 * features, T=8, s=3.9)
+    rng = np.random.default_rng(10)
+    X, _ = pack_literals(rng.integers(0, 2, (12, features)))
+    y = np.where(rng.integers(0, 2, (cfg.n_classes, 12)) == 1, cfg.T, -cfg.T).astype(np.int32)
+    gpu, host = CudaBackend(dataclasses.replace(cfg, threads_per_clause=k)), cpu.CpuBackend(cfg, n_threads=1)
+    assert gpu.block == k
+    state = _sparse_includes(rng, cfg)
+    outputs = _one_example_batches_agree(gpu, host, X, y, state, [0, 5, 11, 5, 2, 8, 3, 9], seed=13)
+    assert (host.feedback_event_counts().sum(axis=0) > 0).all()  # type Ia, Ib and II feedback
+    assert 0 < np.unpackbits(np.asarray(outputs).view(np.uint8)).mean() < 1  # the clauses output 0 and 1
+    state = _sparse_includes(rng, cfg, per_clause=(1, 3))
+    for be in (gpu, host):
+        be.set_ta_state(state)
+    np.testing.assert_array_equal(gpu.class_sums(X), host.class_sums(X))
+    gpu.close()
+
+    sync = dataclasses.replace(cfg, tally="sync")
+    gpu, host = CudaBackend(dataclasses.replace(sync, threads_per_clause=k)), cpu.CpuBackend(sync, n_threads=1)
+    state = _sparse_includes(rng, cfg)
+    for be in (gpu, host):
+        be.set_ta_state(state)
+        be.set_training_data(X, y)
+        be.train_epoch(epoch=0, seed=5, batch_size=6)
+    np.testing.assert_array_equal(gpu.get_ta_state(), host.get_ta_state())
+    np.testing.assert_array_equal(gpu.get_tallies(), host.get_tallies())
+    np.testing.assert_array_equal(gpu.get_clause_output_bits(), host.get_clause_output_bits())
+    np.testing.assert_array_equal(gpu.feedback_event_counts(), host.feedback_event_counts())
+    assert host.feedback_event_counts().sum() > 0
+    gpu.close()
+
+
+@pytest.mark.slow
+def test_simulated_blocks_per_clause_keep_the_tallies_exact(fake_warps):
+    """Whole asynchronous epochs with a block of 1,024 threads per clause, the groups racing on the tallies within
+    each launch (a batch of 12 examples, every visit meeting at the block's barriers): every tally stays the sum of
+    its class's stored votes."""
+    from asynctm.backends.cuda import CudaBackend
+
+    cfg = KernelConfig(n_classes=2, n_clauses=2, n_literals=2 * 100, T=6, s=3.9, threads_per_clause=1024)
+    rng = np.random.default_rng(11)
+    X01 = rng.integers(0, 2, (24, 100))
+    X, _ = pack_literals(X01)
+    y = np.where(np.arange(2)[:, None] == (X01[:, 0] ^ X01[:, 1])[None, :], cfg.T, -cfg.T).astype(np.int32)
+    gpu = CudaBackend(cfg)
+    gpu.init_state()
+    gpu.set_training_data(X, y)
+    pol = np.tile(np.where(np.arange(cfg.n_clauses) % 2, -1, 1), cfg.n_classes)[:, None]
+    for epoch in range(2):
+        gpu.train_epoch(epoch=epoch, seed=3, batch_size=12)
+        bits = np.unpackbits(gpu.get_clause_output_bits().view(np.uint8), axis=1, bitorder="little")[:, :24]
+        stored = (pol * bits).reshape(cfg.n_classes, cfg.n_clauses, 24).sum(axis=1)
+        np.testing.assert_array_equal(gpu.get_tallies(), stored, err_msg=f"epoch {epoch}")
+    assert gpu.feedback_event_counts().sum() > 0 and gpu.get_ta_state()[:, -1].any()  # it learned something
     gpu.close()

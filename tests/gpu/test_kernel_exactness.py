@@ -178,9 +178,10 @@ ALL_BUILDS = [
     pytest.param(("cuda", None), id="cuda", marks=pytest.mark.gpu),
 ]
 # The GPU's kernels with a warp of threads per clause (per class and example at inference), and with groups of 2
-# and 4 warps: the same rules, so exact where the one-thread GPU build is.
+# to 32 warps (from 128 on a block per clause, up to CUDA's 1,024 threads per block; these clauses have a few words,
+# so most threads of such a group have none): the same rules, so exact where the one-thread GPU build is.
 GROUP_BUILDS = [pytest.param((f"cuda{k}", None), id=f"cuda-{k}-per-clause", marks=pytest.mark.gpu)
-                for k in (32, 64, 128)]
+                for k in (32, 64, 128, 256, 512, 1024)]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -22,6 +22,10 @@ CONFIGS = {
     "block_per_clause": KernelConfig(n_classes=2, n_clauses=80, n_literals=204352, T=50, s=5.0, threads_per_clause=128),
     "sync_64_per_clause": KernelConfig(n_classes=4, n_clauses=50, n_literals=333, T=20, s=5.0, tally="sync",
                                        threads_per_clause=64),
+    "block_1024_per_clause": KernelConfig(n_classes=2, n_clauses=80, n_literals=204352, T=50, s=5.0,
+                                          threads_per_clause=1024),
+    "sync_256_per_clause": KernelConfig(n_classes=1, n_clauses=64, n_literals=100, T=100, s=3.0, regression=True,
+                                        tally="sync", regression_rule="quadratic", threads_per_clause=256),
 }
 
 

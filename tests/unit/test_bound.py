@@ -144,6 +144,8 @@ def gpu_inputs(inputs, tmp_path):
                           "label": "tm_gpu"},
                "tm_gpu_warp": {**_gpu_result("asynctm", {"backend": "cuda", "gpu_threads_per_clause": 32}, 1e-7),
                                "label": "tm_gpu_warp"},
+               "tm_gpu_block1024": {**_gpu_result("asynctm", {"backend": "cuda", "gpu_threads_per_clause": 1024},
+                                                  5e-8), "label": "tm_gpu_block1024"},  # a block of 1,024 threads
                "pytm_cuda": {**_gpu_result("pytm_cuda", {}, 5e-3), "label": "pytm_cuda"}}
     older = {"tm_gpu": {"median_epoch_s": 4e-3, "epoch_s": [4e-3]}, "tm_cpu": {"median_epoch_s": 1e-3},
              "pytm_cuda": {"median_epoch_s": 1e-2}}  # a record from before results named their peer and options
@@ -171,8 +173,9 @@ def test_gpu_bounds_of_our_gpu_builds_only(bound, gpu_inputs):
     assert not (root / "bench/gpu_toy_0000000_bound.json").exists()  # not gpu_*.json: evidence_cost reads those
     out = json.loads((root / "bench/bound_gpu_toy_0000000.json").read_text())
     assert [(r["setting"], r["build"], r["threads_per_clause"]) for r in out["rows"]] == [
-        ("wsd_apple", "tm_gpu", 1), ("wsd_apple", "tm_gpu_warp", 32), ("wsd_apple_again", "tm_gpu", 1)]
-    assert out["rows"][2]["threads_per_clause_from"] == "the build's name"
+        ("wsd_apple", "tm_gpu", 1), ("wsd_apple", "tm_gpu_warp", 32), ("wsd_apple", "tm_gpu_block1024", 1024),
+        ("wsd_apple_again", "tm_gpu", 1)]
+    assert out["rows"][3]["threads_per_clause_from"] == "the build's name"
     # the events as on the CPU (same records, epochs 2-3): Ia 12, Ib 30, II 3 over 20 examples x 3 clauses x 2
     # classes; the work with the GPU's chunks of 2 words (80 literals: 3 words, 2 chunks, 2 draws per Type I
     # event), on the GPU's limits: bandwidth the faster of copy and triad
@@ -181,8 +184,8 @@ def test_gpu_bounds_of_our_gpu_builds_only(bound, gpu_inputs):
     least = cm.epoch_cost(20, 3, 40, 2, eval_words="min", acting=0.0, **events)
     assert most.draws == cm.epoch_cost(20, 3, 40, 2, **{**events, "chunk_words": 16}).draws + 42
     host = cm.Host("toy", 1, bandwidth_bytes_s=2.5e12, word_ops_s=1e13, scalar_ops_s=1e11)
-    one, warp, older = out["rows"]
-    for row, achieved in ((one, 2e-7), (warp, 1e-7), (older, 4e-3)):
+    one, warp, block, older = out["rows"]
+    for row, achieved in ((one, 2e-7), (warp, 1e-7), (block, 5e-8), (older, 4e-3)):
         assert row["achieved_median_epoch_s"] == achieved
         assert row["all_work"]["scalar_ops"] == pytest.approx(most.scalar_ops)
         assert row["all_work"]["bound_s"] == pytest.approx(max(most.bytes_compulsory / 2.5e12, most.word_ops / 1e13,
@@ -196,6 +199,7 @@ def test_gpu_bounds_of_our_gpu_builds_only(bound, gpu_inputs):
     assert "GPU: Toy GPU (sm_90)" in md and "| 2000 | 2500 | 10000 | 100 | 12.5 |" in md
     assert "| wsd_apple | tm_gpu (one thread per clause) | 20 x 6 x 3 |" in md
     assert "| wsd_apple | tm_gpu_warp (a warp per clause) |" in md and "pytm_cuda" not in md and "tm_cpu (" not in md
+    assert "| wsd_apple | tm_gpu_block1024 (1024 threads per clause) |" in md
     assert 0.01 < warp["all_work"]["fraction"] < 1 and f"| {warp['all_work']['fraction']:.1%} |" in md
     assert older["all_work"]["fraction"] < 1e-4 and f"| {100 * older['all_work']['fraction']:.2g}% |" in md
     assert "estimated from the tm_cpu run records" in md

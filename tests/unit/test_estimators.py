@@ -273,7 +273,8 @@ def test_gpu_memory_is_released_after_del(xor_data):
     ({"seed": -1}, ValueError, "seed must be None or an integer"),
     ({"append_negated": "yes"}, TypeError, "append_negated must be True or False"),
     ({"gpu_threads_per_clause": 3}, ValueError, "gpu_threads_per_clause must be one of"),
-    ({"gpu_threads_per_clause": 256}, ValueError, r"must be one of \(1, 2, 4, 8, 16, 32, 64, 128\), got 256"),
+    ({"gpu_threads_per_clause": 2048}, ValueError,
+     r"must be one of \(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024\), got 2048"),
     ({"gpu_threads_per_clause": True}, ValueError, "gpu_threads_per_clause must be one of"),
     ({"gpu_threads_per_clause": "32"}, ValueError, "gpu_threads_per_clause must be one of"),
 ])
@@ -356,10 +357,10 @@ def test_cpu_build_ignores_gpu_threads_per_clause(xor_data):
 
 @pytest.mark.gpu
 @pytest.mark.learning
-@pytest.mark.parametrize("k", [32, 128])
+@pytest.mark.parametrize("k", [32, 128, 1024])
 def test_noisy_xor_learns_with_a_group_per_clause(xor_data, record_scores, k):
     """The same bar as test_noisy_xor_learns, with the GPU's training kernels at k threads per clause (32: a warp;
-    128: a group of 4 warps that meets at the block's barrier)."""
+    128 and 1,024: a group of 4 and 32 warps, a block per clause, that meets at the block's barrier)."""
     X_train, y_train, X_test, y_test = xor_data
     scores = [TMClassifier(XOR_BAR_CLAUSES, 15, 3.9, backend="cuda", seed=seed, gpu_threads_per_clause=k)
               .fit(X_train, y_train, epochs=40).score(X_test, y_test) for seed in (1, 2, 3)]

@@ -368,6 +368,50 @@ def test_benchmark_comparison_and_goal():
                                         "outside 1 point either way)")
 
 
+def test_the_bench_times_at_least_five_epochs_where_only_our_builds_run():
+    """PyTsetlinMachineCUDA's long epochs on SemEval and IMDb keep them at one timed epoch where it is timed; with our
+    builds alone (--impls without it) every setting gets OURS_TIMED_EPOCHS at least; smoke scale one."""
+    from asynctm.campaign.bench import OURS_TIMED_EPOCHS, TIMED_EPOCHS, timed_epochs
+
+    assert OURS_TIMED_EPOCHS >= 3
+    assert timed_epochs("semeval", ["tm_gpu_warp", "pytm_cuda"]) == TIMED_EPOCHS["semeval"] == 1
+    assert timed_epochs("semeval", ["tm_gpu_warp", "tm_gpu_block", "tm_gpu_block1024"]) == OURS_TIMED_EPOCHS
+    assert timed_epochs("wsd_apple", ["tm_gpu"]) == TIMED_EPOCHS["wsd_apple"] > OURS_TIMED_EPOCHS
+    assert timed_epochs("newsgroups20", ["tm_gpu", "pytm_cuda"]) == 5
+    assert timed_epochs("semeval", ["tm_gpu_warp"], smoke=True) == 1
+
+
+def test_several_wide_builds_in_one_record_and_the_committed_records_render_as_before():
+    """Each size of the config's wide build is a build of its own (own label, own comparison, its speed-up over the
+    warp build); the GPU benchmark records committed before several sizes read and render as they were written."""
+    from asynctm.campaign import bench
+
+    def res(median, threads):
+        return {"median_epoch_s": median, "timed_epochs": 5, "seeds": [0], "final_metric": 90.0,
+                "final_metric_std": 0.0, "warmup_s": 1.0, "literals_per_clause": 3.0, "peer": "asynctm",
+                "options": {"backend": "cuda", "gpu_threads_per_clause": threads}}
+
+    results = {"tm_gpu_warp": res(0.4, 32), "tm_gpu_block": res(0.1, 128), "tm_gpu_block1024": res(0.05, 1024)}
+    c = bench.compare("semeval", "classification", "accuracy", results)
+    assert c["wide_speedups_vs_warp"] == {"tm_gpu_block": pytest.approx(4.0), "tm_gpu_block1024": pytest.approx(8.0)}
+    assert "tm_gpu_block1024" in c and "wide_speedup_vs_warp" not in c
+    assert bench.runner("tm_gpu_block512")["options"] == {"backend": "cuda", "gpu_threads_per_clause": 512}
+    assert bench.runner("tm_gpu_block")["options"]["gpu_threads_per_clause"] == 128
+    setting = {"setting": "semeval", "metric": "accuracy", "stopped": None, "skipped": {}, "seeds": [0],
+               "dataset": {"n_train": 6000, "n_test": 2000, "n_features": 102176},
+               "hyperparameters": {"n_clauses": 40, "T": 15, "s": 3.9}, "results": results, "comparison": c,
+               "wide_build": {"threads_per_clause": [128, 1024], "min_literal_words": 256, "reason": "..."}}
+    md = bench.markdown({"name": "x", "date_utc": "2026-11-28", "git": {}, "gpu": {}, "settings": [setting]})
+    assert "| ours (asynctm, CUDA, a block per clause) | 0.1000 |" in md
+    assert "| ours (asynctm, CUDA, a block of 1024 threads per clause) | 0.0500 |" in md
+    assert ("A block per clause (timed where a clause has at least 256 literal words) against a warp per clause: "
+            "128 threads 4.00x, 1024 threads 8.00x the speed.") in md
+    committed = sorted((REPO / "benchmarks" / "results").glob("gpu_*.json"))
+    assert any("tm_gpu_block" in json.loads(p.read_text())["settings"][0].get("results", {}) for p in committed)
+    for path in committed:
+        assert bench.markdown(json.loads(path.read_text())) == path.with_suffix(".md").read_text(), path.name
+
+
 @pytest.mark.slow
 def test_dress_rehearsal_on_the_simulated_gpu(tmp_path):
     """stage -> every step (as on the GPU machine) -> unpack -> records the tables read; then a step called

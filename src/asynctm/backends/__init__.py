@@ -23,8 +23,9 @@ UPDATE_RULES = ("linear", "quadratic")  # P(update) = |t - v| / 2T, or ((t - v) 
 # own place in the batch (clause g from example g mod the batch's size), wrapping around
 ORDERS = ("dataset", "staggered")
 # Threads per clause in the GPU's kernels (kernels/README.md, "Threads per clause"): up to 32 a group within a warp,
-# 64 and 128 a group of 2 and 4 warps (128: a block of the CUDA backend's)
-THREADS_PER_CLAUSE = (1, 2, 4, 8, 16, 32, 64, 128)
+# 64 to 1,024 a group of 2 to 32 warps (from 128 on a block of its own; 1,024 is CUDA's limit of threads per block).
+# The one list: the estimators' gpu_threads_per_clause is checked against it too.
+THREADS_PER_CLAUSE = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
 
 class BackendUnavailableError(RuntimeError):
@@ -107,7 +108,7 @@ class KernelConfig:
     s_pool_bits: int = S_POOL_BITS  # the 1/s pool has 2^s_pool_bits words (tests use small pools)
     tally: str = "async"  # "async": Algorithm 1's local tallies; "sync": refreshed on every clause first
     regression_rule: str = "linear"  # the update probability: "linear" |t - v| / 2T, "quadratic" ((t - v) / T)^2
-    threads_per_clause: int = 1  # GPU kernels: a power of two up to 128 (4 warps); the CPU build has 1
+    threads_per_clause: int = 1  # GPU kernels: a power of two up to 1,024 (a block); the CPU build has 1
     order: str = "dataset"  # the order in which a clause visits a batch's examples: "dataset" or "staggered"
 
     def __post_init__(self):

@@ -14,8 +14,10 @@ import numpy as np
 from ..encoding import unpack_literals
 from . import BackendUnavailableError, FeedbackEvents, KernelConfig, check_training_arrays, kernel_source, s_mask_pool
 
-# Threads per block: a multiple of 32 and of every group size (cfg.threads_per_clause up to 128), so that a clause's
-# group never straddles two warps (up to 32) or two blocks (64, 128: its warps meet at a barrier of their block).
+# Threads per block: a multiple of 32 and of every group size up to 128, so that a clause's group never straddles two
+# warps (up to 32) or two blocks (64, 128: its warps meet at a barrier of their block). The kernels that give an item
+# a group launch blocks of group_block(threads_per_clause) threads: a group of more than 128 (256 to 1,024, CUDA's
+# limit of threads per block) is a block of its own, which kernels/tm.cu's __syncthreads() expects.
 BLOCK = 128
 # The kernels that give each item (a clause in training, a class and example at inference) a group of
 # cfg.threads_per_clause threads (TM_PARALLEL_FOR_CLAUSES in tm.cu).
@@ -23,6 +25,11 @@ CLAUSE_GROUP_KERNELS = frozenset({"tm_train_batch", "tm_sync_refresh", "tm_sync_
 MAX_GRID = 65535
 
 _context = None
+
+
+def group_block(threads_per_clause: int) -> int:
+    """Threads per block of the kernels in :data:`CLAUSE_GROUP_KERNELS`: BLOCK, or the group where it is larger."""
+    return max(BLOCK, int(threads_per_clause))
 _modules: dict = {}
 
 
@@ -106,8 +113,9 @@ class CudaBackend(FeedbackEvents):
     name = "cuda"
 
     def __init__(self, cfg: KernelConfig):
-        assert BLOCK % cfg.threads_per_clause == 0, \
-            f"threads_per_clause={cfg.threads_per_clause}: a clause's group must fit a block of BLOCK={BLOCK} threads"
+        self.block = group_block(cfg.threads_per_clause)
+        assert self.block % cfg.threads_per_clause == 0 and self.block % 32 == 0, \
+            f"threads_per_clause={cfg.threads_per_clause}: a clause's group must fit a block of {self.block} threads"
         self.cfg = cfg
         self.drv = _driver()
         context()
@@ -119,6 +127,12 @@ class CudaBackend(FeedbackEvents):
         self.fn = {name: mod.get_function(name) for name in
                    ("tm_init_state", "tm_refresh_outputs", "tm_compute_tallies", "tm_epoch_keys", *training,
                     "tm_class_sums", "tm_include_counts")}
+        for name in CLAUSE_GROUP_KERNELS & set(self.fn):
+            most = self.fn[name].max_threads_per_block  # what the compiled kernel can launch with
+            if most < self.block:
+                raise BackendUnavailableError(
+                    f"{name} launches at most {most} threads per block on {self.device}, but threads_per_clause="
+                    f"{cfg.threads_per_clause} needs blocks of {self.block}; choose at most {most} threads per clause")
         self.state_shape = (cfg.n_clauses_total, cfg.state_bits, cfg.n_words)
         self.ta_state = self._alloc(int(np.prod(self.state_shape)) * 4)
         # Type Ia, Ib and II feedback events of each clause since the backend was made.
@@ -134,10 +148,12 @@ class CudaBackend(FeedbackEvents):
         return self.drv.mem_alloc(max(int(nbytes), 4))
 
     def _launch(self, name: str, n_items: int, *args):
+        block = BLOCK
         if name in CLAUSE_GROUP_KERNELS:  # a group of cfg.threads_per_clause threads per item
             n_items *= self.cfg.threads_per_clause
-        grid = max(1, min((int(n_items) + BLOCK - 1) // BLOCK, MAX_GRID))
-        self.fn[name](*args, block=(BLOCK, 1, 1), grid=(grid, 1))
+            block = self.block
+        grid = max(1, min((int(n_items) + block - 1) // block, MAX_GRID))
+        self.fn[name](*args, block=(block, 1, 1), grid=(grid, 1))
 
     def _free(self, *names):
         for name in names:

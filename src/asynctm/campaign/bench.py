@@ -4,9 +4,10 @@
 
 The GPU settings of the benchmark harness :mod:`asynctm.benchmarking` (its per-epoch loop and pooling of seeds): ours
 as ``tm_gpu`` (one thread per clause, the paper's design) and ``tm_gpu_warp`` (a warp per clause) beside
-PyTsetlinMachineCUDA, and our CPU build where the accuracies are compared with it. Per setting (an experiment's main
-setting, data from the staged folders) and seed, one warm-up epoch (compilation, encoding and upload, reported apart),
-then :data:`TIMED_EPOCHS` timed epochs round-robin, the metric after each outside the timed region, the literals per
+PyTsetlinMachineCUDA, the wide builds (a block per clause, config ``gpu_benchmark.wide_build``) on wide inputs, and our
+CPU build where the accuracies are compared with it. Per setting (an experiment's main setting, data from the staged
+folders) and seed, one warm-up epoch (compilation, encoding and upload, reported apart), then the timed epochs
+(:func:`timed_epochs`) round-robin, the metric after each outside the timed region, the literals per
 clause after the last; the median epoch over all seeds, the metric averaged over seeds, the speed-up over
 PyTsetlinMachineCUDA and, for :data:`GOAL_SETTINGS`, the goal (ours >= 2x at accuracy within 1 point). Writes
 ``<name>.json`` and ``<name>.md`` after every setting; no round starts where it would end after ``--deadline``.
@@ -29,34 +30,49 @@ from ..experiments.run import dataset_summary, load_dataset
 from ..io import atomic_open, write_json_atomic
 
 # Timed epochs after the warm-up (paper scale; smoke scale: 1) and the seeds; one seed and one timed epoch where
-# PyTsetlinMachineCUDA's epochs are long, so that the benchmark fits one call.
+# PyTsetlinMachineCUDA's epochs are long, so that the benchmark fits one call. Where it is not among the builds timed
+# (--impls), a setting gets at least OURS_TIMED_EPOCHS: our builds' epochs are short there, and the step's deadline
+# still stops the rounds where the budget runs out.
 TIMED_EPOCHS = {"wsd_apple": 10, "semeval": 1, "imdb": 1, "bike_sharing": 10}
+OURS_TIMED_EPOCHS = 5
 SEEDS = (0, 1, 2)
 SEEDS_BY_SETTING = {"semeval": (0,), "imdb": (0,)}
 GOAL_SETTINGS = ("wsd_apple", "semeval", "imdb")
 GOAL_SPEEDUP = 2.0
 GOAL_POINTS = 1.0
+# The builds and their labels, in the order of the tables. The wide builds (config gpu_benchmark.wide_build, one per
+# size it lists; plan.WIDE_BUILDS) run only on the settings whose clauses have the literal words the config asks
+# for (plan.wide_builds); tm_gpu_block, 128 threads, keeps the label of the records that have it from the start.
 IMPLS = {"tm_gpu": "ours (asynctm, CUDA)", "tm_gpu_warp": "ours (asynctm, CUDA, a warp per clause)",
-         plan.WIDE_BUILD: "ours (asynctm, CUDA, a block per clause)",
+         **{name: "ours (asynctm, CUDA, a block per clause)" if name == plan.WIDE_BUILD else
+            f"ours (asynctm, CUDA, {'a block of ' if k >= 128 else ''}{k} threads per clause)"
+            for name, k in plan.WIDE_BUILDS.items()},
          "pytm_cuda": "PyTsetlinMachineCUDA", "tm_cpu": "ours (asynctm, CPU threads)"}
 OURS_GPU = dict(plan.GPU_THREADS_PER_CLAUSE)  # our GPU implementations and their threads per clause
-# The wide build (config gpu_benchmark.wide_build): its threads per clause come from the config, and it runs only on
-# the settings whose clauses have the literal words the config asks for (plan.wide_build_threads).
 CPU_SETTINGS = ("wsd_apple",)  # our CPU build beside them: tm_gpu's accuracy within the spread of tm_cpu's
 HYPERPARAMETERS = ("n_clauses", "T", "s", *benchmarking.TM_SETTINGS)
 
 
-def runner(impl: str, wide_threads: int | None = None) -> dict:
-    """The harness's runner (:func:`asynctm.benchmarking.build_peer`) of ``impl`` (the wide build: at
-    ``wide_threads`` threads per clause)."""
-    if impl in OURS_GPU or impl == plan.WIDE_BUILD:
-        threads = wide_threads if impl == plan.WIDE_BUILD else OURS_GPU[impl]
+def runner(impl: str) -> dict:
+    """The harness's runner (:func:`asynctm.benchmarking.build_peer`) of ``impl``."""
+    if impl in OURS_GPU or impl in plan.WIDE_BUILDS:
+        threads = OURS_GPU.get(impl) or plan.WIDE_BUILDS[impl]
         return {"label": impl, "peer": "asynctm", "options": {"backend": "cuda", "gpu_threads_per_clause": threads}}
     if impl == "tm_cpu":
         return {"label": impl, "peer": "asynctm", "options": {"backend": "cpu"}}
     if impl in ("pytm_indexed", "pytm_nonindexed"):
         return {"label": impl, "peer": "pytm", "options": {"indexed": impl == "pytm_indexed"}}
     return {"label": impl, "peer": "pytm_cuda", "options": {}}
+
+
+def timed_epochs(name: str, impls, smoke: bool = False) -> int:
+    """The timed epochs of setting ``name`` with the builds ``impls``: :data:`TIMED_EPOCHS` (5 where it has none)
+    where PyTsetlinMachineCUDA is timed, at least :data:`OURS_TIMED_EPOCHS` where only our builds are; 1 at smoke
+    scale."""
+    if smoke:
+        return 1
+    n = TIMED_EPOCHS.get(name, 5)
+    return n if "pytm_cuda" in impls else max(n, OURS_TIMED_EPOCHS)
 
 
 def peer(impl: str, task: str, h: dict, seed: int):
@@ -119,9 +135,9 @@ def run_setting(config: dict, data_dir: Path, name: str, seeds, epochs: int, dea
     dense = {"X_train": dense01(ds.X_train), "X_test": dense01(ds.X_test)}
     say(f"== {name}: {ds.X_train.shape[0]} train x {ds.X_train.shape[1]} features, {h['n_clauses']} clauses, "
         f"T={h['T']}, s={h['s']}; 1 warm-up + {epochs} timed epochs x seeds {list(seeds)}")
-    wide = plan.wide_build_threads(config, ds.X_train.shape[1], h["append_negated"])
-    runners = [runner(i, wide) for i in IMPLS
-               if i in impls and (i != "tm_cpu" or name in CPU_SETTINGS) and (i != plan.WIDE_BUILD or wide)]
+    wide = plan.wide_builds(config, ds.X_train.shape[1], h["append_negated"])
+    runners = [runner(i) for i in IMPLS if i in impls and (i != "tm_cpu" or name in CPU_SETTINGS)
+               and (i not in plan.WIDE_BUILDS or i in wide)]
     per: dict[str, list[dict]] = {}
     skipped, stopped = {}, None
     for i, seed in enumerate(seeds):
@@ -145,25 +161,28 @@ def run_setting(config: dict, data_dir: Path, name: str, seeds, epochs: int, dea
            "hyperparameters": h, "epochs": {"warmup": 1, "timed": epochs}, "seeds": list(seeds),
            "stopped": stopped, "skipped": skipped, "results": results,
            "comparison": compare(name, base["task"], key, results)}
-    if wide:
-        out["wide_build"] = {**config["gpu_benchmark"]["wide_build"], "threads_per_clause": wide}
+    timed_wide = [k for build, k in wide.items() if build in impls]
+    if timed_wide:  # the config's wide build, with the sizes timed here (a record before the list: one size)
+        out["wide_build"] = {**config["gpu_benchmark"]["wide_build"], "threads_per_clause": timed_wide}
     return out
 
 
 def compare(name: str, task: str, key: str, results: dict) -> dict:
-    """tm_gpu against PyTsetlinMachineCUDA (the top-level keys; the goal), the same for tm_gpu_warp and the wide
-    build (under their names), the warp build's speed-up over the one-thread build and the wide build's over the
-    warp build."""
+    """tm_gpu against PyTsetlinMachineCUDA (the top-level keys; the goal), the same for tm_gpu_warp and each wide
+    build (under their names), the warp build's speed-up over the one-thread build and each wide build's over the
+    warp build (``wide_speedups_vs_warp``, by build; a record from before several sizes has ``wide_speedup_vs_warp``,
+    tm_gpu_block's alone)."""
     out = _versus(name, task, results, "tm_gpu")
-    warp, one, wide = results.get("tm_gpu_warp"), results.get("tm_gpu"), results.get(plan.WIDE_BUILD)
+    warp, one = results.get("tm_gpu_warp"), results.get("tm_gpu")
     if warp:
         out["tm_gpu_warp"] = _versus(name, task, results, "tm_gpu_warp")
         if one and one["median_epoch_s"] and warp["median_epoch_s"]:
             out["warp_speedup_vs_one_thread"] = one["median_epoch_s"] / warp["median_epoch_s"]
-    if wide:
-        out[plan.WIDE_BUILD] = _versus(name, task, results, plan.WIDE_BUILD)
-        if warp and warp["median_epoch_s"] and wide["median_epoch_s"]:
-            out["wide_speedup_vs_warp"] = warp["median_epoch_s"] / wide["median_epoch_s"]
+    for build in [b for b in plan.WIDE_BUILDS if results.get(b)]:
+        out[build] = _versus(name, task, results, build)
+        if warp and warp["median_epoch_s"] and results[build]["median_epoch_s"]:
+            out.setdefault("wide_speedups_vs_warp", {})[build] = (warp["median_epoch_s"]
+                                                                  / results[build]["median_epoch_s"])
     return out
 
 
@@ -242,7 +261,7 @@ def markdown(record: dict) -> str:
             lines.append(f"| {label} | {med} | {r['warmup_s']:.2f} | {metric} | {r['literals_per_clause']:.1f} | "
                          f"{r['timed_epochs']} |")
         lines.append("")
-        for ours in (*OURS_GPU, plan.WIDE_BUILD):
+        for ours in (*OURS_GPU, *plan.WIDE_BUILDS):
             c = s["comparison"] if ours == "tm_gpu" else s["comparison"].get(ours)
             if not c:
                 continue
@@ -250,8 +269,9 @@ def markdown(record: dict) -> str:
                 lines.append(f"{IMPLS[ours]}: {key} within {IMPLS[impl]}'s mean ± sd over seeds "
                              f"[{w['range'][0]:.2f}, {w['range'][1]:.2f}]: {'yes' if w['within'] else 'no'}.")
             if c["speedup_vs_pytm_cuda"] is not None:
+                k = plan.WIDE_BUILDS.get(ours, 0)
                 who = {"tm_gpu": "ours", "tm_gpu_warp": "ours with a warp per clause"}.get(
-                    ours, f"ours with a block per clause ({s.get('wide_build', {}).get('threads_per_clause')} threads)")
+                    ours, f"ours with {'a block per clause (' if k >= 128 else '('}{k} threads)")
                 lines.append(f"Speed-up of {who} over PyTsetlinMachineCUDA: "
                              f"{c['speedup_vs_pytm_cuda']:.2f}x; {key} difference {c['metric_minus_pytm_cuda']:+.2f}.")
                 if c["goal"]:
@@ -263,11 +283,16 @@ def markdown(record: dict) -> str:
         if s["comparison"].get("warp_speedup_vs_one_thread"):
             lines.append(f"A warp per clause against one thread per clause: "
                          f"{s['comparison']['warp_speedup_vs_one_thread']:.2f}x the speed.")
-        if s["comparison"].get("wide_speedup_vs_warp"):
+        if s["comparison"].get("wide_speedup_vs_warp"):  # a record from before several sizes: tm_gpu_block's
             w = s["wide_build"]
             lines.append(f"A block per clause ({w['threads_per_clause']} threads; timed where a clause has at least "
                          f"{w['min_literal_words']:,} literal words) against a warp per clause: "
                          f"{s['comparison']['wide_speedup_vs_warp']:.2f}x the speed.")
+        if s["comparison"].get("wide_speedups_vs_warp"):
+            lines.append(f"A block per clause (timed where a clause has at least "
+                         f"{s['wide_build']['min_literal_words']:,} literal words) against a warp per clause: " +
+                         ", ".join(f"{plan.WIDE_BUILDS[b]} threads {x:.2f}x"
+                                   for b, x in s["comparison"]["wide_speedups_vs_warp"].items()) + " the speed.")
         lines.append("")
     return "\n".join(lines)
 
@@ -302,7 +327,7 @@ def main(argv=None) -> int:
             break
         seeds = plan.seeds(config) if smoke else list(SEEDS_BY_SETTING.get(name, SEEDS))
         record["settings"].append(run_setting(config, Path(args.campaign_dir) / "data", name, seeds,
-                                              1 if smoke else TIMED_EPOCHS.get(name, 5), args.deadline,
+                                              timed_epochs(name, args.impls.split(","), smoke), args.deadline,
                                               impls=args.impls.split(",")))
         done = {**record, "settings": [s for s in record["settings"] if "results" in s]}
         write_json_atomic(out, done, sort_keys=False)

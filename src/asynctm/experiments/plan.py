@@ -25,10 +25,21 @@ WARP = 32  # threads per clause of the GPU build's other schedule, a warp per cl
 # design, one thread per clause; tm_gpu_warp gives each clause a warp. A record's impl says which it ran.
 GPU_THREADS_PER_CLAUSE = {"tm_gpu": 1, "tm_gpu_warp": WARP}
 GPU_IMPLS = tuple(GPU_THREADS_PER_CLAUSE)
-# The GPU benchmark's wide build (config gpu_benchmark.wide_build): one more of our GPU builds that the benchmark
-# times, a group of several warps per clause for wide inputs; a setting of the benchmark, not an implementation of
-# the tables (no records, so not in GPU_THREADS_PER_CLAUSE).
+# The GPU benchmark's wide builds (config gpu_benchmark.wide_build): more of our GPU builds that the benchmark times,
+# a group of several warps per clause for wide inputs, one build per size the config lists; settings of the
+# benchmark, not implementations of the tables (no records, so not in GPU_THREADS_PER_CLAUSE). WIDE_BUILD, a block of
+# 128 threads per clause, keeps the name the benchmark records have given it from the start; the other sizes are
+# named after their threads (tm_gpu_block256: a block of 256).
 WIDE_BUILD = "tm_gpu_block"
+WIDE_BUILD_SIZES = (64, 128, 256, 512, 1024)  # the sizes the config may list (kernels/README.md)
+
+
+def wide_build_name(threads: int) -> str:
+    """The benchmark's name of the wide build with ``threads`` threads per clause."""
+    return WIDE_BUILD if int(threads) == 128 else f"{WIDE_BUILD}{int(threads)}"
+
+
+WIDE_BUILDS = {wide_build_name(k): k for k in WIDE_BUILD_SIZES}  # every wide build's name -> its threads per clause
 TM_SETTINGS = ("epochs", "state_bits", "boost_true_positive", "batch_size", "append_negated")
 
 _TM_PARAMS = re.compile(r"^n(?P<clauses>\d+)_T(?P<T>\d+)_s(?P<s>\d+(?:\.\d+)?(?:e[+-]?\d+)?)_e(?P<epochs>\d+)$")
@@ -108,15 +119,27 @@ def _check_clauses(exp: dict, clauses: int) -> None:
                         "even number (half positive, half negative)")
 
 
-def wide_build_threads(config: dict, n_features: int, append_negated: bool) -> int | None:
-    """Threads per clause of the GPU benchmark's wide build (:data:`WIDE_BUILD`) on a setting of ``n_features``
-    features, or None where the benchmark does not time it: its clauses have fewer literal words (32 literals
-    each, the negations with ``append_negated``) than the config's ``gpu_benchmark.wide_build.min_literal_words``,
-    or the config has no wide build."""
+def wide_build_sizes(config: dict) -> tuple[int, ...]:
+    """The threads per clause of the GPU benchmark's wide builds (config
+    ``gpu_benchmark.wide_build.threads_per_clause``: a list of sizes, or one size in a campaign staged before the
+    list), in the config's order; none where the config has no wide build."""
     wide = (config.get("gpu_benchmark") or {}).get("wide_build")
-    if not wide or literal_words(n_features, append_negated) < int(wide["min_literal_words"]):
-        return None
-    return int(wide["threads_per_clause"])
+    if not wide:
+        return ()
+    sizes = wide["threads_per_clause"]
+    return tuple(int(k) for k in (sizes if isinstance(sizes, list | tuple) else [sizes]))
+
+
+def wide_builds(config: dict, n_features: int, append_negated: bool) -> dict[str, int]:
+    """The GPU benchmark's wide builds (:func:`wide_build_name` -> threads per clause) on a setting of ``n_features``
+    features; none where the benchmark does not time them: its clauses have fewer literal words (32 literals each,
+    the negations with ``append_negated``) than the config's ``gpu_benchmark.wide_build.min_literal_words``, or the
+    config has no wide build."""
+    sizes = wide_build_sizes(config)
+    if not sizes or literal_words(n_features, append_negated) < int(config["gpu_benchmark"]["wide_build"]
+                                                                     ["min_literal_words"]):
+        return {}
+    return {wide_build_name(k): k for k in sizes}
 
 
 def is_smoke(config: dict) -> bool:
