@@ -395,12 +395,14 @@ def _ratio(x) -> str:
     return f"{x:.2f}" if _finite(x) and x < 10 else f"{x:.1f}" if _finite(x) else "–"
 
 
-def _paths(frame) -> list[str]:
-    return [] if frame is None or frame.empty else list(frame["path"])
+def _paths(*frames) -> list[str]:
+    """The record paths of ``frames``, in order."""
+    return [p for f in frames if f is not None and not f.empty for p in f["path"]]
 
 
-def _dirty_count(frame) -> int:
-    return 0 if frame is None or frame.empty else int((frame["dirty"] > 0).sum())
+def _dirty_count(*frames) -> int:
+    """How many records of ``frames`` ran from a modified checkout."""
+    return sum(int((f["dirty"] > 0).sum()) for f in frames if f is not None and not f.empty)
 
 
 # ---- statistics of a cell -------------------------------------------------------------------------------------
@@ -493,7 +495,7 @@ def _c1_for(ev, config, th, dataset, build, metric) -> tuple[str, str, list, Sam
     against = [b for b in th["no_loss"]["against"] if plan.impl_skip_reason(plan.task(config, dataset), b) is None]
     bases = {b: metric_sample(ev, config, dataset, b, metric) for b in against}
     measured = {b: s for b, s in bases.items() if s.n and not s.reduced}  # a few epochs are no trained TM
-    paths = _paths(ours.frame) + [p for s in measured.values() for p in _paths(s.frame)]
+    paths = _paths(ours.frame, *(s.frame for s in measured.values()))
     if not ours.n or not measured:
         return UNTESTABLE, "", paths, ours, {}
     results = {b: (*_no_loss(th, metric, ours, s), s) for b, s in measured.items()}
@@ -533,7 +535,7 @@ def c1_rows(ev, config, reference, th) -> list[Row]:
             paths=tuple(paths), threshold=_tolerance_text(th) + ", one-sided", ours=text,
             paper=_c1_paper(reference, dataset, metric), beside="; ".join(beside),
             note="; ".join([note, *extra]).strip("; "), ours_value=ours.mean, ours_sd=ours.sd,
-            dirty_records=sum(_dirty_count(f) for f in frames)))
+            dirty_records=_dirty_count(*frames)))
     return rows
 
 
@@ -570,7 +572,7 @@ def speedup(ev, config, th, dataset, build, baseline) -> dict:
     (``{"value", "host", "paths", "note", "frames"}``; value NaN with the reason in ``note``)."""
     ours = main_records(ev, config, dataset, build)
     base = main_records(ev, config, dataset, baseline)
-    out = {"value": math.nan, "host": "", "paths": _paths(ours) + _paths(base), "note": "", "frames": [ours, base],
+    out = {"value": math.nan, "host": "", "paths": _paths(ours, base), "note": "", "frames": [ours, base],
            "ours_s": math.nan, "base_s": math.nan}
     t_ours, t_base = _timed(ours), _timed(base)
     busy_note = [f"{len(f) - len(t)} {name} record(s) left out: timed on a busy machine"
@@ -595,8 +597,8 @@ def speedup(ev, config, th, dataset, build, baseline) -> dict:
     host = common[0]
     o, b = t_ours[t_ours["host"] == host], t_base[t_base["host"] == host]
     out.update(value=float(b["epoch_s"].mean() / o["epoch_s"].mean()), host=ev.label(host),
-               ours_s=float(o["epoch_s"].mean()),
-               base_s=float(b["epoch_s"].mean()), note="; ".join(busy_note), frames=[o, b], paths=_paths(o) + _paths(b))
+               ours_s=float(o["epoch_s"].mean()), base_s=float(b["epoch_s"].mean()), note="; ".join(busy_note),
+               frames=[o, b], paths=_paths(o, b))
     return out
 
 
@@ -647,7 +649,7 @@ def _speedup_row(ev, config, reference, th, claim, dataset, baseline, source, le
                    if _finite(paper) else "no published speed-up"),
         ours=_speedup_text(s, GPU, baseline), paper=f"{_ratio(paper)}×" if _finite(paper) else "",
         beside=beside, note=s["note"], ours_value=s["value"], paper_value=paper,
-        dirty_records=sum(_dirty_count(f) for f in s["frames"]))
+        dirty_records=_dirty_count(*s["frames"]))
 
 
 def c2_rows(ev, config, reference, th) -> list[Row]:
@@ -723,7 +725,7 @@ def ratio_between(ev, config, experiment, build, lo: int, hi: int, points: list[
     used = [times[c][machine][1] for c in points if c in times and machine in times[c]]
     left = [c for c in points if c not in times or machine not in times[c]]
     out.update(value=t_hi / t_lo, slope=math.log(t_hi / t_lo) / math.log(hi / lo), lo_s=t_lo, hi_s=t_hi,
-               frames=used, paths=[p for f in used for p in _paths(f)], machine=ev.label(machine),
+               frames=used, paths=_paths(*used), machine=ev.label(machine),
                note=f"points between without a record on this machine: {_clauses(left)}" if left else "")
     return out
 
@@ -778,7 +780,7 @@ def _ratio_row(ev, config, th, experiment, label, lo, hi, points, bound, slope_b
                implementation=GPU, metric="time ratio", paths=tuple(r["paths"]), ours=_ratio_text(r, lo, hi),
                beside=f"tm_gpu_warp: {constant_verdict(th, w['value'], w['slope'], bound)}"
                       + (warp if _finite(w["value"]) else ""),
-               note=r["note"], ours_value=r["value"], dirty_records=sum(_dirty_count(f) for f in r["frames"]),
+               note=r["note"], ours_value=r["value"], dirty_records=_dirty_count(*r["frames"]),
                **fields)
 
 
@@ -824,7 +826,7 @@ def slope_fit(ev, config, experiment, build, points: list[int]) -> dict:
     slope = float(np.polyfit(xs, ys, 1)[0])
     used = [times[c][best][1] for c in counts[best]]
     left = [c for c in points if c not in counts[best]]
-    out.update(value=slope, frames=used, paths=[p for f in used for p in _paths(f)], machine=ev.label(best),
+    out.update(value=slope, frames=used, paths=_paths(*used), machine=ev.label(best),
                points=[(c, times[c][best][0]) for c in counts[best]],
                note=f"points without a record on this machine: {_clauses(left)}" if left else "")
     return out
@@ -876,7 +878,7 @@ def c4_rows(ev, config, reference, th) -> list[Row]:
             paths=tuple(r["paths"]), ours=ours, beside=f"tm_gpu_warp: {slope_verdict(th, w['value'])}"
                    + (f", slope {w['value']:.2f}" if _finite(w["value"]) else ""),
             note=r["note"], ours_value=r["value"], paper_value=1.0,
-            dirty_records=sum(_dirty_count(f) for f in r["frames"]), **base))
+            dirty_records=_dirty_count(*r["frames"]), **base))
     return rows
 
 
