@@ -327,6 +327,13 @@ def aggregate(verdicts) -> str:
     return PARTLY
 
 
+def graded(value, reproduced: bool, partly: bool) -> str:
+    """A part's verdict from its statistic ``value`` and the two tests on it (not testable where it has none)."""
+    if not _finite(value):
+        return UNTESTABLE
+    return REPRODUCED if reproduced else PARTLY if partly else NOT_REPRODUCED
+
+
 def tally_text(verdicts) -> str:
     verdicts = list(verdicts)
     counts = {v: sum(1 for x in verdicts if x == v) for v in VERDICTS}
@@ -398,6 +405,18 @@ def _ratio(x) -> str:
 def _paths(*frames) -> list[str]:
     """The record paths of ``frames``, in order."""
     return [p for f in frames if f is not None and not f.empty for p in f["path"]]
+
+
+def _measured(result: dict) -> dict:
+    """A part's fields from its statistic's ``result`` (``speedup``, ``ratio_between``, ``slope_fit``: value, paths,
+    frames, note)."""
+    return dict(ours_value=result["value"], paths=tuple(result["paths"]), note=result["note"],
+                dirty_records=_dirty_count(*result["frames"]))
+
+
+def _warp_beside(verdict: str, value, detail: str) -> str:
+    """A tm_gpu part's 'beside' text: tm_gpu_warp's verdict, with ``detail`` where it has a ``value``."""
+    return f"tm_gpu_warp: {verdict}" + (f", {detail}" if _finite(value) else "")
 
 
 def _dirty_count(*frames) -> int:
@@ -489,6 +508,10 @@ def _no_loss(th, metric, ours: Sample, base: Sample) -> tuple[bool, float, float
     return loss <= tol, diff, tol
 
 
+def _loss_text(ok: bool, diff, tol) -> str:
+    return f"Δ {_num(diff, 2, True)}, tolerance {_num(tol)}: {'no significant loss' if ok else 'significant loss'}"
+
+
 def _c1_for(ev, config, th, dataset, build, metric) -> tuple[str, str, list, Sample, dict]:
     """(verdict, our text, the record paths, our sample, {baseline: (no_loss, diff, tol, sample)})."""
     ours = metric_sample(ev, config, dataset, build, metric)
@@ -499,10 +522,8 @@ def _c1_for(ev, config, th, dataset, build, metric) -> tuple[str, str, list, Sam
     if not ours.n or not measured:
         return UNTESTABLE, "", paths, ours, {}
     results = {b: (*_no_loss(th, metric, ours, s), s) for b, s in measured.items()}
-    passed = sum(1 for r in results.values() if r[0])
-    verdict = REPRODUCED if passed == len(results) else NOT_REPRODUCED if passed == 0 else PARTLY
-    parts = [f"{b} {_pm(s.mean, s.sd)} (Δ {_num(d, 2, True)}, tolerance {_num(t)}: "
-             f"{'no significant loss' if ok else 'significant loss'})" for b, (ok, d, t, s) in results.items()]
+    verdict = aggregate(REPRODUCED if r[0] else NOT_REPRODUCED for r in results.values())
+    parts = [f"{b} {_pm(s.mean, s.sd)} ({_loss_text(ok, d, t)})" for b, (ok, d, t, s) in results.items()]
     text = f"{build} {_pm(ours.mean, ours.sd)}; vs " + "; ".join(parts)
     return verdict, text, paths, ours, results
 
@@ -618,11 +639,7 @@ def _same_host_speedup(ev, dataset, build, baseline, out: dict) -> dict:
 
 
 def speedup_verdict(th, value, paper) -> str:
-    if not _finite(value):
-        return UNTESTABLE
-    if _finite(paper) and value >= paper / float(th["speedup"]["within_factor"]):
-        return REPRODUCED
-    return PARTLY if value > 1 else NOT_REPRODUCED
+    return graded(value, _finite(paper) and value >= paper / float(th["speedup"]["within_factor"]), value > 1)
 
 
 def _speedup_text(s: dict, build: str, baseline: str) -> str:
@@ -637,19 +654,17 @@ def _speedup_row(ev, config, reference, th, claim, dataset, baseline, source, le
     s = speedup(ev, config, th, dataset, GPU, baseline)
     verdict = speedup_verdict(th, s["value"], paper)
     w = speedup(ev, config, th, dataset, WARP, baseline)
-    beside = (f"tm_gpu_warp: {speedup_verdict(th, w['value'], paper)}"
-              + (f", {_speedup_text(w, WARP, baseline)}" if _finite(w["value"]) else ""))
+    beside = _warp_beside(speedup_verdict(th, w["value"], paper), w["value"], _speedup_text(w, WARP, baseline))
     factor = float(th["speedup"]["within_factor"])
     return Row(
         claim, level, DATASET_LABELS.get(dataset, dataset), verdict, dataset=dataset, implementation=GPU,
         metric=f"speedup over {baseline}",
         tested=(f"mean per-epoch training time ({warm_text(th)}) of {baseline} over tm_gpu's, at "
-                "the main setting, quiet records of one host"), paths=tuple(s["paths"]),
+                "the main setting, quiet records of one host"),
         threshold=(f"≥ paper / {factor:g} = {_ratio(paper / factor)}×: reproduced; > 1×: partly"
                    if _finite(paper) else "no published speed-up"),
         ours=_speedup_text(s, GPU, baseline), paper=f"{_ratio(paper)}×" if _finite(paper) else "",
-        beside=beside, note=s["note"], ours_value=s["value"], paper_value=paper,
-        dirty_records=_dirty_count(*s["frames"]))
+        beside=beside, paper_value=paper, **_measured(s))
 
 
 def c2_rows(ev, config, reference, th) -> list[Row]:
@@ -731,11 +746,7 @@ def ratio_between(ev, config, experiment, build, lo: int, hi: int, points: list[
 
 
 def constant_verdict(th, ratio, slope, bound) -> str:
-    if not _finite(ratio):
-        return UNTESTABLE
-    if ratio <= bound:
-        return REPRODUCED
-    return PARTLY if slope <= float(th["almost_constant"]["partly_max_slope"]) else NOT_REPRODUCED
+    return graded(ratio, ratio <= bound, slope <= float(th["almost_constant"]["partly_max_slope"]))
 
 
 def _ratio_text(r: dict, lo: int, hi: int) -> str:
@@ -775,13 +786,11 @@ def _ratio_row(ev, config, th, experiment, label, lo, hi, points, bound, slope_b
     """A C3 part: tm_gpu's per-epoch time at ``hi`` clauses over that at ``lo`` (:func:`ratio_between`), against
     ``bound``; tm_gpu_warp's beside (with its slope where ``slope_beside``)."""
     r, w = (ratio_between(ev, config, experiment, build, lo, hi, points) for build in (GPU, WARP))
-    warp = f", ratio {_ratio(w['value'])}" + (f" (slope {w['slope']:.2f})" if slope_beside else "")
+    warp = f"ratio {_ratio(w['value'])}" + (f" (slope {w['slope']:.2f})" if slope_beside else "")
     return Row("C3", "part", label, constant_verdict(th, r["value"], r["slope"], bound), dataset=experiment,
-               implementation=GPU, metric="time ratio", paths=tuple(r["paths"]), ours=_ratio_text(r, lo, hi),
-               beside=f"tm_gpu_warp: {constant_verdict(th, w['value'], w['slope'], bound)}"
-                      + (warp if _finite(w["value"]) else ""),
-               note=r["note"], ours_value=r["value"], dirty_records=_dirty_count(*r["frames"]),
-               **fields)
+               implementation=GPU, metric="time ratio", ours=_ratio_text(r, lo, hi),
+               beside=_warp_beside(constant_verdict(th, w["value"], w["slope"], bound), w["value"], warp),
+               **_measured(r), **fields)
 
 
 def _semeval_rows(ev, config, reference, th) -> list[Row]:
@@ -833,13 +842,9 @@ def slope_fit(ev, config, experiment, build, points: list[int]) -> dict:
 
 
 def slope_verdict(th, slope) -> str:
-    if not _finite(slope):
-        return UNTESTABLE
-    lo, hi = (float(x) for x in th["proportional"]["slope"])
-    plo, phi = (float(x) for x in th["proportional"]["partly_slope"])
-    if lo <= slope <= hi:
-        return REPRODUCED
-    return PARTLY if plo <= slope <= phi else NOT_REPRODUCED
+    lo, hi = map(float, th["proportional"]["slope"])
+    plo, phi = map(float, th["proportional"]["partly_slope"])
+    return graded(slope, lo <= slope <= hi, plo <= slope <= phi)
 
 
 def c4_rows(ev, config, reference, th) -> list[Row]:
@@ -875,10 +880,8 @@ def c4_rows(ev, config, reference, th) -> list[Row]:
                     + f" per epoch, on {r['machine']}")
         rows.append(Row(
             "C4", "part", f"{label}, {_clauses(points)} clauses", slope_verdict(th, r["value"]),
-            paths=tuple(r["paths"]), ours=ours, beside=f"tm_gpu_warp: {slope_verdict(th, w['value'])}"
-                   + (f", slope {w['value']:.2f}" if _finite(w["value"]) else ""),
-            note=r["note"], ours_value=r["value"], paper_value=1.0,
-            dirty_records=_dirty_count(*r["frames"]), **base))
+            ours=ours, beside=_warp_beside(slope_verdict(th, w["value"]), w["value"], f"slope {w['value']:.2f}"),
+            paper_value=1.0, **_measured(r), **base))
     return rows
 
 
@@ -921,9 +924,8 @@ def _c5_for(ev, th, experiment, build) -> dict:
     metric = rows[0]["metric"]
     ok, diff, tol = _no_loss(th, metric, a, s)
     out.update(verdict=REPRODUCED if ok else NOT_REPRODUCED, metric=metric, diff=diff, tol=tol, a=a, s=s,
-               text=(f"{metric}: async {_pm(a.mean, a.sd)} vs sync {_pm(s.mean, s.sd)} (Δ {_num(diff, 2, True)}, "
-                     f"tolerance {_num(tol)}: {'no significant loss' if ok else 'significant loss'}; {a.n} and "
-                     f"{s.n} seeds)"))
+               text=(f"{metric}: async {_pm(a.mean, a.sd)} vs sync {_pm(s.mean, s.sd)} ({_loss_text(ok, diff, tol)}; "
+                     f"{a.n} and {s.n} seeds)"))
     return out
 
 
