@@ -699,31 +699,23 @@ def _best_machine(times: dict, needed: list[int], among: list[int]) -> str | Non
     return min(candidates, key=lambda m: (-sum(1 for c in among if m in times.get(c, {})), m))
 
 
-def _missing_text(build: str, times: dict, points: list[int]) -> str:
-    missing = [c for c in points if c not in times]
-    return f"no {build} record at {_clauses(missing)} clauses" if missing else ""
-
-
-def _spread_over_machines(ev, times: dict, points: list[int]) -> str:
-    parts = []
-    for c in points:
-        if c in times:
-            parts.append(f"{c:,} on " + " and ".join(ev.label(m) for m in sorted(times[c])))
-    return "; ".join(parts)
-
-
-def _params_pattern(params: dict) -> str:
-    """The sweep's params with the clause count as a placeholder, e.g. 'n<clauses>_T15_s3.9_e5'."""
-    return re.sub(r"^n\d+", "n<clauses>", next(iter(params.values()))) if params else ""
+def _on_machine(times: dict, machine: str | None, points: list[int]) -> tuple[list[int], list[int]]:
+    """(the points with a record on ``machine``, those without)."""
+    have = [c for c in points if machine in times.get(c, {})]
+    return have, [c for c in points if c not in have]
 
 
 def _untestable_sweep(ev, build, experiment, times, params, points, needed) -> str:
-    """Why a sweep statistic has no value: the points without a record, points on different machines."""
-    why = [_missing_text(build, times, points)]
+    """Why a sweep statistic has no value: the points without a record, points on different machines; and the
+    runs that would test it (the sweep's params with the clause count as a placeholder, 'n<clauses>_T15_s3.9_e5')."""
+    missing = [c for c in points if c not in times]
+    why = [f"no {build} record at {_clauses(missing)} clauses"] if missing else []
     if all(c in times for c in needed):
-        why.append(f"the points ran on different machines ({_spread_over_machines(ev, times, needed)})")
-    return ("; ".join(w for w in why if w) + f": {build} runs of {experiment}/{build}/{_params_pattern(params)} at "
-            "these points, all on one GPU, would test it")
+        spread = "; ".join(f"{c:,} on " + " and ".join(ev.label(m) for m in sorted(times[c])) for c in needed)
+        why.append(f"the points ran on different machines ({spread})")
+    pattern = re.sub(r"^n\d+", "n<clauses>", next(iter(params.values()))) if params else ""
+    return (f"{'; '.join(why)}: {build} runs of {experiment}/{build}/{pattern} at these points, all on one GPU, "
+            "would test it")
 
 
 def ratio_between(ev, config, experiment, build, lo: int, hi: int, points: list[int]) -> dict:
@@ -737,8 +729,8 @@ def ratio_between(ev, config, experiment, build, lo: int, hi: int, points: list[
         out["note"] = _untestable_sweep(ev, build, experiment, times, params, points, [lo, hi])
         return out
     t_lo, t_hi = times[lo][machine][0], times[hi][machine][0]
-    used = [times[c][machine][1] for c in points if c in times and machine in times[c]]
-    left = [c for c in points if c not in times or machine not in times[c]]
+    have, left = _on_machine(times, machine, points)
+    used = [times[c][machine][1] for c in have]
     out.update(value=t_hi / t_lo, slope=math.log(t_hi / t_lo) / math.log(hi / lo), lo_s=t_lo, hi_s=t_hi,
                frames=used, paths=_paths(*used), machine=ev.label(machine),
                note=f"points between without a record on this machine: {_clauses(left)}" if left else "")
@@ -823,20 +815,18 @@ def slope_fit(ev, config, experiment, build, points: list[int]) -> dict:
     """Least-squares slope of log(per-epoch time) on log(clauses) over ``points``, on the machine that has the
     most of them (at least two)."""
     times, _, params = sweep_times(ev, config, experiment, build)
-    machines = sorted({m for c in points for m in times.get(c, {})})
-    counts = {m: [c for c in points if m in times.get(c, {})] for m in machines}
-    best = min(machines, key=lambda m: (-len(counts[m]), m)) if machines else None
+    best = _best_machine(times, [], points)
+    have, left = _on_machine(times, best, points)
     out = {"value": math.nan, "machine": "", "paths": [], "frames": [], "note": "", "points": []}
-    if best is None or len(counts[best]) < 2:
+    if len(have) < 2:
         out["note"] = _untestable_sweep(ev, build, experiment, times, params, points, points)
         return out
-    xs = np.log(np.asarray(counts[best], dtype=np.float64))
-    ys = np.log(np.asarray([times[c][best][0] for c in counts[best]], dtype=np.float64))
+    xs = np.log(np.asarray(have, dtype=np.float64))
+    ys = np.log(np.asarray([times[c][best][0] for c in have], dtype=np.float64))
     slope = float(np.polyfit(xs, ys, 1)[0])
-    used = [times[c][best][1] for c in counts[best]]
-    left = [c for c in points if c not in counts[best]]
+    used = [times[c][best][1] for c in have]
     out.update(value=slope, frames=used, paths=_paths(*used), machine=ev.label(best),
-               points=[(c, times[c][best][0]) for c in counts[best]],
+               points=[(c, times[c][best][0]) for c in have],
                note=f"points without a record on this machine: {_clauses(left)}" if left else "")
     return out
 
