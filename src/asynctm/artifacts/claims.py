@@ -891,7 +891,8 @@ def _c5_for(ev, th, experiment, build) -> dict:
 
     od = th["outdated_data"]
     rows = [r for r in ev.ablation if r["experiment"] == experiment and r["build"] == build]
-    out = {"verdict": UNTESTABLE, "text": "", "paths": [], "dirty": 0, "note": "", "params": ""}
+    out = {"verdict": UNTESTABLE, "text": "", "paths": [], "dirty": 0, "note": "", "params": "",
+           "a": Sample(pd.DataFrame()), "s": Sample(pd.DataFrame())}
     if not rows:
         out["note"] = f"no {build} ablation record of {experiment}"
         return out
@@ -940,8 +941,7 @@ def c5_rows(ev, config, reference, th) -> list[Row]:
                     + "; each seed's mean over its last 10 epochs; loss one-sided"),
             paths=tuple(r["paths"]), threshold=_tolerance_text(th) + ", one-sided", ours=r["text"],
             paper="no significant loss (no ablation published)", beside="; ".join(beside), note=r["note"],
-            ours_value=r["a"].mean if "a" in r else math.nan, ours_sd=r["a"].sd if "a" in r else math.nan,
-            paper_value=r["s"].mean if "s" in r else math.nan, paper_sd=r["s"].sd if "s" in r else math.nan,
+            ours_value=r["a"].mean, ours_sd=r["a"].sd, paper_value=r["s"].mean, paper_sd=r["s"].sd,
             diff=r.get("diff", math.nan), tolerance=r.get("tol", math.nan), dirty_records=r["dirty"]))
     return rows
 
@@ -965,21 +965,19 @@ def _cell_row(ev, config, reference, th, claim, source, dataset, impl, build, me
         return Row(claim, "cell", label, UNTESTABLE, note=(
             f"no {build} record at {params}: its runs would test it"
             + (" (on a GPU host)" if build in (GPU, WARP) else "")), **base)
+    base.update(paths=tuple(_paths(s.frame)), tested=f"{metric}: {s.which} over {s.n} distinct run(s)",
+                ours_value=s.mean, ours_sd=s.sd, dirty_records=_dirty_count(s.frame))
+    if s.reduced:  # the first epochs of a run are not the trained TM the paper reports
+        return Row(claim, "cell", label, UNTESTABLE, ours=f"{_pm(s.mean, s.sd)} after a reduced protocol",
+                   note=f"{s.reduced}: the full protocol would test it", **base)
     diff = s.mean - paper
     tol = tolerance(th, metric, s.sd, paper_sd, paper)
-    if s.reduced:  # the first epochs of a run are not the trained TM the paper reports
-        return Row(claim, "cell", label, UNTESTABLE, paths=tuple(_paths(s.frame)),
-                   tested=f"{metric}: {s.which} over {s.n} distinct run(s)",
-                   ours=f"{_pm(s.mean, s.sd)} after a reduced protocol", ours_value=s.mean, ours_sd=s.sd,
-                   note=f"{s.reduced}: the full protocol would test it", dirty_records=_dirty_count(s.frame), **base)
     verdict = REPRODUCED if abs(diff) <= tol else NOT_REPRODUCED
     direction = "" if verdict == REPRODUCED else (" (ours better)" if (diff < 0) == _lower_is_better(metric)
                                                    else " (ours worse)")
-    return Row(claim, "cell", label, verdict, paths=tuple(_paths(s.frame)),
-               tested=f"{metric}: {s.which} over {s.n} distinct run(s)",
+    return Row(claim, "cell", label, verdict,
                ours=f"{_pm(s.mean, s.sd)} (Δ {_num(diff, 2, True)}, tolerance {_num(tol)}){direction}",
-               ours_value=s.mean, ours_sd=s.sd, diff=diff, tolerance=tol, note=s.note,
-               dirty_records=_dirty_count(s.frame), **base)
+               diff=diff, tolerance=tol, note=s.note, **base)
 
 
 def _svm_gpu_note(check: dict | None) -> str:
@@ -1002,26 +1000,25 @@ def _time_cell(ev, config, reference, th, dataset, model) -> Row:
         frame = recs[(recs["kind"] == "svm") & (recs["experiment"] == dataset)
                      & (recs["params"] == plan.svm_params(config, dataset)) & recs["seed"].isin(plan.seeds(config))]
         values, what = frame["fit_s"].tolist(), "one fit (timing.fit_s)"
-        devices = sorted({str(d) for d in frame["device"]})
-        if not frame.empty and not any("GPU" in d.upper() or "CUDA" in d.upper() for d in devices):
-            s = stat(values)
-            return Row("T4", "cell", label, UNTESTABLE, paths=tuple(_paths(frame)), tested=what,
-                       ours=f"{_secs(s.mean)} ({', '.join(sorted(set(frame['library'].astype(str))))} on "
-                            f"{'; '.join(devices)})", ours_value=s.mean, ours_sd=s.std,
-                       note=_svm_gpu_note(ev.svm_gpu_builds), dirty_records=_dirty_count(frame), **base)
     else:
         frame = _timed(main_records(ev, config, dataset, model))
         values, what = frame["epoch_s"].tolist(), f"mean per-epoch training time ({warm_text(th)})"
     if frame.empty:
         return Row("T4", "cell", label, UNTESTABLE, note=f"no timed {model} record: its runs would test it", **base)
     s = stat(values)
+    base.update(paths=tuple(_paths(frame)), tested=what, ours_value=s.mean, ours_sd=s.std,
+                dirty_records=_dirty_count(frame))
+    devices = sorted({str(d) for d in frame["device"]}) if model == "svm" else []  # ThunderSVM's
+    if devices and not any("GPU" in d.upper() or "CUDA" in d.upper() for d in devices):
+        return Row("T4", "cell", label, UNTESTABLE, note=_svm_gpu_note(ev.svm_gpu_builds),
+                   ours=f"{_secs(s.mean)} ({', '.join(sorted(set(frame['library'].astype(str))))} on "
+                        f"{'; '.join(devices)})", **base)
     ratio = s.mean / paper if _finite(paper) and paper > 0 else math.nan
-    verdict = UNTESTABLE if not _finite(ratio) else REPRODUCED if 1 / factor <= ratio <= factor else NOT_REPRODUCED
+    verdict = graded(ratio, 1 / factor <= ratio <= factor, False)
     direction = "" if verdict != NOT_REPRODUCED else " (ours faster)" if ratio < 1 else " (ours slower)"
     hosts = sorted({ev.label(m) for m in frame["machine"]})
-    return Row("T4", "cell", label, verdict, paths=tuple(_paths(frame)), tested=what,
-               ours=f"{_secs(s.mean)} ({_ratio(ratio)}× the paper's{direction}; on {'; '.join(hosts)})",
-               ours_value=s.mean, ours_sd=s.std, diff=s.mean - paper, dirty_records=_dirty_count(frame), **base)
+    return Row("T4", "cell", label, verdict, diff=s.mean - paper,
+               ours=f"{_secs(s.mean)} ({_ratio(ratio)}× the paper's{direction}; on {'; '.join(hosts)})", **base)
 
 
 def cell_rows(ev, config, reference, th) -> list[Row]:
