@@ -336,8 +336,7 @@ def graded(value, reproduced: bool, partly: bool) -> str:
 
 def tally_text(verdicts) -> str:
     verdicts = list(verdicts)
-    counts = {v: sum(1 for x in verdicts if x == v) for v in VERDICTS}
-    return ", ".join(f"{n} {v}" for v, n in counts.items() if n)
+    return ", ".join(f"{n} {v}" for v in VERDICTS if (n := verdicts.count(v)))
 
 
 def _natural(text: str) -> list:
@@ -392,6 +391,10 @@ def _pm(mean, sd, decimals: int = 2) -> str:
     if not _finite(mean):
         return "–"
     return f"{mean:.{decimals}f}" + (f" ± {sd:.{decimals}f}" if _finite(sd) else "")
+
+
+def _label(dataset: str) -> str:
+    return DATASET_LABELS.get(dataset, dataset)
 
 
 def _secs(x) -> str:
@@ -548,8 +551,7 @@ def c1_rows(ev, config, reference, th) -> list[Row]:
                   and plan.impl_skip_reason(plan.task(config, dataset), b) is None
                   and (why := metric_sample(ev, config, dataset, b, metric).reduced)]
         rows.append(Row(
-            "C1", "part", DATASET_LABELS.get(dataset, dataset), verdict, dataset=dataset, implementation=GPU,
-            metric=metric,
+            "C1", "part", _label(dataset), verdict, dataset=dataset, implementation=GPU, metric=metric,
             tested=(f"{metric} of tm_gpu (the paper's design) vs each of {', '.join(th['no_loss']['against'])} "
                     f"at the main setting ({plan.main_params(config, dataset, GPU)}): the mean over seeds of each "
                     f"run's {ours.which or 'last-10-epoch mean'}; loss one-sided"),
@@ -656,9 +658,10 @@ def _speedup_row(ev, config, reference, th, claim, dataset, baseline, source, le
     w = speedup(ev, config, th, dataset, WARP, baseline)
     beside = _warp_beside(speedup_verdict(th, w["value"], paper), w["value"], _speedup_text(w, WARP, baseline))
     factor = float(th["speedup"]["within_factor"])
+    metric = f"speedup over {baseline}"
     return Row(
-        claim, level, DATASET_LABELS.get(dataset, dataset), verdict, dataset=dataset, implementation=GPU,
-        metric=f"speedup over {baseline}",
+        claim, level, _label(dataset) + (f", tm_gpu, {metric}" if level == "cell" else ""), verdict,
+        dataset=dataset, implementation=GPU, metric=metric,
         tested=(f"mean per-epoch training time ({warm_text(th)}) of {baseline} over tm_gpu's, at "
                 "the main setting, quiet records of one host"),
         threshold=(f"≥ paper / {factor:g} = {_ratio(paper / factor)}×: reproduced; > 1×: partly"
@@ -757,7 +760,7 @@ def c3_rows(ev, config, reference, th) -> list[Row]:
         if sw is None:
             continue
         in_range = [c for c in sw.clauses if c <= int(ac["max_clauses"])]
-        label = f"{DATASET_LABELS.get(experiment, experiment)} sweep"
+        label = f"{_label(experiment)} sweep"
         if len(in_range) < 2:
             rows.append(Row("C3", "part", label, UNTESTABLE, dataset=experiment, implementation=GPU,
                             note=f"the sweep has fewer than two points up to {int(ac['max_clauses']):,} clauses"))
@@ -793,7 +796,7 @@ def _semeval_rows(ev, config, reference, th) -> list[Row]:
         experiment = ref.dataset
         paper_ratio = 1 + float(ref.mean) / 100
         bound = paper_ratio * float(th["semeval_increase"]["tolerance_factor"])
-        label = f"{DATASET_LABELS.get(experiment, experiment)}, {lo:,} → {hi:,} clauses (+{float(ref.mean):g} %)"
+        label = f"{_label(experiment)}, {lo:,} → {hi:,} clauses (+{float(ref.mean):g} %)"
         sw = plan.sweep(config, experiment) if experiment in config["experiments"] else None
         if sw is None or lo not in sw.clauses or hi not in sw.clauses:
             rows.append(Row("C3", "part", label, UNTESTABLE, dataset=experiment, implementation=GPU,
@@ -847,7 +850,7 @@ def c4_rows(ev, config, reference, th) -> list[Row]:
         if sw is None:
             continue
         points = [c for c in sw.clauses if c >= int(pr["min_clauses"])]
-        label = f"{DATASET_LABELS.get(experiment, experiment)} sweep"
+        label = f"{_label(experiment)} sweep"
         base = dict(dataset=experiment, implementation=GPU, metric="log-log slope",
                     tested=(f"least-squares slope of log(tm_gpu's per-epoch time, {warm_text(th)}) "
                             f"on log(clauses) over the sweep's points from {int(pr['min_clauses']):,} clauses, "
@@ -933,8 +936,8 @@ def c5_rows(ev, config, reference, th) -> list[Row]:
             b = _c5_for(ev, th, experiment, build)
             beside.append(f"{build}: {b['verdict']}" + (f" (Δ {_num(b['diff'], 2, True)})" if "diff" in b else ""))
         rows.append(Row(
-            "C5", "part", DATASET_LABELS.get(experiment, experiment), r["verdict"], dataset=experiment,
-            implementation=judged, metric=r.get("metric", ""),
+            "C5", "part", _label(experiment), r["verdict"], dataset=experiment, implementation=judged,
+            metric=r.get("metric", ""),
             tested=(f"{judged} (the ablation's build, config ablation.impl) at {r['params'] or 'the main setting'}: "
                     f"asynchronous vs synchronous tally, {od['order']} example order"
                     + (f", {od['regression_rule']} update rule" if r.get("task") == "regression" else "")
@@ -952,7 +955,7 @@ def _cell_row(ev, config, reference, th, claim, source, dataset, impl, build, me
     """One metric cell: our ``build``'s value against the paper's ``impl`` (tm_gpu_warp: against the paper's CUDA TM,
     reported beside)."""
     paper, paper_sd = paper_value(reference, source, dataset, impl, metric)
-    label = f"{DATASET_LABELS.get(dataset, dataset)}, {build}, {metric}"
+    label = f"{_label(dataset)}, {build}, {metric}"
     base = dict(dataset=dataset, implementation=build, metric=metric, paper_value=paper, paper_sd=paper_sd,
                 paper=_pm(paper, paper_sd), counts=build == impl, threshold=_tolerance_text(th))
     if plan.impl_skip_reason(plan.task(config, dataset), build) is not None:
@@ -992,7 +995,7 @@ def _svm_gpu_note(check: dict | None) -> str:
 def _time_cell(ev, config, reference, th, dataset, model) -> Row:
     paper = paper_value(reference, "Table 4", dataset, "svm" if model == "svm" else GPU, "train_time")[0]
     factor = float(th["time_cells"]["within_factor"])
-    label = f"{DATASET_LABELS.get(dataset, dataset)}, {model}, train time"
+    label = f"{_label(dataset)}, {model}, train time"
     base = dict(dataset=dataset, implementation=model, metric="train_time", paper_value=paper,
                 paper=_secs(paper), counts=model != WARP, threshold=f"within a factor of {factor:g} either way")
     recs = ev.records
@@ -1036,9 +1039,6 @@ def cell_rows(ev, config, reference, th) -> list[Row]:
                     rows += [_cell_row(ev, config, reference, th, claim, source, dataset, impl, build, metric)
                              for build in ((impl, WARP) if impl == GPU else (impl,))]
             rows.append(_speedup_row(ev, config, reference, th, claim, dataset, baseline, source, "cell"))
-    for row in rows:
-        if row.metric.startswith("speedup"):
-            row.part = f"{DATASET_LABELS.get(row.dataset, row.dataset)}, tm_gpu, {row.metric}"
     return rows
 
 
@@ -1158,8 +1158,7 @@ def gap_tally(rows: list[Row], claim: str) -> str:
     """'k explained, m open' over a claim's counted rows that are not reproduced ('' where none)."""
     gaps = [r.gap.split(":", 1)[0] for r in rows if r.claim == claim and r.level != "claim" and r.counts
             and r.verdict in (NOT_REPRODUCED, PARTLY)]
-    counts = [(n, what) for what in (EXPLAINED, OPEN) if (n := gaps.count(what))]
-    return ", ".join(f"{n} {what}" for n, what in counts)
+    return ", ".join(f"{n} {what}" for what in (EXPLAINED, OPEN) if (n := gaps.count(what)))
 
 
 def _gap_md(row: Row) -> str:
@@ -1241,17 +1240,17 @@ def markdown(rows: list[Row], th: Thresholds, config: dict) -> str:
               "final value for the novelty MLP stage), ± the sample sd; Δ = ours − the paper. tm_gpu_warp rows set "
               "our faster GPU build against the paper's CUDA numbers, beside the table's verdict (not counted in it).",
               ""]
+    speed = (f"speed-up: at least the paper's / {float(th['speedup']['within_factor']):g}, one host (faster by "
+             "less: partly)")
+    thresholds = {
+        "T3": f"accuracy and F1: {_tolerance_text(th)}; {speed}",
+        "T4": f"within a factor of {float(th['time_cells']['within_factor']):g} of the paper's time either way",
+        "T5": f"MAE: {_tolerance_text(th)}; {speed}"}
     for table in ("T3", "T4", "T5"):
         head = next(r for r in claims if r.claim == table)
         cells = [r for r in rows if r.claim == table and r.level == "cell"]
-        thresholds = {
-            "T3": f"accuracy and F1: {_tolerance_text(th)}; speed-up: at least the paper's / "
-                  f"{float(th['speedup']['within_factor']):g}, one host (faster by less: partly)",
-            "T4": f"within a factor of {float(th['time_cells']['within_factor']):g} of the paper's time either way",
-            "T5": f"MAE: {_tolerance_text(th)}; speed-up: at least the paper's / "
-                  f"{float(th['speedup']['within_factor']):g}, one host (faster by less: partly)"}[table]
         lines += [f"### {CLAIMS[table][1]}", "", f"Overall: {_verdict_md(head)} ({head.ours}; cells of our own builds "
-                  f"beside, not counted). Thresholds: {thresholds}.", ""]
+                  f"beside, not counted). Thresholds: {thresholds[table]}.", ""]
         lines += _table(["Cell", "Ours", "Paper", "Verdict", "Gap", "Records", "Note"],
                         [[r.part + ("" if r.counts else " (beside)"), r.ours, r.paper, _verdict_md(r), _gap_md(r),
                           r.records, r.note] for r in cells])
