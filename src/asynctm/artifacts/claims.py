@@ -253,13 +253,10 @@ def load_inputs(results_dir, config: dict, th: Thresholds, files=None) -> ClaimI
     frame["tm_build"] = [None if k is None else builds.get(k, k[1]) for k in tm_runs]
     frame["tm_params"] = [None if k is None else k[2] for k in tm_runs]
     rows = ablation_module.load(root, ablation_files)
-    for row in rows:
-        path = root / plan.ABLATION_DIR / row["experiment"] / row["impl"] / row["params"] / row["variant"] / \
-            f"seed{row['seed']}.json"
-        prov = read_record(path, root).get("provenance") or {}
+    for row in rows:  # row["path"]: the record's path below the results folder
+        prov = read_record(root / row["path"], root).get("provenance") or {}
         row["build"] = WARP if row["impl"] == GPU and row["variant"].endswith(plan.WARP_SUFFIX) else row["impl"]
         row["dirty"] = _dirty(prov)
-        row["path"] = path.relative_to(root).as_posix()
     from .evidence_common import read_json_object
     from .evidence_host import load as load_host_timing
 
@@ -751,14 +748,16 @@ def _ratio_text(r: dict, lo: int, hi: int) -> str:
             f"{_ratio(r['value'])} (log-log slope {r['slope']:.2f}), on {r['machine']}")
 
 
+def _sweeps(config) -> list:
+    """(experiment, its clause sweep) of each sweep of the config, by name."""
+    return [(e, sw) for e in sorted(config.get("sweeps", {})) if (sw := plan.sweep(config, e)) is not None]
+
+
 def c3_rows(ev, config, reference, th) -> list[Row]:
     rows = []
     ac = th["almost_constant"]
     bound = float(ac["max_ratio"])
-    for experiment in sorted(config.get("sweeps", {})):
-        sw = plan.sweep(config, experiment)
-        if sw is None:
-            continue
+    for experiment, sw in _sweeps(config):
         in_range = [c for c in sw.clauses if c <= int(ac["max_clauses"])]
         label = f"{_label(experiment)} sweep"
         if len(in_range) < 2:
@@ -843,12 +842,9 @@ def slope_verdict(th, slope) -> str:
 def c4_rows(ev, config, reference, th) -> list[Row]:
     rows = []
     pr = th["proportional"]
-    lo, hi = (float(x) for x in pr["slope"])
-    plo, phi = (float(x) for x in pr["partly_slope"])
-    for experiment in sorted(config.get("sweeps", {})):
-        sw = plan.sweep(config, experiment)
-        if sw is None:
-            continue
+    lo, hi = map(float, pr["slope"])
+    plo, phi = map(float, pr["partly_slope"])
+    for experiment, sw in _sweeps(config):
         points = [c for c in sw.clauses if c >= int(pr["min_clauses"])]
         label = f"{_label(experiment)} sweep"
         base = dict(dataset=experiment, implementation=GPU, metric="log-log slope",
@@ -865,8 +861,7 @@ def c4_rows(ev, config, reference, th) -> list[Row]:
                 f"the sweep has fewer than two points from {least:,} clauses{have}: sweep points at "
                 f"{_clauses(suggest)} clauses (config sweeps.{experiment}.clauses) would test it"), **base))
             continue
-        r = slope_fit(ev, config, experiment, GPU, points)
-        w = slope_fit(ev, config, experiment, WARP, points)
+        r, w = (slope_fit(ev, config, experiment, build, points) for build in (GPU, WARP))
         ours = ""
         if _finite(r["value"]):
             ours = (f"slope {r['value']:.2f} over " + ", ".join(f"{c:,}: {_secs(t)}" for c, t in r["points"])
