@@ -512,20 +512,21 @@ def _loss_text(ok: bool, diff, tol) -> str:
     return f"Δ {_num(diff, 2, True)}, tolerance {_num(tol)}: {'no significant loss' if ok else 'significant loss'}"
 
 
-def _c1_for(ev, config, th, dataset, build, metric) -> tuple[str, str, list, Sample, dict]:
-    """(verdict, our text, the record paths, our sample, {baseline: (no_loss, diff, tol, sample)})."""
+def _c1_for(ev, config, th, dataset, build, metric) -> tuple[str, str, list, Sample, dict, dict]:
+    """(verdict, our text, the record paths, our sample, {baseline: (no_loss, diff, tol, sample)}, {baseline: sample}
+    of every baseline that runs the dataset's task)."""
     ours = metric_sample(ev, config, dataset, build, metric)
     against = [b for b in th["no_loss"]["against"] if plan.impl_skip_reason(plan.task(config, dataset), b) is None]
     bases = {b: metric_sample(ev, config, dataset, b, metric) for b in against}
     measured = {b: s for b, s in bases.items() if s.n and not s.reduced}  # a few epochs are no trained TM
     paths = _paths(ours.frame, *(s.frame for s in measured.values()))
     if not ours.n or not measured:
-        return UNTESTABLE, "", paths, ours, {}
+        return UNTESTABLE, "", paths, ours, {}, bases
     results = {b: (*_no_loss(th, metric, ours, s), s) for b, s in measured.items()}
     verdict = aggregate(REPRODUCED if r[0] else NOT_REPRODUCED for r in results.values())
     parts = [f"{b} {_pm(s.mean, s.sd)} ({_loss_text(ok, d, t)})" for b, (ok, d, t, s) in results.items()]
     text = f"{build} {_pm(ours.mean, ours.sd)}; vs " + "; ".join(parts)
-    return verdict, text, paths, ours, results
+    return verdict, text, paths, ours, results, bases
 
 
 def c1_rows(ev, config, reference, th) -> list[Row]:
@@ -534,19 +535,15 @@ def c1_rows(ev, config, reference, th) -> list[Row]:
         if dataset not in config["experiments"]:
             continue
         metric = "mae" if plan.task(config, dataset) == "regression" else "accuracy"
-        verdict, text, paths, ours, results = _c1_for(ev, config, th, dataset, GPU, metric)
-        frames = [ours.frame] + [r[3].frame for r in results.values()]
+        verdict, text, paths, ours, results, bases = _c1_for(ev, config, th, dataset, GPU, metric)
+        samples = [ours] + [r[3] for r in results.values()]
         beside = []
         for build in (WARP, CPU):
-            v, _, _, s, _ = _c1_for(ev, config, th, dataset, build, metric)
+            v, _, _, s, _, _ = _c1_for(ev, config, th, dataset, build, metric)
             beside.append(f"{build}: {v}" + (f" ({build} {_pm(s.mean, s.sd)})" if s.n else ""))
-        note = ""
-        if verdict == UNTESTABLE:
-            note = _c1_missing(ev, config, th, dataset, metric, ours)
-        extra = [n for n in [ours.note] + [r[3].note for r in results.values()] if n]
-        extra += [f"{b} not compared: {why}" for b in th["no_loss"]["against"] if b not in results
-                  and plan.impl_skip_reason(plan.task(config, dataset), b) is None
-                  and (why := metric_sample(ev, config, dataset, b, metric).reduced)]
+        note = _c1_missing(ev, config, th, dataset, metric, ours) if verdict == UNTESTABLE else ""
+        extra = [s.note for s in samples if s.note]
+        extra += [f"{b} not compared: {s.reduced}" for b, s in bases.items() if s.reduced]
         rows.append(Row(
             "C1", "part", _label(dataset), verdict, dataset=dataset, implementation=GPU, metric=metric,
             tested=(f"{metric} of tm_gpu (the paper's design) vs each of {', '.join(th['no_loss']['against'])} "
@@ -555,7 +552,7 @@ def c1_rows(ev, config, reference, th) -> list[Row]:
             paths=tuple(paths), threshold=_tolerance_text(th) + ", one-sided", ours=text,
             paper=_c1_paper(reference, dataset, metric), beside="; ".join(beside),
             note="; ".join([note, *extra]).strip("; "), ours_value=ours.mean, ours_sd=ours.sd,
-            dirty_records=_dirty_count(*frames)))
+            dirty_records=_dirty_count(*(s.frame for s in samples))))
     return rows
 
 
