@@ -594,29 +594,27 @@ def speedup(ev, config, th, dataset, build, baseline) -> dict:
     t_ours, t_base = _timed(ours), _timed(base)
     busy_note = [f"{len(f) - len(t)} {name} record(s) left out: timed on a busy machine"
                  for name, f, t in ((build, ours, t_ours), (baseline, base, t_base)) if len(t) < len(f)]
+    common = sorted(set(t_ours["host"]) & set(t_base["host"]),  # the hosts that timed both, most records first
+                    key=lambda h: (-(int((t_ours["host"] == h).sum()) + int((t_base["host"] == h).sum())), h))
     if t_ours.empty or t_base.empty:
         missing = [name for name, t in ((build, t_ours), (baseline, t_base)) if t.empty]
-        params = {b: plan.main_params(config, dataset, b) for b in (build, baseline)}
-        out["note"] = "; ".join([*busy_note, "no timed record of " + " or ".join(
-            f"{m} at {params[m]}" for m in missing) + ": its runs would test it"])
-        return _same_host_speedup(ev, dataset, build, baseline, out)
-    common = sorted(set(t_ours["host"]) & set(t_base["host"]),
-                    key=lambda h: (-(int((t_ours["host"] == h).sum()) + int((t_base["host"] == h).sum())), h))
-    if not common:
+        why = ("no timed record of " + " or ".join(f"{m} at {plan.main_params(config, dataset, m)}" for m in missing)
+               + ": its runs would test it")
+    elif not common:
         gpu_hosts = sorted({ev.label(m) for m in t_ours["machine"]})
         base_hosts = sorted({ev.label(h) for h in t_base["host"]})
         target = ev.label(t_ours["host"].value_counts().sort_index().idxmax())
-        out["note"] = "; ".join([*busy_note, (
-            f"{build} was timed on {'; '.join(gpu_hosts)}, {baseline} on {'; '.join(base_hosts)}: different hosts; "
-            f"{baseline} timed on the {build} host ({target}) at {plan.main_params(config, dataset, baseline)} would "
-            "test it (its first epochs suffice for the per-epoch time)")])
-        return _same_host_speedup(ev, dataset, build, baseline, out)
-    host = common[0]
-    o, b = t_ours[t_ours["host"] == host], t_base[t_base["host"] == host]
-    out.update(value=float(b["epoch_s"].mean() / o["epoch_s"].mean()), host=ev.label(host),
-               ours_s=float(o["epoch_s"].mean()), base_s=float(b["epoch_s"].mean()), note="; ".join(busy_note),
-               frames=[o, b], paths=_paths(o, b))
-    return out
+        why = (f"{build} was timed on {'; '.join(gpu_hosts)}, {baseline} on {'; '.join(base_hosts)}: different hosts; "
+               f"{baseline} timed on the {build} host ({target}) at {plan.main_params(config, dataset, baseline)} "
+               "would test it (its first epochs suffice for the per-epoch time)")
+    else:
+        o, b = t_ours[t_ours["host"] == common[0]], t_base[t_base["host"] == common[0]]
+        out.update(value=float(b["epoch_s"].mean() / o["epoch_s"].mean()), host=ev.label(common[0]),
+                   ours_s=float(o["epoch_s"].mean()), base_s=float(b["epoch_s"].mean()), note="; ".join(busy_note),
+                   frames=[o, b], paths=_paths(o, b))
+        return out
+    out["note"] = "; ".join([*busy_note, why])
+    return _same_host_speedup(ev, dataset, build, baseline, out)
 
 
 def _same_host_speedup(ev, dataset, build, baseline, out: dict) -> dict:
@@ -671,12 +669,12 @@ def c2_rows(ev, config, reference, th) -> list[Row]:
 
 # ---- clause sweeps (C3, C4) -------------------------------------------------------------------------------------
 
-def sweep_times(ev, config, experiment, build) -> tuple[dict, list[int], dict]:
-    """``({clauses: {machine: (mean per-epoch time, records)}}, the sweep's clauses, {clauses: params})`` of one build
-    on an experiment's clause sweep (quiet records only)."""
+def sweep_times(ev, config, experiment, build) -> tuple[dict, dict]:
+    """``({clauses: {machine: (mean per-epoch time, records)}}, {clauses: params})`` of one build on an experiment's
+    clause sweep (quiet records only)."""
     sw = plan.sweep(config, experiment)
     if sw is None:
-        return {}, [], {}
+        return {}, {}
     recs = ev.records
     out = {}
     for clauses, params in zip(sw.clauses, sw.params):
@@ -684,7 +682,7 @@ def sweep_times(ev, config, experiment, build) -> tuple[dict, list[int], dict]:
                             & (recs["params"] == params) & recs["seed"].isin(sw.seeds)])
         for machine, group in frame.groupby("machine", sort=True):
             out.setdefault(clauses, {})[machine] = (float(group["epoch_s"].mean()), group)
-    return out, list(sw.clauses), dict(zip(sw.clauses, sw.params))
+    return out, dict(zip(sw.clauses, sw.params))
 
 
 def _best_machine(times: dict, needed: list[int], among: list[int]) -> str | None:
@@ -718,7 +716,7 @@ def _untestable_sweep(ev, build, experiment, times, params, points, needed) -> s
 def ratio_between(ev, config, experiment, build, lo: int, hi: int, points: list[int]) -> dict:
     """Per-epoch time at ``hi`` clauses over that at ``lo``, one machine; ``points``: the sweep's points between them
     (named where they have no record)."""
-    times, _, params = sweep_times(ev, config, experiment, build)
+    times, params = sweep_times(ev, config, experiment, build)
     machine = _best_machine(times, [lo, hi], points)
     out = {"value": math.nan, "slope": math.nan, "machine": "", "paths": [], "frames": [], "note": "",
            "lo_s": math.nan, "hi_s": math.nan}
@@ -813,7 +811,7 @@ def _semeval_rows(ev, config, reference, th) -> list[Row]:
 def slope_fit(ev, config, experiment, build, points: list[int]) -> dict:
     """Least-squares slope of log(per-epoch time) on log(clauses) over ``points``, on the machine that has the
     most of them (at least two)."""
-    times, _, params = sweep_times(ev, config, experiment, build)
+    times, params = sweep_times(ev, config, experiment, build)
     best = _best_machine(times, [], points)
     have, left = _on_machine(times, best, points)
     out = {"value": math.nan, "machine": "", "paths": [], "frames": [], "note": "", "points": []}
