@@ -896,15 +896,13 @@ def _c5_for(ev, th, experiment, build) -> dict:
     variants = {t: plan.ablation_variant(t, rule, od["order"], threads) for t in ("async", "sync")}
     groups = {t: sorted((r for r in rows if r["params"] == params and r["variant"] == v), key=lambda r: r["seed"])
               for t, v in variants.items()}
-    out["params"], out["task"] = params, task
-    out["paths"] = [r["path"] for g in groups.values() for r in g]
-    out["dirty"] = sum(1 for g in groups.values() for r in g if r["dirty"] > 0)
-    missing = [f"{variants[t]}" for t, g in groups.items() if not g]
+    a, s = _ablation_sample(groups["async"]), _ablation_sample(groups["sync"])
+    out.update(params=params, task=task, paths=_paths(a.frame, s.frame), dirty=_dirty_count(a.frame, s.frame))
+    missing = [variants[t] for t, g in groups.items() if not g]
     if missing:
         out["note"] = (f"no {build} record of {' or '.join(missing)} at {params}: the ablation's "
                        f"{'GPU campaign step' if build != CPU else 'rule'} with tallies [async, sync] would test it")
         return out
-    a, s = _ablation_sample(groups["async"]), _ablation_sample(groups["sync"])
     metric = rows[0]["metric"]
     ok, diff, tol = _no_loss(th, metric, a, s)
     out.update(verdict=REPRODUCED if ok else NOT_REPRODUCED, metric=metric, diff=diff, tol=tol, a=a, s=s,
