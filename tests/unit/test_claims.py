@@ -224,6 +224,9 @@ def test_c1_without_gpu_records_is_not_testable_and_says_what_would_test_it(setu
     semeval = find(verdicts(root, reference), "C1", part="SemEval")
     assert semeval.verdict == claims.UNTESTABLE
     assert "no tm_gpu record at n40_T15_s3.9_e12" in semeval.note and "would test it" in semeval.note
+    assert semeval.note.endswith("seed0.json, seeds 0-2)")
+    one = find(verdicts(root, reference, {**CONFIG, "seeds": [0]}), "C1", part="SemEval")
+    assert one.note.endswith("seed0.json, seeds 0)")  # one seed is named too
 
 
 def test_the_warp_build_is_reported_beside_never_mixed_in(setup):

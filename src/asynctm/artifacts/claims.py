@@ -571,7 +571,7 @@ def _c1_missing(ev, config, th, dataset, metric, ours: Sample) -> str:
     if not ours.n:
         return (f"no tm_gpu record at {params}: its runs on a GPU host would test it "
                 f"(snakemake --cores all results/{dataset}/tm_gpu/{params}/seed0.json, seeds "
-                f"{_seeds_text(plan.run_seeds(config, dataset, GPU))[6:]})")
+                f"{_seeds_text(plan.run_seeds(config, dataset, GPU)).split(' ', 1)[1]})")
     return (f"no {' or '.join(th['no_loss']['against'])} record of the full protocol at the main setting: their "
             "runs would test it")
 
