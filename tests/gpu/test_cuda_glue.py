@@ -510,6 +510,21 @@ def test_simulated_warps_wide_clauses_equal_the_cpu(fake_warps, k):
     gpu.close()
 
 
+def _sync_epoch_agrees(gpu, host, state, X, y) -> None:
+    """From ``state``, one epoch of synchronous tallies (deterministic) on both backends ends in the same automata,
+    tallies, stored outputs and feedback counts; the GPU backend is closed after."""
+    for be in (gpu, host):
+        be.set_ta_state(state)
+        be.set_training_data(X, y)
+        be.train_epoch(epoch=0, seed=5, batch_size=6)
+    np.testing.assert_array_equal(gpu.get_ta_state(), host.get_ta_state())
+    np.testing.assert_array_equal(gpu.get_tallies(), host.get_tallies())
+    np.testing.assert_array_equal(gpu.get_clause_output_bits(), host.get_clause_output_bits())
+    np.testing.assert_array_equal(gpu.feedback_event_counts(), host.feedback_event_counts())
+    assert host.feedback_event_counts().sum() > 0
+    gpu.close()
+
+
 @pytest.mark.parametrize("k", [64, 128])
 def test_simulated_warps_wide_clauses_with_synchronous_tallies(fake_warps, k):
     """One epoch of synchronous tallies (deterministic) on clauses of 513 words: the groups of 2 and 4 warps end
@@ -522,16 +537,7 @@ def test_simulated_warps_wide_clauses_with_synchronous_tallies(fake_warps, k):
     y = rng.integers(-cfg.T, cfg.T + 1, (cfg.n_classes, 12)).astype(np.int32)
     gpu, host = CudaBackend(dataclasses.replace(cfg, threads_per_clause=k)), cpu.CpuBackend(cfg, n_threads=1)
     state = _sparse_includes(rng, cfg)
-    for be in (gpu, host):
-        be.set_ta_state(state)
-        be.set_training_data(X, y)
-        be.train_epoch(epoch=0, seed=5, batch_size=6)
-    np.testing.assert_array_equal(gpu.get_ta_state(), host.get_ta_state())
-    np.testing.assert_array_equal(gpu.get_tallies(), host.get_tallies())
-    np.testing.assert_array_equal(gpu.get_clause_output_bits(), host.get_clause_output_bits())
-    np.testing.assert_array_equal(gpu.feedback_event_counts(), host.feedback_event_counts())
-    assert host.feedback_event_counts().sum() > 0
-    gpu.close()
+    _sync_epoch_agrees(gpu, host, state, X, y)
 
 
 @pytest.mark.slow
@@ -564,16 +570,7 @@ def test_simulated_blocks_per_clause_equal_the_cpu(fake_warps, k, features):
     sync = dataclasses.replace(cfg, tally="sync")
     gpu, host = CudaBackend(dataclasses.replace(sync, threads_per_clause=k)), cpu.CpuBackend(sync, n_threads=1)
     state = _sparse_includes(rng, cfg)
-    for be in (gpu, host):
-        be.set_ta_state(state)
-        be.set_training_data(X, y)
-        be.train_epoch(epoch=0, seed=5, batch_size=6)
-    np.testing.assert_array_equal(gpu.get_ta_state(), host.get_ta_state())
-    np.testing.assert_array_equal(gpu.get_tallies(), host.get_tallies())
-    np.testing.assert_array_equal(gpu.get_clause_output_bits(), host.get_clause_output_bits())
-    np.testing.assert_array_equal(gpu.feedback_event_counts(), host.feedback_event_counts())
-    assert host.feedback_event_counts().sum() > 0
-    gpu.close()
+    _sync_epoch_agrees(gpu, host, state, X, y)
 
 
 @pytest.mark.slow
