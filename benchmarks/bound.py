@@ -492,14 +492,14 @@ def gpu_markdown(out: dict) -> str:
                   f"{c['rounds']:,.0f} | "
                   f"{_g(1e6 * c['achieved_s_per_round'])} | {bound} |")
     md += ["", "Bound: the largest of compulsory bytes / bandwidth (the faster of copy and triad), 32-bit word "
-           "operations / word throughput and scalar operations (draws included) / scalar throughput, of the whole "
-           "GPU (`asynctm.costmodel`, with the GPU's chunks of 2 words: one 1/s draw per chunk). Both builds do the "
-           "same work, so they share a bound; what differs is how much of the GPU they keep busy. Least work: each "
-           "clause evaluation reads one word, except the Ia + II visits that must output 1, which read all; feedback "
-           "runs only its always-run tests. All work: every evaluation reads every word and every feedback chunk "
-           "updates. fraction = bound / achieved (1 would be the GPU's limit). The scalar rate is that of the draws' "
-           "64-bit operations, which a GPU does in several 32-bit instructions: a row limited by scalar may have a "
-           "bound too high by that much.", "",
+           "operations / word throughput and scalar operations (draws included) / scalar throughput, of the whole GPU "
+           "(`asynctm.costmodel`, with the GPU's chunks of 2 words: one 1/s draw per chunk). Our GPU builds (one "
+           "thread, a warp or a block per clause) do the same work, so they share a bound; what differs is how much "
+           "of the GPU they keep busy. Least work: each clause evaluation reads one word, except the Ia + II visits "
+           "that must output 1, which read all; feedback runs only its always-run tests. All work: every evaluation "
+           "reads every word and every feedback chunk updates. fraction = bound / achieved (1 would be the GPU's "
+           "limit). The scalar rate is that of the draws' 64-bit operations, which a GPU does in several 32-bit "
+           "instructions: a row limited by scalar may have a bound too high by that much.", "",
            "Feedback events are not in the benchmark record; they are estimated from the tm_cpu run records of the "
            "same experiment and hyperparameters (the CPU and GPU builds run one algorithm, `kernels/tm.cu`, so the "
            "events per clause visit carry over): the mean events per visit over the epochs the benchmark timed, "
