@@ -247,3 +247,26 @@ def test_cpu_and_gpu_records_are_not_mixed(bound, gpu_inputs, capsys):
     gpu_inputs["gpu_limits"].write_text(json.dumps(limits))
     assert bound.main(_gpu_args(gpu_inputs)) == 1
     assert "measurements.gpu.word_ops_s is missing or not positive" in _error(capsys)
+
+
+def test_the_fractions_figure_reads_every_bound_record(bound, gpu_inputs, tmp_path, capsys):
+    from tests.helpers import load_benchmark_script
+
+    figure = load_benchmark_script("bound_figure")
+    assert bound.main(_gpu_args(gpu_inputs)) == 0
+    record = gpu_inputs["root"] / "bench/bound_gpu_toy_0000000.json"
+    rows = json.loads(record.read_text())["rows"]
+    out = tmp_path / "fig/bound_fractions"
+    assert figure.main([str(record), "--out", str(out)]) == 0
+    md = out.with_suffix(".md").read_text()
+    assert out.with_suffix(".png").stat().st_size > 0 and out.with_suffix(".pdf").is_file()
+    for r in rows:
+        assert f"| Toy GPU | {r['setting']} | {r['build']} |" in md
+        assert f"| {r['least_work']['fraction']:.3g} | {r['all_work']['fraction']:.3g} |" in md
+    # a file that is not a bound record: one line, nothing written
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"rows": []}))
+    assert figure.main([str(record), str(other), "--out", str(tmp_path / "none")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "other.json: not a benchmarks/bound.py record" in err
+    assert not list(tmp_path.glob("none*"))
