@@ -60,10 +60,7 @@ def build(name: str, results_dir, config: dict, out_dir, host_gpu: bool, referen
     # Tables 3 and 5 take speed-ups of one host from the same-host timing run where the main records hold none
     host_timing = (load_host_timing(results_dir),) if name in tables.HOST_TIMING_TABLES else ()
     if name == "table4_svm_time":  # why the SVM fits ran on CPU cores, where the workflow's folder has that check
-        from .evidence_common import read_json_object
-
-        check = Path(tables.SVM_GPU_BUILDS)
-        host_timing = (read_json_object(check, "ThunderSVM GPU build check") if check.is_file() else None,)
+        host_timing = (tables.load_svm_gpu_builds(),)
     table = getattr(tables, name)(records, config, reference, host_gpu, *host_timing)
     write_text_atomic(paths["csv"], table.frame.to_csv(index=False, float_format="%.10g", lineterminator="\n"))
     write_text_atomic(paths["md"], table.markdown)

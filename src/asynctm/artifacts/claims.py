@@ -49,7 +49,7 @@ from ..store import busy, load_records, read_record
 from . import catalog
 from .reference import paper_value
 from .render import DATASET_LABELS, sig
-from .tables import SVM_GPU_BUILDS, distinct_runs, reduced_note, stat
+from .tables import SVM_GPU_BUILDS, distinct_runs, load_svm_gpu_builds, reduced_note, stat, unrunnable_svm_gpu_builds
 
 REPRODUCED, PARTLY, NOT_REPRODUCED, UNTESTABLE = ("reproduced", "partly reproduced", "not reproduced",
                                                   "not testable here")
@@ -257,12 +257,9 @@ def load_inputs(results_dir, config: dict, th: Thresholds, files=None) -> ClaimI
         prov = read_record(root / row["path"], root).get("provenance") or {}
         row["build"] = WARP if row["impl"] == GPU and row["variant"].endswith(plan.WARP_SUFFIX) else row["impl"]
         row["dirty"] = _dirty(prov)
-    from .evidence_common import read_json_object
     from .evidence_host import load as load_host_timing
 
-    check = Path(SVM_GPU_BUILDS)  # the workflow's folder's, a declared input of the claims rules
-    svm_gpu = read_json_object(check, "ThunderSVM GPU build check") if check.is_file() else None
-    return ClaimInputs(frame, rows, labels, load_host_timing(root), svm_gpu)
+    return ClaimInputs(frame, rows, labels, load_host_timing(root), load_svm_gpu_builds())
 
 
 # ---- rows ------------------------------------------------------------------------------------------------------
@@ -972,8 +969,8 @@ def _cell_row(ev, config, reference, th, claim, source, dataset, impl, build, me
 
 
 def _svm_gpu_note(check: dict | None) -> str:
-    builds = (check or {}).get("builds") or []
-    if builds and not any(b.get("runs_on_cuda_11_or_later") for b in builds):
+    builds = unrunnable_svm_gpu_builds(check)
+    if builds:
         return ("our SVM ran on a CPU, the paper's ThunderSVM on a GPU: no published GPU build of ThunderSVM runs with "
                 f"CUDA 11 or later, which our GPU hosts have ({', '.join(b['file'] for b in builds)}; "
                 f"{SVM_GPU_BUILDS}), so this cell cannot be tested here")

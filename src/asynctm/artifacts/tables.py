@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -613,12 +614,25 @@ def forced_library_note(recs: pd.DataFrame) -> str:
     return f"library named by {', '.join(named)}" if named else ""
 
 
+def load_svm_gpu_builds() -> dict | None:
+    """The check of ThunderSVM's GPU builds in the workflow's folder (SVM_GPU_BUILDS, a declared input of the rules
+    that read it), or None where there is none."""
+    from .evidence_common import read_json_object
+
+    path = Path(SVM_GPU_BUILDS)
+    return read_json_object(path, "ThunderSVM GPU build check") if path.is_file() else None
+
+
+def unrunnable_svm_gpu_builds(check: dict | None) -> list[dict]:
+    """The checked GPU builds of ThunderSVM where none of them runs with CUDA 11 or later; [] otherwise."""
+    builds = (check or {}).get("builds") or []
+    return [] if any(b.get("runs_on_cuda_11_or_later") for b in builds) else builds
+
+
 def svm_gpu_note(check: dict | None) -> str:
     """Why our SVM fits ran on CPU cores, from the check of ThunderSVM's GPU builds ('' without one)."""
-    if not check:
-        return ""
-    builds = check.get("builds") or []
-    if not builds or any(b.get("runs_on_cuda_11_or_later") for b in builds):
+    builds = unrunnable_svm_gpu_builds(check)
+    if not builds:
         return ""
     why = "; ".join(f"{b['file']} needs {', '.join(b['cuda_libraries'])} and calls "
                     f"{', '.join(b['calls_removed_in_cuda_11'])}" for b in builds)
