@@ -381,8 +381,7 @@ def run(opts: dict, out: str | None, argv, out_dir: str | None = None) -> tuple[
     drv = driver()
     from asynctm.backends import BackendUnavailableError
     from asynctm.backends.cuda import context
-    from asynctm.campaign import slug
-    from asynctm.provenance import cpu_info, git_info, gpu_info, host_id, versions
+    from asynctm.provenance import cpu_info, git_info, gpu_info, host_id, slug, versions
 
     try:
         dev = context().get_device()

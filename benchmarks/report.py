@@ -8,7 +8,7 @@ the tables (``benchmarks/results/<name>.md``), from the JSON that ``benchmarks/b
 ``bench_tm.py`` runs and measures; everything that judges or shows the measurements is here, so a table is
 rebuilt from its record without training anything. The comparison (:func:`compare`) is stored in the record
 when it is written, so a record renders as it read when it was made. GPU benchmark records (``python -m
-asynctm.campaign.bench``) render with that module's own table.
+gpu_host.bench``, in the repository root) render with that module's own table.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from pathlib import Path
 ACCURACY_TOLERANCE_POINTS = 1.0
 MAE_TOLERANCE_RELATIVE = 0.02
 CPU_GENERATOR = "benchmarks/bench_tm.py"
-GPU_GENERATOR = "python -m asynctm.campaign.bench"
+# the GPU benchmark's, and the same module's name in the records made before it moved out of the package
+GPU_GENERATORS = ("python -m gpu_host.bench", "python -m asynctm.campaign.bench")
 
 
 # --- comparison -------------------------------------------------------------------------------------------
@@ -267,9 +268,12 @@ def write_markdown(path: Path, record: dict) -> None:
 # --- command line -------------------------------------------------------------------------------------------
 
 def render(record: dict) -> str:
-    """The Markdown of a benchmark record, CPU (this module) or GPU (:mod:`asynctm.campaign.bench`)."""
-    if record.get("generated_by") == GPU_GENERATOR:
-        from asynctm.campaign.bench import markdown as gpu_markdown
+    """The Markdown of a benchmark record, CPU (this module) or GPU (``gpu_host/bench.py``)."""
+    if record.get("generated_by") in GPU_GENERATORS:
+        root = str(Path(__file__).resolve().parents[1])  # the repository root, which holds gpu_host
+        if root not in sys.path:
+            sys.path.insert(0, root)
+        from gpu_host.bench import markdown as gpu_markdown
 
         return gpu_markdown(record)
     if record.get("generated_by") != CPU_GENERATOR:
@@ -288,7 +292,7 @@ def main(argv=None) -> int:
     stale = 0
     for path in args.records:
         record = json.loads(path.read_text())
-        if record.get("generated_by") not in (CPU_GENERATOR, GPU_GENERATOR):
+        if record.get("generated_by") not in (CPU_GENERATOR, *GPU_GENERATORS):
             print(f"{path}: skipped, not a benchmark record")
             continue
         md = path.with_suffix(".md")

@@ -82,7 +82,7 @@ def _no_wait_for_an_absent_slurm_controller(request, _quick_scontrol, monkeypatc
 @pytest.fixture(autouse=True)
 def _learning_bar_in_the_junit_xml(request, record_property):
     """A `learning` test says so in the JUnit XML (a property), where the GPU campaign tells a missed learning bar
-    from a broken rule (asynctm.campaign.steps.merge_junit)."""
+    from a broken rule (gpu_host.steps.merge_junit)."""
     if request.node.get_closest_marker("learning") is not None:
         record_property("learning", "1")
 
@@ -90,7 +90,7 @@ def _learning_bar_in_the_junit_xml(request, record_property):
 @pytest.fixture
 def record_scores(record_property):
     """``record_scores(name=[...], ...)``: a learning test's scores as a JSON property ``scores`` of the JUnit XML,
-    pass or fail, which come back in the GPU campaign's merged JUnit report (asynctm.campaign.steps)."""
+    pass or fail, which come back in the GPU campaign's merged JUnit report (gpu_host.steps)."""
     return lambda **scores: record_property("scores", json.dumps(scores))
 
 

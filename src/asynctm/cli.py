@@ -27,7 +27,6 @@ SUBCOMMANDS = {
     "evidence-cost": ("asynctm.artifacts.evidence_cost", "what the paper's Table 4 times imply (cost model)"),
     "evidence-novelty": ("asynctm.artifacts.evidence_novelty", "the novelty MLP stage and WSD convergence"),
     "evidence-split": ("asynctm.artifacts.evidence_split", "accuracy over other train/test splits of the same rows"),
-    "campaign": ("asynctm.campaign.__main__", "stage, run and unpack work for a time-boxed GPU host"),
 }
 
 

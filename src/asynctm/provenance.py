@@ -6,6 +6,7 @@ import hashlib
 import importlib.metadata as md
 import os
 import platform
+import re
 import subprocess
 from pathlib import Path
 
@@ -36,7 +37,7 @@ def git_info() -> dict:
 
     if os.environ.get("ASYNCTM_SOURCE_COMMIT"):
         # A copy of the checkout (the GPU campaign's machine): the commit it was copied from, as the campaign driver
-        # passes it on (asynctm.campaign). It wins over any .git there, which may be older than the copied files.
+        # passes it on (gpu_host). It wins over any .git there, which may be older than the copied files.
         dirty = os.environ.get("ASYNCTM_SOURCE_DIRTY", "")
         return {"commit": os.environ["ASYNCTM_SOURCE_COMMIT"],
                 "tracked_files_modified": int(dirty) if dirty.isdigit() else None}
@@ -176,6 +177,11 @@ def gpu_info() -> dict | None:
     except Exception as exc:  # noqa: BLE001
         info["error"] = f"could not query the device: {exc}"
     return info
+
+
+def slug(text: str) -> str:
+    """``text`` (a GPU's name) as part of a file name: lower case, each run of other characters one underscore."""
+    return re.sub(r"[^a-z0-9]+", "_", (text or "unknown").lower()).strip("_") or "unknown"
 
 
 def nvidia_driver_version() -> str | None:

@@ -236,7 +236,7 @@ def test_committed_records_render_as_committed(report):
     for path in records:
         record = json.loads(path.read_text())
         md = path.with_suffix(".md")
-        if record.get("generated_by") not in (report.CPU_GENERATOR, report.GPU_GENERATOR) or not md.is_file():
+        if record.get("generated_by") not in (report.CPU_GENERATOR, *report.GPU_GENERATORS) or not md.is_file():
             continue
         assert report.render(record) == md.read_text(), f"{md.name} differs from its rendering"
         checked += 1

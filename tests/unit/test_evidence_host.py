@@ -1,5 +1,5 @@
 """The same-host speed-ups (asynctm.artifacts.evidence_host) from synthetic host_peers files, the host_peers step's
-job lists (asynctm.campaign.host), and the tables' and claims' fallback on the record."""
+job lists (gpu_host.host), and the tables' and claims' fallback on the record."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ from asynctm.artifacts import evidence_host as eh
 from asynctm.artifacts.evidence_common import write_record
 from asynctm.artifacts.reference import COLUMNS
 from asynctm.artifacts.render import DATASET_LABELS
-from asynctm.campaign import host
-from asynctm.campaign.steps import PAPER_ORDER
 from asynctm.config_check import load_config
 from asynctm.experiments import plan
+from gpu_host import host
+from gpu_host.steps import PAPER_ORDER
 from tests.helpers import REPO
 
 HOST = "0123456789abcdef0123"
@@ -32,7 +32,7 @@ def config() -> dict:
 
 
 def run(experiment: str, impl: str, walls, parts: int = 1, n_train: int = 1000, host_id: str = HOST) -> dict:
-    """A host_peers worker record (asynctm.campaign.host.worker) with one unit per wall time."""
+    """A host_peers worker record (gpu_host.host.worker) with one unit per wall time."""
     gpu = impl in plan.GPU_IMPLS
     rows = n_train // parts
     units = [{"epoch": 1 if parts > 1 else i + 1, "part": i + 1 if parts > 1 else 1, "rows": rows, "wall_s": w,

@@ -1,4 +1,4 @@
-"""``python -m asynctm.campaign unpack``: bad tarballs from a GPU host are refused whole, with one line.
+"""``python -m gpu_host unpack``: bad tarballs from a GPU host are refused whole, with one line.
 
 Every refusal leaves the target tree exactly as it was (no file, no folder, no staging folder); the small
 tarballs are built here with tarfile, the oversized ones from crafted headers, so nothing large is written.
@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from asynctm.campaign import unpack as unpack_mod
-from asynctm.campaign.__main__ import main
-from asynctm.campaign.unpack import STAGING, UnpackError, unpack
 from asynctm.io import _host
+from gpu_host import unpack as unpack_mod
+from gpu_host.__main__ import main
+from gpu_host.unpack import STAGING, UnpackError, unpack
 from tests.helpers import REPO
 
 RECORD = "results/semeval/tm_gpu/n40_T15_s3.9_e5/seed0.json"  # a committed record: passes the record gate
@@ -294,7 +294,7 @@ def test_the_cli_prints_one_line_for_a_damaged_tarball(tmp_path, out, capsys):
     assert main(["unpack", str(out), "--into", str(tmp_path / "tree")]) == 1
     captured = capsys.readouterr()
     assert captured.out == "" and "Traceback" not in captured.err
-    assert captured.err.count("\n") == 1 and captured.err.startswith("asynctm.campaign unpack: paper.tar.gz is trunc")
+    assert captured.err.count("\n") == 1 and captured.err.startswith("gpu_host unpack: paper.tar.gz is trunc")
     assert not (tmp_path / "tree").exists()
 
 

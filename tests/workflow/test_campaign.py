@@ -1,4 +1,4 @@
-"""The GPU campaign driver (asynctm.campaign): staging, the steps, packing and unpacking.
+"""The GPU host tool (gpu_host, in the repository root): staging, the steps, packing and unpacking.
 
 The dress rehearsal runs every step as the GPU machine would, but on the CPU: the steps' child processes
 import a stand-in ``pycuda`` package that is the simulated PyCUDA of tests/gpu/test_cuda_glue.py (device buffers
@@ -23,12 +23,12 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from asynctm.campaign import stage as stage_mod
-from asynctm.campaign import steps as steps_mod
-from asynctm.campaign.stage import StageError, load_config, stage
-from asynctm.campaign.unpack import unpack
 from asynctm.datasets.base import ProcessedDataset, save_processed
 from asynctm.experiments import plan
+from gpu_host import stage as stage_mod
+from gpu_host import steps as steps_mod
+from gpu_host.stage import StageError, load_config, stage
+from gpu_host.unpack import unpack
 from tests.helpers import REPO
 
 GPU_TESTS = REPO / "tests" / "gpu"  # test_cuda_glue.py's folder
@@ -171,15 +171,15 @@ def test_run_order_and_device_commands(tmp_path):
                             "kind": "mlp_novelty"}
     only_cpu = load_config(["impls=[tm_cpu]"])
     assert steps_mod.paper_runs(only_cpu) == []  # the config lists no GPU build: none runs
-    from asynctm.campaign.__main__ import commands, load_calls
+    from gpu_host.__main__ import commands, load_calls
 
     lines = []
     commands(say=lines.append)
-    calls = [ln for ln in lines if "asynctm.campaign step" in ln and not ln.startswith("#")]
-    steps = [w for c in calls for w in re.findall(r"asynctm\.campaign step (\w+)", c)]
+    calls = [ln for ln in lines if "gpu_host step" in ln and not ln.startswith("#")]
+    steps = [w for c in calls for w in re.findall(r"gpu_host step (\w+)", c)]
     assert steps == [step.split()[0] for _, listed in load_calls(None)[1] for step in listed]  # as edited
     assert all(len(c) < 2000 for c in calls)  # the device tool's limit on a command
-    assert all(c.count("--until $END") == c.count("asynctm.campaign step") and "END=$(( $(date +%s) + " in c
+    assert all(c.count("--until $END") == c.count("gpu_host step") and "END=$(( $(date +%s) + " in c
                for c in calls)
     assert all(int(ln.split("timeout_s=")[1]) <= 600 for ln in lines if "timeout_s=" in ln)  # a command's limit
 
@@ -191,7 +191,7 @@ def _calls(tmp_path, calls, lease_s=900, limit=600):
 
 
 def test_a_calls_list_that_does_not_fit_a_lease_is_refused_in_one_line(tmp_path, capsys):
-    from asynctm.campaign.__main__ import CallsError, call_commands, load_calls, main
+    from gpu_host.__main__ import CallsError, call_commands, load_calls, main
 
     lease, calls = load_calls(_calls(tmp_path, [{"seconds": 300, "steps": ["paper 200 --impl tm_gpu"]},
                                                 {"seconds": 200, "steps": ["paper", "ablation"]}]))
@@ -308,7 +308,7 @@ def test_steps_of_a_call_share_its_end(tmp_path):
 def test_pytm_cuda_literal_counts_mask_the_padding(monkeypatch):
     import types
 
-    from asynctm.campaign import bench
+    from gpu_host import bench
 
     C, nc, n_lit, bits = 2, 3, 40, 8  # 40 literals: two 32-bit chunks, 8 valid bits in the last
     rng = np.random.default_rng(3)
@@ -324,7 +324,7 @@ def test_pytm_cuda_literal_counts_mask_the_padding(monkeypatch):
 
 
 def test_a_seed_stopped_after_its_warm_up_does_not_void_the_others():
-    from asynctm.campaign.bench import result
+    from gpu_host.bench import result
 
     def row(seed, accs):
         return {"label": "tm_gpu", "peer": "asynctm", "options": {}, "metadata": {}, "seed": seed,
@@ -339,7 +339,7 @@ def test_a_seed_stopped_after_its_warm_up_does_not_void_the_others():
     assert one["per_seed"][0]["epoch_s"] == [0.1, 0.1]
 
 def test_benchmark_comparison_and_goal():
-    from asynctm.campaign.bench import compare, goal_miss
+    from gpu_host.bench import compare, goal_miss
 
     def res(median, finals):
         return {"median_epoch_s": median, "timed_epochs": 5, "seeds": [0, 1, 2], "final_metric": float(np.mean(finals)),
@@ -371,7 +371,7 @@ def test_benchmark_comparison_and_goal():
 def test_the_bench_times_at_least_five_epochs_where_only_our_builds_run():
     """PyTsetlinMachineCUDA's long epochs on SemEval and IMDb keep them at one timed epoch where it is timed; with our
     builds alone (--impls without it) every setting gets OURS_TIMED_EPOCHS at least; smoke scale one."""
-    from asynctm.campaign.bench import OURS_TIMED_EPOCHS, TIMED_EPOCHS, timed_epochs
+    from gpu_host.bench import OURS_TIMED_EPOCHS, TIMED_EPOCHS, timed_epochs
 
     assert OURS_TIMED_EPOCHS >= 3
     assert timed_epochs("semeval", ["tm_gpu_warp", "pytm_cuda"]) == TIMED_EPOCHS["semeval"] == 1
@@ -384,7 +384,7 @@ def test_the_bench_times_at_least_five_epochs_where_only_our_builds_run():
 def test_several_wide_builds_in_one_record_and_the_committed_records_render_as_before():
     """Each size of the config's wide build is a build of its own (own label, own comparison, its speed-up over the
     warp build); the GPU benchmark records committed before several sizes read and render as they were written."""
-    from asynctm.campaign import bench
+    from gpu_host import bench
 
     def res(median, threads):
         return {"median_epoch_s": median, "timed_epochs": 5, "seeds": [0], "final_metric": 90.0,
@@ -440,10 +440,10 @@ def test_dress_rehearsal_on_the_simulated_gpu(tmp_path):
     mask = tmp_path / "mask"
     (mask / "fastjsonschema").mkdir(parents=True)
     (mask / "fastjsonschema" / "__init__.py").write_text("raise ImportError('no fastjsonschema on the GPU machine')\n")
-    probe = ("import sys; from pathlib import Path; from asynctm.campaign.steps import install; "
+    probe = ("import sys; from pathlib import Path; from gpu_host.steps import install; "
              f"install(Path({str(only)!r}), {{}}, site=Path({str(tmp_path / 'own-site')!r}), say=lambda m: None); "
              "import fastjsonschema; print(fastjsonschema.__file__)")
-    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
+    r = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=120,
                        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(mask), str(REPO / "src")])})
     assert r.returncode == 0 and r.stdout.strip().startswith(str(tmp_path / "own-site")), r.stderr[-2000:]
     # what the step's install puts first on the path there (the stand-in PyCUDA wheel cannot be installed): the
@@ -456,10 +456,10 @@ def test_dress_rehearsal_on_the_simulated_gpu(tmp_path):
     out, tree = tmp_path / "out", tmp_path / "tree"
 
     def step(name, *extra, budget="120", call_out=None):  # call_out: a later device call's own (empty) $OUT
-        cmd = [sys.executable, "-m", "asynctm.campaign", "step", name, "--no-install", "--campaign-dir", str(staged),
+        cmd = [sys.executable, "-m", "gpu_host", "step", name, "--no-install", "--campaign-dir", str(staged),
                "--out", str(call_out or out), "--work-dir", str(tmp_path / "work" / name), "--tree", str(tree),
                "--budget", budget, *extra]
-        r = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        r = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)  # as there
         assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
         return r
 
@@ -745,7 +745,7 @@ def test_an_ablation_variant_sets_its_runs_threads_per_clause(tmp_path, monkeypa
     step.close()
 
 def test_the_docs_show_the_calls_that_commands_prints():
-    from asynctm.campaign.__main__ import call_commands, load_calls
+    from gpu_host.__main__ import call_commands, load_calls
 
     page = REPO / "docs" / "gpu-and-clusters.md"
     shown = [ln for ln in page.read_text().splitlines() if ln.startswith("export PYTHONPATH=src;")]
@@ -756,7 +756,7 @@ def test_every_step_command_of_a_lease_parses(tmp_path):
     """The device calls' step commands, as printed, are valid command lines of the campaign (flags and values)."""
     import shlex
 
-    from asynctm.campaign.__main__ import call_commands, load_calls, parser
+    from gpu_host.__main__ import call_commands, load_calls, parser
 
     parsed = []
     for path in (None, _calls(tmp_path, [{"seconds": 400, "steps": ["sweeps 150 --impl tm_gpu_warp", "paper"]},
@@ -764,7 +764,7 @@ def test_every_step_command_of_a_lease_parses(tmp_path):
         for _, command in call_commands(load_calls(path)[1], "c" * 40, 0):
             for part in command.split(";"):
                 words = shlex.split(part.replace("$END", "1900000000"))
-                if words[:3] == ["python3", "-m", "asynctm.campaign"]:
+                if words[:3] == ["python3", "-m", "gpu_host"]:
                     parsed.append(parser().parse_args(words[3:]))
     listed = [step.split()[0] for _, steps in load_calls(None)[1] for step in steps]  # the lease's calls as edited
     assert [a.name for a in parsed] == [*listed, "sweeps", "paper", "paper", "ablation"]

@@ -1,4 +1,4 @@
-"""Style: ruff (src, tests, benchmarks) and snakefmt (the Snakefile and workflow/) pass with the settings in
+"""Style: ruff (src, gpu_host, tests, benchmarks) and snakefmt (the Snakefile and workflow/) pass with the settings in
 pyproject.toml ([tool.ruff], [tool.snakefmt]), run with this virtual environment's own binaries, which the test
 extra installs. Where a binary is missing the test skips, saying how to install it; in CI (CI=true) it fails."""
 
@@ -35,9 +35,10 @@ def _run(*command: str | Path) -> subprocess.CompletedProcess:
 
 def test_ruff_passes_on_the_python_code():
     ruff = _tool("ruff")
-    result = _run(ruff, "check", "--no-cache", "--output-format", "concise", "src", "tests", "benchmarks")
+    result = _run(ruff, "check", "--no-cache", "--output-format", "concise", "src", "gpu_host", "tests",
+                  "benchmarks")
     assert result.returncode == 0, (
-        f"ruff check src tests benchmarks failed (exit {result.returncode}); fix the lines below "
+        f"ruff check src gpu_host tests benchmarks failed (exit {result.returncode}); fix the lines below "
         f"(`{ruff} check --fix` fixes some):\n{result.stdout}{result.stderr}")
 
 

@@ -2,7 +2,7 @@
 
 The paper's speed-ups divide pyTsetlinMachine's time on one core of a machine by its GPU's. Our main records
 cannot give that ratio: every pyTsetlinMachine record ran on a CPU machine and every GPU record on a GPU machine.
-The GPU campaign's ``host_peers`` step (:mod:`asynctm.campaign.host`) times both on one GPU machine, in one lease;
+The GPU campaign's ``host_peers`` step (:mod:`gpu_host.host`) times both on one GPU machine, in one lease;
 its raw files are ``benchmarks/results/campaign/host_peers_<gpu>_<time>/<experiment>_<impl>.json``. This module
 turns them into one evidence record, ``results/evidence/host_speedups.json`` (its table
 ``paper_tables/evidence_host_speedups.md``), which the claims (C2) and the speed-up cells of Tables 3 and 5 read
@@ -46,7 +46,7 @@ def _runs(campaign: Path) -> tuple[list[tuple[Path, dict]], list[tuple[Path, dic
     for p, r in runs:
         for key in ("experiment", "impl", "host_id", "units", "parts", "dataset"):
             if key not in r:
-                raise EvidenceError(f"{p}: field {key!r} is missing; this is not a host_peers run (asynctm.campaign."
+                raise EvidenceError(f"{p}: field {key!r} is missing; this is not a host_peers run (gpu_host."
                                     "host)")
     return runs, manifests
 

@@ -1,9 +1,9 @@
-"""Command line of the GPU campaign (see :mod:`asynctm.campaign` and docs/gpu-and-clusters.md).
+"""Command line of the GPU campaign (see :mod:`gpu_host` and docs/gpu-and-clusters.md).
 
-    python -m asynctm.campaign stage [--config KEY=VALUE ...] [--wheels DIR] [--sdist FILE] [--dest DIR]
-    python -m asynctm.campaign commands [--calls FILE]   # the device-tool calls to make, in order
-    python3 -m asynctm.campaign step NAME [--budget S] [--until T] [--later S] [--select TEXT] [--impl IMPL]  # there
-    python -m asynctm.campaign unpack FOLDER [--into TREE] [--overwrite]
+    python -m gpu_host stage [--config KEY=VALUE ...] [--wheels DIR] [--sdist FILE] [--dest DIR]
+    python -m gpu_host commands [--calls FILE]   # the device-tool calls to make, in order
+    python3 -m gpu_host step NAME [--budget S] [--until T] [--later S] [--select TEXT] [--impl IMPL]  # there
+    python -m gpu_host unpack FOLDER [--into TREE] [--overwrite]
 
 Errors are printed as one line naming the problem; the exit status is then 1.
 """
@@ -15,7 +15,8 @@ import math
 import sys
 from pathlib import Path
 
-from ..provenance import REPO
+from asynctm.provenance import REPO
+
 from . import CALLS_FILE, STAGE_DIR
 
 PACK_S = 30  # per step of a call: the last step's children are killed at the call's end, then it packs
@@ -68,7 +69,7 @@ def call_commands(calls, commit: str | None = None, dirty: int | None = None,
             name, *rest = entry.split()
             budget = f" --budget {rest.pop(0)}" if rest and rest[0].isdigit() else ""
             last = f" --later {later}" if later and j == len(steps) - 1 else ""
-            words.append(f"python3 -m asynctm.campaign step {name}{budget} --until $END{last}"
+            words.append(f"python3 -m gpu_host step {name}{budget} --until $END{last}"
                          + "".join(f" {r}" for r in rest))
         out.append((min(seconds + PACK_S * len(steps), limit_s),
                     f"export PYTHONPATH=src{env}; END=$(( $(date +%s) + {seconds} )); " + "; ".join(words)))
@@ -76,16 +77,16 @@ def call_commands(calls, commit: str | None = None, dirty: int | None = None,
 
 
 def commands(say=print, calls_file: Path | None = None) -> None:
-    from ..provenance import git_info
+    from asynctm.provenance import git_info
 
     git = git_info()
     lease, calls = load_calls(calls_file)
     say("# 1. here: commit, then stage (the records name the commit; the staged folder must be current)")
-    say("python -m asynctm.campaign stage --config data_dir=data")
+    say("python -m gpu_host stage --config data_dir=data")
     say(f'# 2. the device tool\'s run, once per line below, with kind="nvidia-h100-x1" (or "nvidia-h200"), '
         f'carry=["{STAGE_DIR}"]; each call at once after the one')
     say("#    before (the machine goes back when idle); then here, for each reply:")
-    say("#    python -m asynctm.campaign unpack <files_at of that reply>")
+    say("#    python -m gpu_host unpack <files_at of that reply>")
     say("#    (a step that stopped at its budget is continued by calling it again: recorded runs are skipped)")
     say(f"# The lease's calls ({calls_file or CALLS_FILE}):")
     for i, (timeout, command) in enumerate(call_commands(calls, git["commit"], git["tracked_files_modified"],
@@ -98,9 +99,9 @@ def commands(say=print, calls_file: Path | None = None) -> None:
 
 def parser() -> argparse.ArgumentParser:
     """The command line's parser (the device calls' step commands are parsed by it in the tests)."""
-    from ..experiments.plan import GPU_IMPLS
+    from asynctm.experiments.plan import GPU_IMPLS
 
-    ap = argparse.ArgumentParser(prog="python -m asynctm.campaign", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m gpu_host", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("stage", help="stage wheels, sdist and datasets into one folder that travels")
     p.add_argument("--config", nargs="*", default=[], metavar="KEY=VALUE",
@@ -165,7 +166,7 @@ def main(argv=None) -> int:
 
             unpack(args.folder, into=args.into, overwrite=args.overwrite)
     except (StageError, UnpackError, CallsError, FileNotFoundError) as exc:
-        print(f"asynctm.campaign {args.cmd}: {exc}", file=sys.stderr)
+        print(f"gpu_host {args.cmd}: {exc}", file=sys.stderr)
         return 1
     return 0
 

@@ -43,7 +43,7 @@ def cpu_impls(task: str) -> tuple[str, ...]:
 def jobs(config: dict, experiments: list[str], order=()) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     """(CPU jobs, GPU jobs) as (experiment, impl): pyTsetlinMachine's runs, longest first, and our GPU builds in
     ``order`` (the most valuable first), then the others."""
-    from ..experiments import plan
+    from asynctm.experiments import plan
 
     cpu = sorted(((n, i) for n in experiments for i in cpu_impls(plan.task(config, n))),
                  key=lambda job: -PARTS.get(job[0], 1))
@@ -64,10 +64,11 @@ def _utc() -> str:
 
 def worker(campaign_dir: Path, experiment: str, impl: str, cpu: int | None, until: float, out: Path) -> dict:
     """Train ``impl`` on ``experiment``'s main setting, unit by unit, rewriting ``out`` after each."""
-    from ..experiments import plan
-    from ..experiments.run import dataset_summary, load_dataset
-    from ..io import write_json_atomic
-    from ..provenance import cpu_info, gpu_info, host_id, versions
+    from asynctm.experiments import plan
+    from asynctm.experiments.run import dataset_summary, load_dataset
+    from asynctm.io import write_json_atomic
+    from asynctm.provenance import cpu_info, gpu_info, host_id, versions
+
     from .bench import peer
     from .stage import load_campaign
 
@@ -132,7 +133,7 @@ def worker(campaign_dir: Path, experiment: str, impl: str, cpu: int | None, unti
 def step_host_peers(step, select: str | None = None, order=(), stop_margin_s: float = 20.0) -> None:
     """Start the CPU workers on their cores, run the GPU workers one after the other on :data:`GPU_CORE` (in
     ``order``), wait for the CPU workers until the step's end less ``stop_margin_s``."""
-    from . import slug
+    from asynctm.provenance import slug
 
     experiments = [e for e in step.campaign.get("experiments") or sorted(step.config["experiments"])
                    if not select or e in select.split(",")]
@@ -153,7 +154,7 @@ def step_host_peers(step, select: str | None = None, order=(), stop_margin_s: fl
              f"core {GPU_CORE}, until {until - time.time():.0f} s from now")
 
     def command(name: str, impl: str, core: int | None) -> list[str]:
-        return [sys.executable, "-m", "asynctm.campaign.host", "--campaign-dir", str(step.campaign_dir),
+        return [sys.executable, "-m", "gpu_host.host", "--campaign-dir", str(step.campaign_dir),
                 "--experiment", name, "--impl", impl, "--until", f"{until:.1f}", "--out",
                 str(folder / f"{name}_{impl}.json"), *(["--cpu", str(core)] if core is not None else [])]
 
@@ -181,7 +182,7 @@ def step_host_peers(step, select: str | None = None, order=(), stop_margin_s: fl
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m asynctm.campaign.host", description="one run of the host_peers step")
+    ap = argparse.ArgumentParser(prog="python -m gpu_host.host", description="one run of the host_peers step")
     ap.add_argument("--campaign-dir", required=True)
     ap.add_argument("--experiment", required=True)
     ap.add_argument("--impl", required=True)

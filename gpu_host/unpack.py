@@ -25,8 +25,8 @@ import tarfile
 import zlib
 from pathlib import Path, PurePosixPath
 
-from ..io import fsync_dir, is_disk_full, make_staging_dir, remove_stale
-from ..provenance import REPO
+from asynctm.io import fsync_dir, is_disk_full, make_staging_dir, remove_stale
+from asynctm.provenance import REPO
 
 ALLOWED = ("results", "benchmarks/results")
 # Real members (records, logs, novelty scores, benchmark records and manifests) are each well under a megabyte and
@@ -88,7 +88,7 @@ class _Capped:
 
 def _record_rel(rel: str) -> Path | None:
     """A run record's path below its results root (``results/``, or ``results/smoke/``); None for other files."""
-    from ..store import SEED_FILE
+    from asynctm.store import SEED_FILE
 
     p = PurePosixPath(rel)
     if p.parts[0] != "results" or not SEED_FILE.match(p.name):
@@ -137,7 +137,7 @@ class _Plan:
                                "file of that name")
         if self.total + m.size > MAX_TOTAL_BYTES:
             raise _no(tar, f": member {rel!r} brings the tarballs above {MAX_TOTAL_BYTES} bytes together",
-                      "unpack the tarballs one at a time (python -m asynctm.campaign unpack <one .tar.gz>)")
+                      "unpack the tarballs one at a time (python -m gpu_host unpack <one .tar.gz>)")
         self.total += m.size
         self.files[rel] = tar
         for parent in PurePosixPath(rel).parents[:-1]:
@@ -211,7 +211,7 @@ def _stage_tarball(tar_path: Path, plan: _Plan) -> None:
 
 def _check_json(tar: Path, rel: str, staged: Path) -> None:
     """A JSON member must be one JSON object; a run record must also pass the record gate."""
-    from ..store import FIX_RERUN, RecordError, check_record
+    from asynctm.store import FIX_RERUN, RecordError, check_record
 
     try:
         obj = json.loads(staged.read_bytes())  # at most MAX_MEMBER_BYTES: checked while it was staged

@@ -31,9 +31,10 @@ from pathlib import Path, PurePosixPath
 
 import yaml
 
-from ..datasets.base import sha256_file
-from ..experiments import plan
-from ..provenance import REPO, git_info
+from asynctm.datasets.base import sha256_file
+from asynctm.experiments import plan
+from asynctm.provenance import REPO, git_info
+
 from . import STAGE_DIR, TRAVEL_BUDGET_BYTES
 
 PYTM_CUDA = "pytsetlinmachinecuda==0.1.9"
@@ -180,7 +181,7 @@ def _wheel_from_sdist(sdist: Path, wheels: Path) -> Path:
         raise StageError(f"{sdist}: no PKG-INFO or {pkg}/tm.py inside; is it the PyPI sdist of {PYTM_CUDA}?")
     info = f"{pkg}-{root.split('-')[-1]}.dist-info"
     files[f"{info}/METADATA"] = metadata
-    files[f"{info}/WHEEL"] = (b"Wheel-Version: 1.0\nGenerator: asynctm.campaign\nRoot-Is-Purelib: true\n"
+    files[f"{info}/WHEEL"] = (b"Wheel-Version: 1.0\nGenerator: gpu_host\nRoot-Is-Purelib: true\n"
                               b"Tag: py3-none-any\n")
     files[f"{info}/top_level.txt"] = f"{pkg}\n".encode()
     digests = {name: base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
@@ -244,7 +245,7 @@ def stage(config: dict, dest: Path | None = None, wheels: Path | None = None, sd
         files = {p.relative_to(tmp).as_posix(): {"bytes": p.stat().st_size, "sha256": sha256_file(p)}
                  for p in sorted(tmp.rglob("*")) if p.is_file()}
         staged, tree, git = sum(f["bytes"] for f in files.values()), travelling_tree_bytes(), git_info()
-        meta = {"generated_by": "python -m asynctm.campaign stage", "config": config, "experiments": experiments,
+        meta = {"generated_by": "python -m gpu_host stage", "config": config, "experiments": experiments,
                 "datasets": [f"{d}/{p}" for d, p in needed], "python_tag": tag, "cpu_peers": cpu_peers,
                 "source": {"commit": git["commit"], "tracked_files_modified": git["tracked_files_modified"]},
                 "staged_bytes": staged, "checkout_bytes": tree, "files": files}
@@ -267,6 +268,6 @@ def stage(config: dict, dest: Path | None = None, wheels: Path | None = None, sd
 def load_campaign(campaign_dir: Path) -> dict:
     path = Path(campaign_dir) / "campaign.json"
     if not path.is_file():
-        raise StageError(f"{path} is missing: run `python -m asynctm.campaign stage` on the machine with the data "
+        raise StageError(f"{path} is missing: run `python -m gpu_host stage` on the machine with the data "
                          f"and carry {STAGE_DIR} along with the command")
     return json.loads(path.read_text())

@@ -33,10 +33,11 @@ import xml.etree.ElementTree as ET
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ..experiments import estimate, plan
-from ..experiments.run import EXIT_PAUSED, checkpoint_path, novelty_scores_path, read_checkpoint
-from ..provenance import REPO, code_digests
-from . import STAGE_DIR, host, slug
+from asynctm.experiments import estimate, plan
+from asynctm.experiments.run import EXIT_PAUSED, checkpoint_path, novelty_scores_path, read_checkpoint
+from asynctm.provenance import REPO, code_digests, slug
+
+from . import STAGE_DIR, host
 from .stage import StageError, load_campaign
 
 DEFAULT_BUDGET_S = 480  # a device command may run 600 s; the rest is install, start-up and packing
@@ -384,7 +385,7 @@ def step_gpu_tests(step: Step, select: str | None = None) -> None:
 
 
 def step_bench(step: Step, select: str | None = None) -> None:
-    """Ours and PyTsetlinMachineCUDA on one GPU in one process (:mod:`asynctm.campaign.bench`):
+    """Ours and PyTsetlinMachineCUDA on one GPU in one process (:mod:`gpu_host.bench`):
     ``benchmarks/results/gpu_<gpu>_<commit>.{json,md}`` (with ``--impl``, only those builds, named after them);
     no epoch starts after the step's end less a margin."""
     name = f"gpu_{slug(step.gpu['name'])}_{((step.campaign.get('source') or {}).get('commit') or 'unknown')[:7]}"
@@ -397,7 +398,7 @@ def step_bench(step: Step, select: str | None = None) -> None:
             step.manifest["done"].extend(f"benchmarks/results/{p.name}" for p in out.glob("host_limits_*.json"))
         else:
             step.say(f"the GPU's limits were not measured (exit status {rc}; see the log); benchmarking on")
-    rc = step.child([PY, "-m", "asynctm.campaign.bench", "--campaign-dir", str(step.campaign_dir), "--out-dir",
+    rc = step.child([PY, "-m", "gpu_host.bench", "--campaign-dir", str(step.campaign_dir), "--out-dir",
                      str(out), "--name", name, "--deadline", f"{step.deadline - STOP_MARGIN_S:.0f}",
                      *(["--settings", select] if select else []), *(["--impls", step.impl] if step.impl else [])])
     if rc is None:
@@ -480,7 +481,7 @@ def resumable(step: Step, rel: str) -> dict | None:
 
 def timings(step: Step) -> estimate.Timings:
     """The pipeline's references for estimates: the records in the checkout and the work folder, the data's sizes."""
-    from ..store import RecordError
+    from asynctm.store import RecordError
 
     root = plan.results_root(step.config)
     try:
@@ -640,7 +641,7 @@ def run_step(name: str, campaign_dir: Path | None = None, out_dir: Path | None =
     except StageError as exc:
         step.stop(str(exc))
         step.pack()
-        print(f"asynctm.campaign step {name}: {exc}", file=sys.stderr)
+        print(f"gpu_host step {name}: {exc}", file=sys.stderr)
         return 1
     finally:
         step.close()

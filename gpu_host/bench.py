@@ -1,6 +1,6 @@
 """The GPU benchmark: our CUDA builds and PyTsetlinMachineCUDA on the same GPU, in one process.
 
-    python -m asynctm.campaign.bench --campaign-dir .campaign --out-dir benchmarks/results --name NAME
+    python -m gpu_host.bench --campaign-dir .campaign --out-dir benchmarks/results --name NAME
 
 The GPU settings of the benchmark harness :mod:`asynctm.benchmarking` (its per-epoch loop and pooling of seeds): ours
 as ``tm_gpu`` (one thread per clause, the paper's design) and ``tm_gpu_warp`` (a warp per clause) beside
@@ -24,10 +24,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import benchmarking
-from ..experiments import plan
-from ..experiments.run import dataset_summary, load_dataset
-from ..io import atomic_open, write_json_atomic
+from asynctm import benchmarking
+from asynctm.experiments import plan
+from asynctm.experiments.run import dataset_summary, load_dataset
+from asynctm.io import atomic_open, write_json_atomic
 
 # Timed epochs after the warm-up (paper scale; smoke scale: 1) and the seeds; one seed and one timed epoch where
 # PyTsetlinMachineCUDA's epochs are long, so that the benchmark fits one call. Where it is not among the builds timed
@@ -124,7 +124,7 @@ def result(rows: list[dict]) -> dict:
 def run_setting(config: dict, data_dir: Path, name: str, seeds, epochs: int, deadline: float, say=print,
                 impls=tuple(IMPLS)) -> dict:
     """One setting, every implementation of ``impls`` that runs there."""
-    from ..peers import dense01
+    from asynctm.peers import dense01
 
     base = plan.tm_run_settings(config, name, "tm_gpu", plan.main_params(config, name), seeds[0])
     h, task = base["hyperparameters"], ("regression" if base["task"] == "regression" else "classification")
@@ -298,10 +298,11 @@ def markdown(record: dict) -> str:
 
 
 def main(argv=None) -> int:
-    from ..provenance import code_digests, cpu_info, git_info, gpu_info, versions
+    from asynctm.provenance import code_digests, cpu_info, git_info, gpu_info, versions
+
     from .stage import load_campaign
 
-    ap = argparse.ArgumentParser(prog="python -m asynctm.campaign.bench", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m gpu_host.bench", description=__doc__.split("\n\n")[0])
     ap.add_argument("--campaign-dir", required=True, help="the staged folder (.campaign)")
     ap.add_argument("--out-dir", required=True, help="where <name>.json and <name>.md go")
     ap.add_argument("--name", required=True)
@@ -311,8 +312,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     config = load_campaign(Path(args.campaign_dir))["config"]
     smoke = plan.is_smoke(config)
-    record = {"generated_by": "python -m asynctm.campaign.bench", "name": args.name,
-              "command": ["python", "-m", "asynctm.campaign.bench", *(sys.argv[1:] if argv is None else argv)],
+    record = {"generated_by": "python -m gpu_host.bench", "name": args.name,
+              "command": ["python", "-m", "gpu_host.bench", *(sys.argv[1:] if argv is None else argv)],
               "date_utc": datetime.now(UTC).strftime("%Y-%m-%d"),
               "started_utc": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "git": git_info(),
               "code": code_digests(), "versions": versions(), "cpu": cpu_info(), "gpu": gpu_info(),
