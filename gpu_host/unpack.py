@@ -1,12 +1,12 @@
 """``unpack``: put what the GPU machine sent back (``<step>.tar.gz`` files) into ``results/`` and
 ``benchmarks/results/``, all of it or nothing.
 
-1. Every tarball is read as a stream into a private staging folder inside the target (``io.make_staging_dir``), each
-   member checked before its data is read: only plain files and folders below ``results/`` or
-   ``benchmarks/results/`` (no absolute paths, ``..``, links, devices or sparse files), each name once across the
-   tarballs, no file where another member puts a folder, at most :data:`MAX_MEMBER_BYTES` a file and
-   :data:`MAX_TOTAL_BYTES` in all (a few megabytes of gzip can expand to gigabytes). The compressed stream is read to
-   its end, so a damaged tarball is refused even where the damage lies past the last member.
+1. Every tarball is decompressed to its end (a damaged stream is refused even past the last member) into a private
+   staging folder inside the target (``io.make_staging_dir``), at most :data:`MAX_TOTAL_BYTES` for all of them (a
+   few megabytes of gzip can expand to gigabytes). Its members are checked before one is extracted: only plain files
+   and folders below ``results/`` or ``benchmarks/results/`` (no absolute paths, ``..``, links or devices), each name
+   once across the tarballs, no file where another member puts a folder, at most :data:`MAX_MEMBER_BYTES` a file,
+   the archive's end marker after the last; then tarfile's ``data`` filter extracts them.
 2. Every JSON file must be one JSON object, and every run record (``results/**/seed*.json``) must pass the record
    gate (:func:`asynctm.store.check_record`). An existing file is left alone when identical and refused when
    different (``--overwrite`` replaces it); links and file/folder clashes in the target are refused.
@@ -32,13 +32,10 @@ ALLOWED = ("results", "benchmarks/results")
 # Real members (records, logs, novelty scores, benchmark records and manifests) are each well under a megabyte and
 # all committed results together tens of megabytes (tests/unit/test_faults_unpack.py checks both against these).
 MAX_MEMBER_BYTES = 64 * 2**20
-MAX_TOTAL_BYTES = 2 * 2**30
-MAX_MEMBERS = 200_000  # entries of one tarball: a step packs a few thousand at most
-CHUNK_BYTES = 1 * 2**20  # a member's data is copied in chunks of this size
-MAX_READ_BYTES = 4 * 2**20  # the largest single read: a tar extension header is read whole into memory
+MAX_TOTAL_BYTES = 2 * 2**30  # the tarballs decompressed, together
+CHUNK_BYTES = 1 * 2**20
 STAGING = ".unpack-staging-"
 AGAIN = "ask the GPU host for the step's tarball again"
-_READ_ERRORS = (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile)
 
 
 class UnpackError(ValueError):
@@ -47,43 +44,6 @@ class UnpackError(ValueError):
 
 def _no(tar: Path, what: str, fix: str = AGAIN) -> UnpackError:
     return UnpackError(f"{tar.name}{what}; nothing was written: {fix}")
-
-
-def _damaged(tar: Path, exc: BaseException) -> UnpackError:
-    if isinstance(exc, gzip.BadGzipFile) and "gzipped" in str(exc):
-        return _no(tar, " is not a gzip file")
-    if isinstance(exc, EOFError):
-        return _no(tar, " is truncated (the compressed stream ends early)")
-    if isinstance(exc, (zlib.error, gzip.BadGzipFile)):
-        return _no(tar, f" holds damaged compressed data ({exc})")
-    return _no(tar, f" is not a tar archive or a damaged one ({exc})")
-
-
-class _Capped:
-    """The decompressed stream as the tarfile module reads it: no read above :data:`MAX_READ_BYTES`, no position
-    beyond ``cap`` (reads and forward seeks alike decompress)."""
-
-    def __init__(self, fileobj, tar: Path, cap: int):
-        self._f, self._tar, self.cap, self.last = fileobj, tar, cap, b""  # last: the last read, the end marker
-
-    def _check(self, end: int, size: int = 0) -> None:
-        if size < 0 or size > MAX_READ_BYTES:
-            raise _no(self._tar, f": an entry of more than {MAX_READ_BYTES} bytes is read at once (a tar header that "
-                                 "large; no real step's tarball comes near this)")
-        if end > self.cap:
-            raise _no(self._tar, f": it expands to more than {MAX_TOTAL_BYTES} bytes (the limit for all tarballs)")
-
-    def read(self, size: int = -1) -> bytes:
-        self._check(self._f.tell() + (size or 0), -1 if size is None else size)
-        self.last = self._f.read(size)
-        return self.last
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        self._check(offset if whence == 0 else 0)
-        return self._f.seek(offset, whence)
-
-    def tell(self) -> int:
-        return self._f.tell()
 
 
 def _record_rel(rel: str) -> Path | None:
@@ -98,7 +58,7 @@ def _record_rel(rel: str) -> Path | None:
 
 
 class _Plan:
-    """What the tarballs hold, checked member by member as they stream into the staging folder."""
+    """What the tarballs hold, checked member by member before any is extracted into the staging folder."""
 
     def __init__(self, staging: Path):
         self.staging, self.total = staging, 0
@@ -135,78 +95,56 @@ class _Plan:
             if parent in self.files:
                 raise _no(tar, f": member {rel!r} needs a folder {parent!r}, but {self.files[parent].name} holds a "
                                "file of that name")
-        if self.total + m.size > MAX_TOTAL_BYTES:
-            raise _no(tar, f": member {rel!r} brings the tarballs above {MAX_TOTAL_BYTES} bytes together",
-                      "unpack the tarballs one at a time (python -m gpu_host unpack <one .tar.gz>)")
-        self.total += m.size
         self.files[rel] = tar
         for parent in PurePosixPath(rel).parents[:-1]:
             self.dirs.setdefault(parent.as_posix(), tar)
         return rel, False
 
-
-def _copy(tar: Path, rel: str, src, dest: Path, size: int) -> None:
-    """Copy one member's ``size`` bytes from ``src`` to ``dest`` in chunks, never more than declared."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    written = 0
-    with open(dest, "xb") as out:
-        while written < size:
-            try:
-                chunk = src.read(min(CHUNK_BYTES, size - written))
-            except _READ_ERRORS as exc:
-                raise _damaged(tar, exc) from None
-            if not chunk:
-                raise _no(tar, f" is truncated: member {rel!r} ends after {written} of its {size} bytes")
-            out.write(chunk)
-            written += len(chunk)
-        out.flush()
-        os.fsync(out.fileno())  # on the disk before the rename says it is finished
-    os.chmod(dest, 0o644)
-
-
-def _stage_tarball(tar_path: Path, plan: _Plan) -> None:
-    """Stream one tarball's files into the staging folder, checking each member before reading its data."""
-    with open(tar_path, "rb") as raw, gzip.GzipFile(fileobj=raw, mode="rb") as gz:
-        stream = _Capped(gz, tar_path, cap=MAX_TOTAL_BYTES - plan.total + MAX_MEMBERS * tarfile.BLOCKSIZE)
+    def decompress(self, tar: Path, dest: Path) -> None:
+        """``tar``'s gzip stream, to its end (its length and checksum), into ``dest``, within the total limit."""
         try:
-            tar = tarfile.open(fileobj=stream, mode="r:")  # noqa: SIM115 (closed by the with below)
-        except _READ_ERRORS as exc:
-            raise _damaged(tar_path, exc) from None
-        with tar:
-            count = 0
-            while True:
-                try:
-                    member = tar.next()
-                    if member is None:  # the tarfile module also stops quietly at a cut or damaged header
-                        break
-                    tar.members = []  # the tarfile module keeps every header it read; nothing here needs them
-                    count += 1
-                    if count > MAX_MEMBERS:
-                        raise _no(tar_path, f" holds more than {MAX_MEMBERS} entries (no step packs that many)")
-                    rel, again = plan.member(tar_path, member)
-                    src = tar.extractfile(member) if rel else None
-                except _READ_ERRORS as exc:
-                    raise _damaged(tar_path, exc) from None
-                if rel is None:
-                    continue
-                if not again:
-                    _copy(tar_path, rel, src, plan.staging / rel, member.size)
-                    continue
-                copy = plan.staging / ".again"  # two steps of one lease packed the same run: the first copy stays
-                _copy(tar_path, rel, src, copy, member.size)
-                if copy.read_bytes() != (plan.staging / rel).read_bytes():
-                    plan.left_out.append((rel, tar_path))
-                copy.unlink()
-            if len(stream.last) < tarfile.BLOCKSIZE:
-                raise _no(tar_path, f" is truncated (the tar archive ends after {count} entries, without its end "
-                                    "marker)")
-            if stream.last != tarfile.NUL * tarfile.BLOCKSIZE:
-                raise _no(tar_path, f" is not a tar archive or a damaged one (a damaged header after {count} entries)")
-            try:  # to the end of the compressed stream: its length and checksum, after the tar's last entry
-                while stream.read(CHUNK_BYTES):
-                    pass
-            except _READ_ERRORS as exc:
-                raise _damaged(tar_path, exc) from None
+            with gzip.open(tar) as gz, open(dest, "wb") as out:
+                while chunk := gz.read(CHUNK_BYTES):
+                    self.total += len(chunk)
+                    if self.total > MAX_TOTAL_BYTES:
+                        raise _no(tar, f": the tarballs expand to more than {MAX_TOTAL_BYTES} bytes together",
+                                  "unpack the tarballs one at a time (python -m gpu_host unpack <one .tar.gz>)")
+                    out.write(chunk)
+        except EOFError:
+            raise _no(tar, " is truncated (the compressed stream ends early)") from None
+        except (zlib.error, gzip.BadGzipFile) as exc:
+            raise _no(tar, " is not a gzip file" if "gzipped" in str(exc) else
+                      f" holds damaged compressed data ({exc})") from None
+
+    def stage(self, tar_path: Path) -> None:
+        """Check one tarball's members and extract its files into the staging folder."""
+        plain = self.staging / ".tar"
+        self.decompress(tar_path, plain)
+        try:
+            with tarfile.open(plain, "r:") as tar:
+                checked = []  # each member checked as its header is read, before the next (its data unread)
+                while (m := tar.next()) is not None:  # the tarfile module stops quietly at a cut or damaged header
+                    checked.append((m, *self.member(tar_path, m)))
+                with open(plain, "rb") as fh:
+                    fh.seek(tar.offset)
+                    end = fh.read(tarfile.BLOCKSIZE)
+                if len(end) < tarfile.BLOCKSIZE:
+                    raise _no(tar_path, f" is truncated (the tar archive ends after {len(checked)} entries, without "
+                                        "its end marker)")
+                if end != tarfile.NUL * tarfile.BLOCKSIZE:
+                    raise _no(tar_path, f" is not a tar archive or a damaged one (a damaged header after "
+                                        f"{len(checked)} entries)")
+                for m, rel, again in checked:
+                    if rel is None:
+                        continue
+                    if not again:
+                        tar.extract(m, self.staging, filter=lambda m, path: tarfile.data_filter(m, path).replace(
+                            mode=0o644))
+                    elif tar.extractfile(m).read() != (self.staging / rel).read_bytes():
+                        self.left_out.append((rel, tar_path))  # two steps of a lease packed one run: the first stays
+        except tarfile.TarError as exc:
+            raise _no(tar_path, f" is not a tar archive or a damaged one ({exc})") from None
+        plain.unlink()
 
 
 def _check_json(tar: Path, rel: str, staged: Path) -> None:
@@ -214,7 +152,7 @@ def _check_json(tar: Path, rel: str, staged: Path) -> None:
     from asynctm.store import FIX_RERUN, RecordError, check_record
 
     try:
-        obj = json.loads(staged.read_bytes())  # at most MAX_MEMBER_BYTES: checked while it was staged
+        obj = json.loads(staged.read_bytes())  # at most MAX_MEMBER_BYTES: checked before it was staged
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         where = f" (line {exc.lineno} column {exc.colno}: {exc.msg})" if isinstance(exc, json.JSONDecodeError) else ""
         raise _no(tar, f": {rel} is not valid JSON{where}") from None
@@ -270,7 +208,7 @@ def unpack(folder: str | Path, into: str | Path | None = None, overwrite: bool =
     try:
         try:
             for tar_path in tars:
-                _stage_tarball(tar_path, plan)
+                plan.stage(tar_path)
             for rel, tar_path in sorted(plan.files.items()):
                 if rel.endswith(".json"):
                     _check_json(tar_path, rel, staging / rel)
@@ -282,6 +220,8 @@ def unpack(folder: str | Path, into: str | Path | None = None, overwrite: bool =
                               f"tarballs; nothing was written: {fix}") from None
         for done, rel in enumerate(writes):
             try:
+                with open(staging / rel, "rb") as fh:
+                    os.fsync(fh.fileno())  # on the disk before the rename says it is finished
                 (into / rel).parent.mkdir(parents=True, exist_ok=True)
                 os.replace(staging / rel, into / rel)
             except OSError as exc:  # everything was checked: only the file system itself can fail here

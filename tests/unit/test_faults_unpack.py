@@ -135,26 +135,26 @@ def test_a_member_claiming_a_huge_size_is_refused_before_its_data_is_read(tmp_pa
     assert "paper.tar.gz" in message and "seed0.log" in message and "ask the GPU host" in message
 
 
-def test_a_huge_tar_extension_header_is_refused_unread(tmp_path, out):
-    """A pax header is read whole into memory by the tarfile module: one claiming 1 GiB is refused first."""
+def test_a_tar_extension_header_larger_than_the_tarball_is_refused(tmp_path, out):
+    """A pax header claiming 1 GiB in a tarball of a few hundred bytes: a damaged archive."""
     info = tarfile.TarInfo("././@PaxHeader")
     info.type, info.size = tarfile.XHDTYPE, 2**30
     _crafted(out / "paper.tar.gz", info)
-    assert "paper.tar.gz" in _refused(out, tmp_path / "tree", "read at once")
+    assert "paper.tar.gz" in _refused(out, tmp_path / "tree", "is not a tar archive or a damaged one")
 
 
 def test_member_and_total_sizes_are_bounded_while_streaming(tmp_path, out, monkeypatch):
     monkeypatch.setattr(unpack_mod, "MAX_MEMBER_BYTES", 4096)
-    monkeypatch.setattr(unpack_mod, "CHUNK_BYTES", 1024)  # the copy goes in several chunks
+    monkeypatch.setattr(unpack_mod, "CHUNK_BYTES", 1024)  # the stream is decompressed in several chunks
     zeros = b"\0" * 5000  # a run of zeros: the kind of member that compresses to almost nothing
     _tar(out / "a.tar.gz", [("results/e/tm_gpu/p/seed0.log", b"ok", "file"),
                             ("results/e/tm_gpu/p/seed1.log", zeros, "file")])
     _refused(out, tmp_path / "tree", "seed1.log' claims 5000 bytes, outside the limit of 0 to 4096")
 
     monkeypatch.setattr(unpack_mod, "MAX_MEMBER_BYTES", 8192)
-    monkeypatch.setattr(unpack_mod, "MAX_TOTAL_BYTES", 8000)
+    monkeypatch.setattr(unpack_mod, "MAX_TOTAL_BYTES", 15000)  # each tarball expands to 10240 bytes (tar records)
     _tar(out / "b.tar.gz", [("results/e/tm_gpu/p/seed2.log", zeros, "file")])
-    _refused(out, tmp_path / "tree", "above 8000 bytes together")
+    assert "one at a time" in _refused(out, tmp_path / "tree", "expand to more than 15000 bytes together")
     (out / "b.tar.gz").unlink()
     assert unpack(out, into=tmp_path / "tree", say=quiet) == ["results/e/tm_gpu/p/seed0.log",
                                                              "results/e/tm_gpu/p/seed1.log"]
@@ -172,7 +172,6 @@ def test_the_limits_are_far_above_every_committed_result():
     sizes = [p.stat().st_size for p in files]
     assert max(sizes) * 100 < unpack_mod.MAX_MEMBER_BYTES
     assert sum(sizes) * 10 < unpack_mod.MAX_TOTAL_BYTES
-    assert len(files) * 10 < unpack_mod.MAX_MEMBERS
 
 
 # --- names --------------------------------------------------------------------------------------------------------
