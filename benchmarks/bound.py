@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import glob
 import hashlib
-import json
 import math
 import sys
 from pathlib import Path
@@ -124,16 +123,14 @@ def classes_of(setting: dict, experiment: str, data_dir: Path | None, given: dic
     if data_dir is not None:
         try:
             from asynctm.config_check import load_config
+            from asynctm.datasets import class_count
             from asynctm.experiments.plan import experiment as plan_experiment
 
-            exp = plan_experiment(load_config(HERE.parent / "config" / "config.yaml"), experiment)
-            meta = data_dir / "processed" / exp["dataset"] / exp.get("protocol", "paper") / "meta.json"
-            names = json.loads(meta.read_text(encoding="utf-8")).get("class_names")
-            if names:
-                return len(names), meta.as_posix()
-            why = f" ({meta} names no class_names)"
+            n, meta = class_count(data_dir, plan_experiment(load_config(HERE.parent / "config" / "config.yaml"),
+                                                            experiment))
+            return n, meta.as_posix()
         except Exception as exc:  # noqa: BLE001 - any failure here is a missing class count, reported below
-            why = f" ({type(exc).__name__}: {exc})"
+            why = f" ({exc})"
     raise BoundError(f"setting {setting['setting']!r}: the number of classes is unknown{why}; pass --classes "
                      f"{setting['setting']}=K or --data-dir with its processed dataset")
 
