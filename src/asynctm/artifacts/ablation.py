@@ -29,7 +29,7 @@ from ..experiments.plan import WARP_SUFFIX, parse_ablation_variant
 from ..io import write_text_atomic
 from .evidence_common import _sig
 from .figures import legend_below
-from .render import DATASET_LABELS
+from .render import dataset_label
 from .rules import add_job_args, run_logged
 
 LAST = 10  # "mean of the last epochs": the last 10
@@ -192,7 +192,7 @@ def table(rows) -> tuple[str, str]:
         metric, metric_label = _metric(group[0]["task"])
         spread = f" ± {_sig(s['s_epoch'][1], 2)}" if math.isfinite(s["s_epoch"][1]) else ""
         events = " / ".join(f"{s[k][0]:.0f}" for k in ("type_ia_feedback", "type_ib_feedback", "type_ii_feedback"))
-        md.append(f"| {DATASET_LABELS.get(experiment, experiment)} | {_build(group)} | "
+        md.append(f"| {dataset_label(experiment)} | {_build(group)} | "
                   f"{group[0]['clauses']} | {tally} | {rule} | {order} | "
                   f"{s['seeds']} | {metric_label} | {_pm(s['final'], 2)} | {_pm(s['last'], 2)} | "
                   f"{_pm(s['literals_early'], 1)} | {_pm(s['literals'], 1)} | {_pm(s['negated'], 1)} | "
@@ -251,7 +251,7 @@ def _epoch_lines(ax, rows, experiment: str, value, ylabel: str) -> int:
             sd = v.std(axis=0, ddof=1)
             ax.fill_between(x, mean - sd, mean + sd, color=colour, alpha=0.15, lw=0)
     clauses = next((r["clauses"] for r in rows if r["params"] == params), None)
-    ax.set_title(f"{DATASET_LABELS.get(experiment, experiment)}, {clauses} clauses")
+    ax.set_title(f"{dataset_label(experiment)}, {clauses} clauses")
     ax.set_xlabel("epoch")
     ax.set_ylabel(ylabel)
     return used
@@ -319,7 +319,7 @@ def figures(rows) -> dict:
             ax.set_xticklabels([str(c) for c in sorted({r["clauses"] for r in rows if r["experiment"] == e})],
                                rotation=45)
             ax.minorticks_off()
-            ax.set_title(DATASET_LABELS.get(e, e))
+            ax.set_title(dataset_label(e))
             ax.set_xlabel("clauses")
             ax.set_ylabel(f"test {mlabel}, last-{LAST} mean")
         if not swept:

@@ -37,7 +37,7 @@ from ..store.gate import read_records
 from ..store.layout import RecordError
 from .evidence_common import HEADER, SCHEMA, EvidenceError, _sig, check_out, read_json_object, write_record
 from .evidence_common import provenance as _provenance
-from .render import DATASET_LABELS
+from .render import dataset_label
 
 NAME = "gpu_fill"
 GPU_BUILDS = tuple(GPU_THREADS_PER_CLAUSE)
@@ -133,7 +133,7 @@ def render_gpu_fill(ev: dict, source: str) -> str:
           "(multiprocessors x threads per multiprocessor, from a measured limits record of that GPU model; – where "
           "none is on record).", ""]
     for g in ev["groups"]:
-        label = DATASET_LABELS.get(g["experiment"], g["experiment"])
+        label = dataset_label(g["experiment"])
         onset = g["onset"]
         end = (f"onset at {onset['clauses']:,} clauses ({onset['threads']:,} threads)" if onset else
                f"no onset up to {g['points'][-1]['clauses']:,} clauses ({g['max_threads']:,} threads)")

@@ -24,6 +24,11 @@ DATASET_LABELS = {
 }
 
 
+def dataset_label(name: str) -> str:
+    """A dataset's (or experiment's) name as the paper writes it; the name itself where it has no label."""
+    return DATASET_LABELS.get(name, name)
+
+
 def finite(x) -> bool:
     return x is not None and not (isinstance(x, float) and math.isnan(x))
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from .. import store
 from ..experiments.plan import TM_IMPLS
 from . import catalog, load_config, tables
-from .render import DATASET_LABELS
+from .render import dataset_label
 from .rules import add_job_args, run_logged
 
 PAGE = "report.html"
@@ -186,7 +186,7 @@ def summary_section(tables_dir: Path, config: dict) -> str:
             ours = row.get(f"{column}_last10_mean") if row.get(f"{column}_compared") == "last10" else \
                 row.get(f"{column}_mean")
             rows.append("<tr>" + "".join([
-                f"<td>{_esc(DATASET_LABELS.get(row['dataset'], row['dataset']))}</td>",
+                f"<td>{_esc(dataset_label(row['dataset']))}</td>",
                 f"<td>{_esc(IMPL_LABELS.get(row['implementation'], row['implementation']))}</td>",
                 f"<td>{_esc(label)}</td>",
                 f'<td class=r>{_num(ours, decimals)}</td>',

@@ -28,7 +28,7 @@ from . import render
 from .catalog import TABLE3_DATASETS, TABLE4_DATASETS, TABLE5_DATASETS
 from .records import busy_load_text, disturbed, select
 from .reference import paper_value
-from .render import DATASET_LABELS, Grid, finite, pm, seconds, speedup, text
+from .render import DATASET_LABELS, Grid, dataset_label, finite, pm, seconds, speedup, text
 
 IMPL_LABELS = {
     "pytm_indexed": "TM indexed (pyTM)", "pytm_nonindexed": "TM non-indexed (pyTM)",
@@ -595,7 +595,7 @@ def constant_note(used: pd.DataFrame) -> str:
     if values.empty:
         return ""
     parts = [(render.sig(row["min"], 3) if row["min"] == row["max"] else
-              f"{render.sig(row['min'], 3)}-{render.sig(row['max'], 3)}") + f" on {DATASET_LABELS.get(name, name)}"
+              f"{render.sig(row['min'], 3)}-{render.sig(row['max'], 3)}") + f" on {dataset_label(name)}"
              for name, row in values.iterrows()]
     return ("A constant prediction, the training targets' median for every test example, has test MAE "
             + ", ".join(parts) + " (the records' dataset summary): a TM at or above it has learned nothing usable "
