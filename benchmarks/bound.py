@@ -33,12 +33,11 @@ from __future__ import annotations
 
 import argparse
 import glob
-import hashlib
 import math
 import sys
 from pathlib import Path
 
-from asynctm.artifacts.evidence_common import dotted_field, read_json_object
+from asynctm.artifacts.evidence_common import _sha256, dotted_field, read_json_object
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -52,10 +51,6 @@ class BoundError(ValueError):
 
 def _read(path: Path, what: str) -> dict:
     return read_json_object(path, what, BoundError)
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def _get(obj: dict, dotted: str, path: Path, fix: str):
