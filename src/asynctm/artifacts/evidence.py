@@ -47,7 +47,7 @@ from pathlib import Path
 import numpy as np
 
 from ..io import atomic_open
-from .evidence_common import (  # noqa: F401 (re-exported: the evidence records' shared conventions)
+from .evidence_common import (
     HEADER,
     LAST,
     SCHEMA,

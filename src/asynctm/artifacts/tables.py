@@ -408,10 +408,9 @@ def _metric_rows(records, config, reference, host_gpu, datasets, metrics, baseli
                 notes.append(f"speed-up: {baseline} {plan.gap_reason(config, dataset, baseline, host_gpu)}")
             if ratio_note:
                 notes.append(ratio_note.replace("ratio", "speed-up", 1))
-            if finite(ratio) and not same_host and reduced_note(base_recs):
-                notes.append(f"speed-up over {baseline}'s {reduced_note(base_recs)}")
-            if finite(ratio) and not same_host and dirty_note(base_recs):
-                notes.append(f"speed-up over {baseline}'s {dirty_note(base_recs)}")
+            if finite(ratio) and not same_host:
+                notes += [f"speed-up over {baseline}'s {note}"
+                          for note in (reduced_note(base_recs), dirty_note(base_recs)) if note]
             if metric_recs.empty and time_recs.empty:
                 row["status"] = "not run"
             elif metric_recs.empty or time_recs.empty or len(metric_recs) < expected:
