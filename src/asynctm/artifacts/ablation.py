@@ -29,7 +29,7 @@ from ..experiments.plan import WARP_SUFFIX, parse_ablation_variant
 from ..io import write_text_atomic
 from .evidence_common import _sig
 from .figures import legend_below
-from .render import dataset_label
+from .render import dataset_label, stat
 from .rules import add_job_args, run_logged
 
 LAST = 10  # "mean of the last epochs": the last 10
@@ -116,10 +116,8 @@ def main_params(rows, experiment: str) -> str | None:
 
 
 def _mean_sd(values) -> tuple[float, float]:
-    v = np.asarray([x for x in values if x is not None and math.isfinite(x)], dtype=np.float64)
-    if v.size == 0:
-        return math.nan, math.nan
-    return float(v.mean()), (float(v.std(ddof=1)) if v.size > 1 else math.nan)
+    s = stat(values)
+    return s.mean, s.std
 
 
 def _diag(epoch: dict, key: str) -> float:

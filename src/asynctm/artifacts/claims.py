@@ -48,8 +48,8 @@ from ..experiments import plan
 from ..store import busy, load_records, read_record
 from . import catalog
 from .reference import paper_value
-from .render import dataset_label, sig
-from .tables import SVM_GPU_BUILDS, distinct_runs, load_svm_gpu_builds, reduced_note, stat, unrunnable_svm_gpu_builds
+from .render import dataset_label, sig, stat
+from .tables import SVM_GPU_BUILDS, distinct_runs, load_svm_gpu_builds, reduced_note, unrunnable_svm_gpu_builds
 
 REPRODUCED, PARTLY, NOT_REPRODUCED, UNTESTABLE = ("reproduced", "partly reproduced", "not reproduced",
                                                   "not testable here")

@@ -31,7 +31,8 @@ from ..experiments import plan
 from ..store import HOST_RULE_SHORT, STEADY_NOTE, dirty
 from . import render
 from .records import busy_load_text, disturbed, epochs_frame, select
-from .tables import TIME, host, stat
+from .render import stat
+from .tables import TIME, host
 
 COLUMN_WIDTH_IN = 3.3
 STYLE = {

@@ -28,7 +28,7 @@ from . import render
 from .catalog import TABLE3_DATASETS, TABLE4_DATASETS, TABLE5_DATASETS
 from .records import busy_load_text, disturbed, select
 from .reference import paper_value
-from .render import DATASET_LABELS, Grid, dataset_label, finite, pm, seconds, speedup, text
+from .render import DATASET_LABELS, NO_STAT, Grid, dataset_label, finite, pm, seconds, speedup, stat, text
 
 IMPL_LABELS = {
     "pytm_indexed": "TM indexed (pyTM)", "pytm_nonindexed": "TM non-indexed (pyTM)",
@@ -97,24 +97,6 @@ def provenance_lines(used: pd.DataFrame, config: dict) -> list[str]:
     return [*caveat, f"Records: {len(used)} complete run records at {config.get('scale', 'paper')} scale "
             f"(seeds {', '.join(map(str, plan.seeds(config)))}).",
             render.hardware(used), PAPER_HARDWARE]
-
-
-@dataclass(frozen=True)
-class Stat:
-    n: int
-    mean: float
-    std: float
-
-
-NO_STAT = Stat(0, math.nan, math.nan)
-
-
-def stat(values) -> Stat:
-    """Mean and sample standard deviation (ddof=1; NaN with fewer than two values) of the finite values."""
-    v = np.asarray([x for x in values if finite(x)], dtype=np.float64)
-    if v.size == 0:
-        return NO_STAT
-    return Stat(int(v.size), float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else math.nan)
 
 
 def _column(frame: pd.DataFrame, column: str) -> list:
