@@ -69,9 +69,8 @@ def prepare_dataset(name: str, raw_dir: str | os.PathLike, protocol: str, out_di
 
 
 def class_count(data_dir: str | os.PathLike, experiment: dict) -> tuple[int, Path]:
-    """The number of classes of an experiment's processed dataset (the ``class_names`` in its meta.json, from the
-    plan's experiment entry: ``dataset`` and ``protocol``) and that meta.json; ValueError in one line naming the
-    file and the fix where it is missing, unreadable or names no classes."""
+    """The class count of a plan experiment's processed dataset (its meta.json's ``class_names``) and that file;
+    ValueError naming the file and the fix where it is missing, unreadable or names no classes."""
     dataset, protocol = experiment["dataset"], experiment.get("protocol", "paper")
     meta = Path(data_dir) / "processed" / dataset / protocol / "meta.json"
     fix = f"build the dataset (snakemake --cores all {meta.as_posix()})"
