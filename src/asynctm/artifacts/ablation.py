@@ -29,7 +29,7 @@ from ..experiments.plan import WARP_SUFFIX, parse_ablation_variant
 from ..io import write_text_atomic
 from .evidence_common import _sig
 from .figures import legend_below
-from .render import dataset_label, stat
+from .render import dataset_label, mean_std, pm
 from .rules import add_job_args, run_logged
 
 LAST = 10  # "mean of the last epochs": the last 10
@@ -115,11 +115,6 @@ def main_params(rows, experiment: str) -> str | None:
     return max(counts, key=lambda k: (len(counts[k]), k[1], k[0]))[0]
 
 
-def _mean_sd(values) -> tuple[float, float]:
-    s = stat(values)
-    return s.mean, s.std
-
-
 def _diag(epoch: dict, key: str) -> float:
     return float(epoch["diagnostics"][key])
 
@@ -129,15 +124,15 @@ def summarise(group: list[dict]) -> dict:
     metric = group[0]["metric"]
     last = [e["epochs"][-LAST:] for e in group]
     out = {"seeds": len(group),
-           "final": _mean_sd([r["epochs"][-1][metric] for r in group]),
-           "last": _mean_sd([float(np.mean([e[metric] for e in es])) for es in last]),
-           "literals": _mean_sd([_diag(r["epochs"][-1], "literals_per_clause") for r in group]),
-           "literals_early": _mean_sd([_diag(r["epochs"][EARLY - 1], "literals_per_clause") for r in group
+           "final": mean_std([r["epochs"][-1][metric] for r in group]),
+           "last": mean_std([float(np.mean([e[metric] for e in es])) for es in last]),
+           "literals": mean_std([_diag(r["epochs"][-1], "literals_per_clause") for r in group]),
+           "literals_early": mean_std([_diag(r["epochs"][EARLY - 1], "literals_per_clause") for r in group
                                        if len(r["epochs"]) >= EARLY]),
-           "negated": _mean_sd([_diag(r["epochs"][-1], "negated_literals_per_clause") for r in group]),
-           "s_epoch": _mean_sd([r["train_s_mean"] for r in group])}
+           "negated": mean_std([_diag(r["epochs"][-1], "negated_literals_per_clause") for r in group]),
+           "s_epoch": mean_std([r["train_s_mean"] for r in group])}
     for key in ("type_ia_feedback", "type_ib_feedback", "type_ii_feedback"):
-        out[key] = _mean_sd([float(np.mean([_diag(e, key) for e in es])) for es in last])
+        out[key] = mean_std([float(np.mean([_diag(e, key) for e in es])) for es in last])
     return out
 
 
@@ -152,10 +147,7 @@ def _groups(rows):
 
 
 def _pm(mean_sd, decimals: int) -> str:
-    mean, sd = mean_sd
-    if not math.isfinite(mean):
-        return "–"
-    return f"{mean:.{decimals}f}" + (f" ± {sd:.{decimals}f}" if math.isfinite(sd) else "")
+    return pm(*mean_sd, decimals)[0]
 
 
 def _hardware(rows) -> str:

@@ -48,7 +48,7 @@ from ..experiments import plan
 from ..store import busy, load_records, read_record
 from . import catalog
 from .reference import paper_value
-from .render import dataset_label, sig, stat
+from .render import dataset_label, num, pm, sig, stat
 from .tables import SVM_GPU_BUILDS, distinct_runs, load_svm_gpu_builds, reduced_note, unrunnable_svm_gpu_builds
 
 REPRODUCED, PARTLY, NOT_REPRODUCED, UNTESTABLE = ("reproduced", "partly reproduced", "not reproduced",
@@ -376,15 +376,11 @@ def _clauses(values) -> str:
 
 
 def _num(x, decimals: int = 2, signed: bool = False) -> str:
-    if not _finite(x):
-        return "–"
-    return f"{x:+.{decimals}f}" if signed else f"{x:.{decimals}f}"
+    return num(x, decimals, signed)[0]
 
 
 def _pm(mean, sd, decimals: int = 2) -> str:
-    if not _finite(mean):
-        return "–"
-    return f"{mean:.{decimals}f}" + (f" ± {sd:.{decimals}f}" if _finite(sd) else "")
+    return pm(mean, sd, decimals)[0]
 
 
 def _secs(x) -> str:

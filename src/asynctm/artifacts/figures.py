@@ -31,7 +31,7 @@ from ..experiments import plan
 from ..store import HOST_RULE_SHORT, STEADY_NOTE, dirty
 from . import render
 from .records import busy_load_text, disturbed, epochs_frame, select
-from .render import stat
+from .render import mean_std
 from .tables import TIME, host
 
 COLUMN_WIDTH_IN = 3.3
@@ -102,11 +102,6 @@ def _by_gpu(impl: str, recs: pd.DataFrame) -> list[tuple[str | None, pd.DataFram
         return [(None, recs)]
     gpu = recs["gpu_name"].map(lambda v: v if isinstance(v, str) else "")
     return [(g or None, recs[gpu == g]) for g in sorted(set(gpu))]
-
-
-def _mean_std(values) -> tuple[float, float]:
-    s = stat(values)
-    return s.mean, s.std
 
 
 @contextmanager
@@ -327,7 +322,7 @@ def _versus_clauses(records, config, host_gpu, name, experiment, column, ylabel,
                 continue
             found = False
             for gpu, recs in _by_gpu(impl, select(records, experiment, impl, params, sweep.seeds)):
-                mean, std = _mean_std(recs[column].tolist() if column in recs else [])
+                mean, std = mean_std(recs[column].tolist() if column in recs else [])
                 if not render.finite(mean):
                     continue
                 s = lines.setdefault(gpu, Series(impl, gpu=gpu))
@@ -337,7 +332,7 @@ def _versus_clauses(records, config, host_gpu, name, experiment, column, ylabel,
                 s.records += len(recs)
                 hosts.setdefault(id(s), set()).update(host(r) for r in recs.itertuples())
                 if column == TIME:
-                    firsts.setdefault(id(s), []).append((_mean_std(recs["train_s_first"].tolist())[0], mean))
+                    firsts.setdefault(id(s), []).append((mean_std(recs["train_s_first"].tolist())[0], mean))
                 n_dirty = sum(dirty(v) for v in recs["git_dirty"]) if "git_dirty" in recs else 0
                 if n_dirty:
                     dirty_points.append(f"{s.name} at {clauses} clauses ({n_dirty} of {len(recs)})")
@@ -390,7 +385,7 @@ def _over_epochs(records, config, host_gpu, name, experiment, column, ylabel, ti
             if n_dirty:
                 dirty_points.append(f"{s.name} ({n_dirty} of {len(group_recs)})")
             for epoch, group in epochs.groupby("epoch", sort=True):
-                mean, std = _mean_std(group[column].tolist())
+                mean, std = mean_std(group[column].tolist())
                 s.x.append(int(epoch))
                 s.mean.append(mean)
                 s.std.append(std)

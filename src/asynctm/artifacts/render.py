@@ -52,6 +52,12 @@ def stat(values) -> Stat:
     return Stat(int(v.size), float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else math.nan)
 
 
+def mean_std(values) -> tuple[float, float]:
+    """:func:`stat`'s mean and sample standard deviation."""
+    s = stat(values)
+    return s.mean, s.std
+
+
 def decimals_for(x: float, significant: int) -> int:
     if x == 0:
         return significant - 1
