@@ -332,10 +332,10 @@ def build(results, tables_dir, figures_dir, records=None) -> list[Path]:
     for path, text in zip(written, table(rows)):
         write_text_atomic(path, text)
     for name, (fig, caption) in figures(rows).items():
-        paths = [figures_dir / f"{name}.{ext}" for ext in ("png", "pdf", "caption.txt")]
-        save(Figure(name, fig, caption), *paths[:2])
-        write_text_atomic(paths[2], caption + "\n")
-        written += paths
+        paths = {"png": figures_dir / f"{name}.png", "pdf": figures_dir / f"{name}.pdf",
+                 "caption": figures_dir / f"{name}.caption.txt"}
+        save(Figure(name, fig, caption + "\n"), paths)
+        written += paths.values()
     return written
 
 

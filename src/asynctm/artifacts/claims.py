@@ -1304,10 +1304,7 @@ def build(name: str, results_dir, config: dict, out_dir, reference, records=None
     from . import forest
     from .figures import save
 
-    figure = forest.forest_figure(rows, ev, th, config)
-    save(figure, Path(paths["png"]), Path(paths["pdf"]))
-    write_text_atomic(paths["caption"], figure.caption)
-    return sorted(paths.values())
+    return save(forest.forest_figure(rows, ev, th, config), paths)
 
 
 def splice_readme(readme, tables_dir=None) -> bool:

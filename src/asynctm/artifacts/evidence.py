@@ -46,7 +46,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..io import atomic_open
+from ..io import write_text_atomic
 from .evidence_common import (
     HEADER,
     LAST,
@@ -693,10 +693,8 @@ def render(evidence_dir, tables_dir) -> list[Path]:
         except (KeyError, TypeError, IndexError, AttributeError) as exc:
             raise EvidenceError(f"{path}: field {exc} is missing or malformed; rebuild this evidence record") from None
         out.append((tables_dir / f"evidence_{ev['name']}.md", text))
-    tables_dir.mkdir(parents=True, exist_ok=True)
     for target, text in out:
-        with atomic_open(target, "w") as fh:
-            fh.write(text)
+        write_text_atomic(target, text)
     return [p for p, _ in out]
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
 
 import matplotlib
 import matplotlib.figure
@@ -457,12 +456,14 @@ FIGURE_FUNCTIONS = {f.keywords["name"]: f for f in (
     fig_bike_time_vs_clauses, fig_bike_mae_over_epochs, fig_bike_time_per_epoch, fig_imdb_time_vs_clauses)}
 
 
-def save(figure: Figure, png: Path, pdf: Path) -> None:
-    """PNG and PDF without timestamps or software names (the same figure gives the same bytes), each written
-    atomically."""
-    from ..io import atomic_open
+def save(figure: Figure, paths: dict) -> list[str]:
+    """The figure's PNG and PDF without timestamps or software names (the same figure gives the same bytes) and its
+    caption, each written atomically to ``paths`` (by role: png, pdf, caption); returns the paths, sorted."""
+    from ..io import atomic_open, write_text_atomic
 
     with _style():
-        for path, fmt, metadata in ((png, "png", PNG_METADATA), (pdf, "pdf", PDF_METADATA)):
-            with atomic_open(path, "wb") as fh:
+        for fmt, metadata in (("png", PNG_METADATA), ("pdf", PDF_METADATA)):
+            with atomic_open(paths[fmt], "wb") as fh:
                 figure.figure.savefig(fh, format=fmt, metadata=metadata)
+    write_text_atomic(paths["caption"], figure.caption)
+    return sorted(map(str, paths.values()))
