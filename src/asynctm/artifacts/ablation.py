@@ -305,9 +305,8 @@ def figures(rows) -> dict:
                 ax.plot(xs, [np.mean(pts[c]) for c in xs], color=colour, linestyle=style, marker="o", label=label)
             metric, mlabel = _metric(next(r["task"] for r in rows if r["experiment"] == e))
             ax.set_xscale("log", base=2)
-            ax.set_xticks(sorted({r["clauses"] for r in rows if r["experiment"] == e}))
-            ax.set_xticklabels([str(c) for c in sorted({r["clauses"] for r in rows if r["experiment"] == e})],
-                               rotation=45)
+            ticks = sorted({r["clauses"] for r in rows if r["experiment"] == e})
+            ax.set_xticks(ticks, [str(c) for c in ticks], rotation=45)
             ax.minorticks_off()
             ax.set_title(dataset_label(e))
             ax.set_xlabel("clauses")

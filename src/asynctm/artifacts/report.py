@@ -28,7 +28,7 @@ from pathlib import Path
 from .. import store
 from ..experiments.plan import TM_IMPLS
 from . import catalog, load_config, tables
-from .render import dataset_label
+from .render import dataset_label, num
 from .rules import add_job_args, run_logged
 
 PAGE = "report.html"
@@ -66,13 +66,11 @@ def _esc(value) -> str:
 
 
 def _num(value, decimals: int, signed: bool = False) -> str:
+    """A CSV cell's number (render.num's Markdown); '–' where it holds none."""
     try:
-        x = float(value)
+        return num(float(value), decimals, signed)[0]
     except (TypeError, ValueError):
         return "–"
-    if x != x:
-        return "–"
-    return f"{x:+.{decimals}f}" if signed else f"{x:.{decimals}f}"
 
 
 def _speedup(value) -> str:
