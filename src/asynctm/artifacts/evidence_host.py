@@ -206,7 +206,7 @@ def render_host_speedups(ev: dict, source: str) -> str:
                   "GPU builds trained one after the other on another core.", "",
                   "| dataset | run | epochs timed | epoch 1 (s) | epochs 2 to last, mean (s) | note |",
                   "|---|---|---:|---:|---:|---|"]
-        for name in sorted(h["experiments"], key=lambda n: dataset_label(n)):
+        for name in sorted(h["experiments"], key=dataset_label):
             impls = h["experiments"][name]
             for impl in (*CPU_PEERS, *GPU_BUILDS):
                 t = impls.get(impl)
@@ -223,7 +223,7 @@ def render_host_speedups(ev: dict, source: str) -> str:
                              f"{_num(math.fsum(later) / len(later), 3) if later else '–'} | {note} |")
         lines += ["", "| dataset | GPU build | over | speed-up | basis | paper (tm_gpu) |",
                   "|---|---|---|---:|---|---:|"]
-        for name in sorted(h["experiments"], key=lambda n: dataset_label(n)):
+        for name in sorted(h["experiments"], key=dataset_label):
             impls = h["experiments"][name]
             for key, s in impls["speedups"].items():
                 build_, base = key.split("/")
