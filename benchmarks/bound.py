@@ -33,13 +33,11 @@ from __future__ import annotations
 
 import argparse
 import glob
-import hashlib
-import json
 import math
 import sys
 from pathlib import Path
 
-from asynctm.artifacts.evidence_common import dotted_field, read_json_object
+from asynctm.artifacts.evidence_common import _sha256, dotted_field, read_json_object
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -53,10 +51,6 @@ class BoundError(ValueError):
 
 def _read(path: Path, what: str) -> dict:
     return read_json_object(path, what, BoundError)
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def _get(obj: dict, dotted: str, path: Path, fix: str):
@@ -124,16 +118,14 @@ def classes_of(setting: dict, experiment: str, data_dir: Path | None, given: dic
     if data_dir is not None:
         try:
             from asynctm.config_check import load_config
+            from asynctm.datasets import class_count
             from asynctm.experiments.plan import experiment as plan_experiment
 
-            exp = plan_experiment(load_config(HERE.parent / "config" / "config.yaml"), experiment)
-            meta = data_dir / "processed" / exp["dataset"] / exp.get("protocol", "paper") / "meta.json"
-            names = json.loads(meta.read_text(encoding="utf-8")).get("class_names")
-            if names:
-                return len(names), meta.as_posix()
-            why = f" ({meta} names no class_names)"
+            n, meta = class_count(data_dir, plan_experiment(load_config(HERE.parent / "config" / "config.yaml"),
+                                                            experiment))
+            return n, meta.as_posix()
         except Exception as exc:  # noqa: BLE001 - any failure here is a missing class count, reported below
-            why = f" ({type(exc).__name__}: {exc})"
+            why = f" ({exc})"
     raise BoundError(f"setting {setting['setting']!r}: the number of classes is unknown{why}; pass --classes "
                      f"{setting['setting']}=K or --data-dir with its processed dataset")
 

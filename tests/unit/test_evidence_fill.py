@@ -99,3 +99,14 @@ def test_the_record_renders(tmp_path, data_dir):
     (page,) = render(ev_dir, tmp_path / "tables")
     text = page.read_text()
     assert "onset at 25 clauses (1,600 threads)" in text and "| 50 | 3,200 | 80.0 % | 2.00 |  |" in text
+
+
+def test_a_dataset_without_class_names_stops_with_a_line_naming_its_meta(tmp_path, data_dir):
+    write_point(tmp_path / "results", "tm_gpu", 25, [9.0, 1.0, 1.0, 1.0, 1.0])
+    meta = data_dir / "processed" / "semeval" / "paper" / "meta.json"
+    meta.write_text(json.dumps({"class_names": []}))
+    with pytest.raises(evidence_fill.EvidenceError, match="meta.json: no class_names; build the dataset"):
+        build(tmp_path, data_dir)
+    meta.unlink()
+    with pytest.raises(evidence_fill.EvidenceError, match="no readable processed dataset meta"):
+        build(tmp_path, data_dir)

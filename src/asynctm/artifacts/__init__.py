@@ -47,10 +47,7 @@ def build(name: str, results_dir, config: dict, out_dir, host_gpu: bool, referen
     paths = output_paths(name, out)
     records = load_records(results_dir, experiments=catalog.experiments(name, config), files=records)
     if name in FIGURES:
-        figure = figures.FIGURE_FUNCTIONS[name](records, config, host_gpu)
-        figures.save(figure, Path(paths["png"]), Path(paths["pdf"]))
-        write_text_atomic(paths["caption"], figure.caption)
-        return sorted(paths.values())
+        return figures.save(figures.FIGURE_FUNCTIONS[name](records, config, host_gpu), paths)
     reference = load_reference(reference_path or DEFAULT_REFERENCE)
     if name in SUMMARIES:
         write_text_atomic(paths["md"], tables.results_summary(records, config, reference, host_gpu))

@@ -29,7 +29,7 @@ from ..experiments.plan import WARP_SUFFIX, parse_ablation_variant
 from ..io import write_text_atomic
 from .evidence_common import _sig
 from .figures import legend_below
-from .render import DATASET_LABELS
+from .render import dataset_label, mean_std, pm
 from .rules import add_job_args, run_logged
 
 LAST = 10  # "mean of the last epochs": the last 10
@@ -115,13 +115,6 @@ def main_params(rows, experiment: str) -> str | None:
     return max(counts, key=lambda k: (len(counts[k]), k[1], k[0]))[0]
 
 
-def _mean_sd(values) -> tuple[float, float]:
-    v = np.asarray([x for x in values if x is not None and math.isfinite(x)], dtype=np.float64)
-    if v.size == 0:
-        return math.nan, math.nan
-    return float(v.mean()), (float(v.std(ddof=1)) if v.size > 1 else math.nan)
-
-
 def _diag(epoch: dict, key: str) -> float:
     return float(epoch["diagnostics"][key])
 
@@ -131,15 +124,15 @@ def summarise(group: list[dict]) -> dict:
     metric = group[0]["metric"]
     last = [e["epochs"][-LAST:] for e in group]
     out = {"seeds": len(group),
-           "final": _mean_sd([r["epochs"][-1][metric] for r in group]),
-           "last": _mean_sd([float(np.mean([e[metric] for e in es])) for es in last]),
-           "literals": _mean_sd([_diag(r["epochs"][-1], "literals_per_clause") for r in group]),
-           "literals_early": _mean_sd([_diag(r["epochs"][EARLY - 1], "literals_per_clause") for r in group
+           "final": mean_std([r["epochs"][-1][metric] for r in group]),
+           "last": mean_std([float(np.mean([e[metric] for e in es])) for es in last]),
+           "literals": mean_std([_diag(r["epochs"][-1], "literals_per_clause") for r in group]),
+           "literals_early": mean_std([_diag(r["epochs"][EARLY - 1], "literals_per_clause") for r in group
                                        if len(r["epochs"]) >= EARLY]),
-           "negated": _mean_sd([_diag(r["epochs"][-1], "negated_literals_per_clause") for r in group]),
-           "s_epoch": _mean_sd([r["train_s_mean"] for r in group])}
+           "negated": mean_std([_diag(r["epochs"][-1], "negated_literals_per_clause") for r in group]),
+           "s_epoch": mean_std([r["train_s_mean"] for r in group])}
     for key in ("type_ia_feedback", "type_ib_feedback", "type_ii_feedback"):
-        out[key] = _mean_sd([float(np.mean([_diag(e, key) for e in es])) for es in last])
+        out[key] = mean_std([float(np.mean([_diag(e, key) for e in es])) for es in last])
     return out
 
 
@@ -154,10 +147,7 @@ def _groups(rows):
 
 
 def _pm(mean_sd, decimals: int) -> str:
-    mean, sd = mean_sd
-    if not math.isfinite(mean):
-        return "–"
-    return f"{mean:.{decimals}f}" + (f" ± {sd:.{decimals}f}" if math.isfinite(sd) else "")
+    return pm(*mean_sd, decimals)[0]
 
 
 def _hardware(rows) -> str:
@@ -192,7 +182,7 @@ def table(rows) -> tuple[str, str]:
         metric, metric_label = _metric(group[0]["task"])
         spread = f" ± {_sig(s['s_epoch'][1], 2)}" if math.isfinite(s["s_epoch"][1]) else ""
         events = " / ".join(f"{s[k][0]:.0f}" for k in ("type_ia_feedback", "type_ib_feedback", "type_ii_feedback"))
-        md.append(f"| {DATASET_LABELS.get(experiment, experiment)} | {_build(group)} | "
+        md.append(f"| {dataset_label(experiment)} | {_build(group)} | "
                   f"{group[0]['clauses']} | {tally} | {rule} | {order} | "
                   f"{s['seeds']} | {metric_label} | {_pm(s['final'], 2)} | {_pm(s['last'], 2)} | "
                   f"{_pm(s['literals_early'], 1)} | {_pm(s['literals'], 1)} | {_pm(s['negated'], 1)} | "
@@ -251,7 +241,7 @@ def _epoch_lines(ax, rows, experiment: str, value, ylabel: str) -> int:
             sd = v.std(axis=0, ddof=1)
             ax.fill_between(x, mean - sd, mean + sd, color=colour, alpha=0.15, lw=0)
     clauses = next((r["clauses"] for r in rows if r["params"] == params), None)
-    ax.set_title(f"{DATASET_LABELS.get(experiment, experiment)}, {clauses} clauses")
+    ax.set_title(f"{dataset_label(experiment)}, {clauses} clauses")
     ax.set_xlabel("epoch")
     ax.set_ylabel(ylabel)
     return used
@@ -315,11 +305,10 @@ def figures(rows) -> dict:
                 ax.plot(xs, [np.mean(pts[c]) for c in xs], color=colour, linestyle=style, marker="o", label=label)
             metric, mlabel = _metric(next(r["task"] for r in rows if r["experiment"] == e))
             ax.set_xscale("log", base=2)
-            ax.set_xticks(sorted({r["clauses"] for r in rows if r["experiment"] == e}))
-            ax.set_xticklabels([str(c) for c in sorted({r["clauses"] for r in rows if r["experiment"] == e})],
-                               rotation=45)
+            ticks = sorted({r["clauses"] for r in rows if r["experiment"] == e})
+            ax.set_xticks(ticks, [str(c) for c in ticks], rotation=45)
             ax.minorticks_off()
-            ax.set_title(DATASET_LABELS.get(e, e))
+            ax.set_title(dataset_label(e))
             ax.set_xlabel("clauses")
             ax.set_ylabel(f"test {mlabel}, last-{LAST} mean")
         if not swept:
@@ -342,10 +331,10 @@ def build(results, tables_dir, figures_dir, records=None) -> list[Path]:
     for path, text in zip(written, table(rows)):
         write_text_atomic(path, text)
     for name, (fig, caption) in figures(rows).items():
-        paths = [figures_dir / f"{name}.{ext}" for ext in ("png", "pdf", "caption.txt")]
-        save(Figure(name, fig, caption), *paths[:2])
-        write_text_atomic(paths[2], caption + "\n")
-        written += paths
+        paths = {"png": figures_dir / f"{name}.png", "pdf": figures_dir / f"{name}.pdf",
+                 "caption": figures_dir / f"{name}.caption.txt"}
+        save(Figure(name, fig, caption + "\n"), paths)
+        written += paths.values()
     return written
 
 

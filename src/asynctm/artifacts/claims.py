@@ -48,8 +48,8 @@ from ..experiments import plan
 from ..store import busy, load_records, read_record
 from . import catalog
 from .reference import paper_value
-from .render import DATASET_LABELS, sig
-from .tables import SVM_GPU_BUILDS, distinct_runs, load_svm_gpu_builds, reduced_note, stat, unrunnable_svm_gpu_builds
+from .render import dataset_label, num, pm, sig, stat
+from .tables import SVM_GPU_BUILDS, distinct_runs, load_svm_gpu_builds, reduced_note, unrunnable_svm_gpu_builds
 
 REPRODUCED, PARTLY, NOT_REPRODUCED, UNTESTABLE = ("reproduced", "partly reproduced", "not reproduced",
                                                   "not testable here")
@@ -376,19 +376,11 @@ def _clauses(values) -> str:
 
 
 def _num(x, decimals: int = 2, signed: bool = False) -> str:
-    if not _finite(x):
-        return "–"
-    return f"{x:+.{decimals}f}" if signed else f"{x:.{decimals}f}"
+    return num(x, decimals, signed)[0]
 
 
 def _pm(mean, sd, decimals: int = 2) -> str:
-    if not _finite(mean):
-        return "–"
-    return f"{mean:.{decimals}f}" + (f" ± {sd:.{decimals}f}" if _finite(sd) else "")
-
-
-def _label(dataset: str) -> str:
-    return DATASET_LABELS.get(dataset, dataset)
+    return pm(mean, sd, decimals)[0]
 
 
 def _secs(x) -> str:
@@ -542,7 +534,7 @@ def c1_rows(ev, config, reference, th) -> list[Row]:
         extra = [s.note for s in samples if s.note]
         extra += [f"{b} not compared: {s.reduced}" for b, s in bases.items() if s.reduced]
         rows.append(Row(
-            "C1", "part", _label(dataset), verdict, dataset=dataset, implementation=GPU, metric=metric,
+            "C1", "part", dataset_label(dataset), verdict, dataset=dataset, implementation=GPU, metric=metric,
             tested=(f"{metric} of tm_gpu (the paper's design) vs each of {', '.join(th['no_loss']['against'])} "
                     f"at the main setting ({plan.main_params(config, dataset, GPU)}): the mean over seeds of each "
                     f"run's {ours.which or 'last-10-epoch mean'}; loss one-sided"),
@@ -649,7 +641,7 @@ def _speedup_row(ev, config, reference, th, claim, dataset, baseline, source, le
     factor = float(th["speedup"]["within_factor"])
     metric = f"speedup over {baseline}"
     return Row(
-        claim, level, _label(dataset) + (f", tm_gpu, {metric}" if level == "cell" else ""), verdict,
+        claim, level, dataset_label(dataset) + (f", tm_gpu, {metric}" if level == "cell" else ""), verdict,
         dataset=dataset, implementation=GPU, metric=metric,
         tested=(f"mean per-epoch training time ({warm_text(th)}) of {baseline} over tm_gpu's, at "
                 "the main setting, quiet records of one host"),
@@ -751,7 +743,7 @@ def c3_rows(ev, config, reference, th) -> list[Row]:
     bound = float(ac["max_ratio"])
     for experiment, sw in _sweeps(config):
         in_range = [c for c in sw.clauses if c <= int(ac["max_clauses"])]
-        label = f"{_label(experiment)} sweep"
+        label = f"{dataset_label(experiment)} sweep"
         if len(in_range) < 2:
             rows.append(Row("C3", "part", label, UNTESTABLE, dataset=experiment, implementation=GPU,
                             note=f"the sweep has fewer than two points up to {int(ac['max_clauses']):,} clauses"))
@@ -787,7 +779,7 @@ def _semeval_rows(ev, config, reference, th) -> list[Row]:
         experiment = ref.dataset
         paper_ratio = 1 + float(ref.mean) / 100
         bound = paper_ratio * float(th["semeval_increase"]["tolerance_factor"])
-        label = f"{_label(experiment)}, {lo:,} → {hi:,} clauses (+{float(ref.mean):g} %)"
+        label = f"{dataset_label(experiment)}, {lo:,} → {hi:,} clauses (+{float(ref.mean):g} %)"
         sw = plan.sweep(config, experiment) if experiment in config["experiments"] else None
         if sw is None or lo not in sw.clauses or hi not in sw.clauses:
             rows.append(Row("C3", "part", label, UNTESTABLE, dataset=experiment, implementation=GPU,
@@ -838,7 +830,7 @@ def c4_rows(ev, config, reference, th) -> list[Row]:
     plo, phi = map(float, pr["partly_slope"])
     for experiment, sw in _sweeps(config):
         points = [c for c in sw.clauses if c >= int(pr["min_clauses"])]
-        label = f"{_label(experiment)} sweep"
+        label = f"{dataset_label(experiment)} sweep"
         base = dict(dataset=experiment, implementation=GPU, metric="log-log slope",
                     tested=(f"least-squares slope of log(tm_gpu's per-epoch time, {warm_text(th)}) "
                             f"on log(clauses) over the sweep's points from {int(pr['min_clauses']):,} clauses, "
@@ -921,7 +913,7 @@ def c5_rows(ev, config, reference, th) -> list[Row]:
             b = _c5_for(ev, th, experiment, build)
             beside.append(f"{build}: {b['verdict']}" + (f" (Δ {_num(b['diff'], 2, True)})" if "diff" in b else ""))
         rows.append(Row(
-            "C5", "part", _label(experiment), r["verdict"], dataset=experiment, implementation=judged,
+            "C5", "part", dataset_label(experiment), r["verdict"], dataset=experiment, implementation=judged,
             metric=r.get("metric", ""),
             tested=(f"{judged} (the ablation's build, config ablation.impl) at {r['params'] or 'the main setting'}: "
                     f"asynchronous vs synchronous tally, {od['order']} example order"
@@ -940,7 +932,7 @@ def _cell_row(ev, config, reference, th, claim, source, dataset, impl, build, me
     """One metric cell: our ``build``'s value against the paper's ``impl`` (tm_gpu_warp: against the paper's CUDA TM,
     reported beside)."""
     paper, paper_sd = paper_value(reference, source, dataset, impl, metric)
-    label = f"{_label(dataset)}, {build}, {metric}"
+    label = f"{dataset_label(dataset)}, {build}, {metric}"
     base = dict(dataset=dataset, implementation=build, metric=metric, paper_value=paper, paper_sd=paper_sd,
                 paper=_pm(paper, paper_sd), counts=build == impl, threshold=_tolerance_text(th))
     if plan.impl_skip_reason(plan.task(config, dataset), build) is not None:
@@ -980,7 +972,7 @@ def _svm_gpu_note(check: dict | None) -> str:
 def _time_cell(ev, config, reference, th, dataset, model) -> Row:
     paper = paper_value(reference, "Table 4", dataset, "svm" if model == "svm" else GPU, "train_time")[0]
     factor = float(th["time_cells"]["within_factor"])
-    label = f"{_label(dataset)}, {model}, train time"
+    label = f"{dataset_label(dataset)}, {model}, train time"
     base = dict(dataset=dataset, implementation=model, metric="train_time", paper_value=paper,
                 paper=_secs(paper), counts=model != WARP, threshold=f"within a factor of {factor:g} either way")
     recs = ev.records
@@ -1312,10 +1304,7 @@ def build(name: str, results_dir, config: dict, out_dir, reference, records=None
     from . import forest
     from .figures import save
 
-    figure = forest.forest_figure(rows, ev, th, config)
-    save(figure, Path(paths["png"]), Path(paths["pdf"]))
-    write_text_atomic(paths["caption"], figure.caption)
-    return sorted(paths.values())
+    return save(forest.forest_figure(rows, ev, th, config), paths)
 
 
 def splice_readme(readme, tables_dir=None) -> bool:

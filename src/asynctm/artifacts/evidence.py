@@ -46,8 +46,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..io import atomic_open
-from .evidence_common import (  # noqa: F401 (re-exported: the evidence records' shared conventions)
+from ..io import write_text_atomic
+from .evidence_common import (
     HEADER,
     LAST,
     SCHEMA,
@@ -78,7 +78,7 @@ from .evidence_fill import render_gpu_fill
 from .evidence_host import render_host_speedups
 from .evidence_novelty import render_convergence, render_mlp_stage
 from .evidence_split import render_split_spread
-from .render import DATASET_LABELS
+from .render import dataset_label
 
 EPOCHS_SHOWN = (1, 2, 5, 10, 20, 50, 100)  # the per-epoch table's rows (those a run has)
 DIAGNOSTICS = ("literals_per_clause", "positive_literals_per_clause", "negated_literals_per_clause",
@@ -515,7 +515,7 @@ def render_protocols(ev: dict, source: str) -> str:
           "What the clean protocol changes (the processed datasets' meta.json, paper -> clean):", ""]
     for dataset, changes in ev["datasets"].items():
         text = "; ".join(_describe_change(k, v) for k, v in changes.items()) or "nothing in the recorded keys"
-        md.append(f"- **{DATASET_LABELS.get(dataset, dataset)}**: {text}.")
+        md.append(f"- **{dataset_label(dataset)}**: {text}.")
     md += ["", "| experiment | implementation | metric | paper protocol (ours) | clean protocol (ours) | "
            "clean - paper | the paper | seeds (distinct runs) paper / clean | features paper / clean |",
            "|---|---|---|---:|---:|---:|---:|---:|---:|"]
@@ -526,7 +526,7 @@ def render_protocols(ev: dict, source: str) -> str:
                                                          f" ({p['implementation']})") for p in r["the_paper"]) or "–"
         dirty = " (modified checkout)" if a["git_dirty_max"] or b["git_dirty_max"] else ""
         reduced = "" if "epochs_read" not in r else f" (first {r['epochs_read']} epochs)"
-        md.append(f"| {DATASET_LABELS.get(r['experiment'], r['experiment'])} | {r['impl']}{reduced} | {r['metric']} | "
+        md.append(f"| {dataset_label(r['experiment'])} | {r['impl']}{reduced} | {r['metric']} | "
                   f"{_pm(a['last10'])} | {_pm(b['last10'])}{dirty} | {'–' if diff is None else f'{diff:+.2f}'} | "
                   f"{paper} | {len(a['seeds'])} ({a['distinct_runs']}) / {len(b['seeds'])} ({b['distinct_runs']}) | "
                   f"{a['n_features']} / {b['n_features']} |")
@@ -540,7 +540,7 @@ def render_protocols(ev: dict, source: str) -> str:
                       if "epochs_read" in r})
     if reduced:
         md += ["Reduced clean runs (a protocol reduced to fewer epochs where the full one did not fit): "
-               + "; ".join(f"{DATASET_LABELS.get(e, e)} {impl}, {k} epochs ({p})" for e, impl, k, p in reduced)
+               + "; ".join(f"{dataset_label(e)} {impl}, {k} epochs ({p})" for e, impl, k, p in reduced)
                + ". Both protocols are read over those first epochs there: each seed's mean over the last "
                f"{LAST} of them, the paper protocol's records of the full run cut at the same epoch.", ""]
     runs = {run["path"] for r in ev["rows"] for g in ("paper_protocol", "clean_protocol") for run in r[g]["runs"]}
@@ -564,7 +564,7 @@ def _setting(group: dict) -> str:
 
 def render_run_groups(ev: dict, source: str) -> str:
     groups = ev["groups"]
-    exp = DATASET_LABELS.get(groups[0]["experiment"], groups[0]["experiment"])
+    exp = dataset_label(groups[0]["experiment"])
     md = [HEADER.format(source=source), "", f"#### Evidence ({exp}): {ev['question']}", "",
           "| group | setting | seeds | features | threads | processor | commit | final MAE | last-10 MAE | "
           "training-median MAE | literals/clause | Type Ia / Ib / II per epoch | s/epoch | load |",
@@ -633,7 +633,7 @@ def render_run_groups(ev: dict, source: str) -> str:
 
 
 def render_baselines(ev: dict, source: str) -> str:
-    exp = DATASET_LABELS.get(ev["experiment"], ev["experiment"])
+    exp = dataset_label(ev["experiment"])
     md = [HEADER.format(source=source), "", f"#### Evidence ({exp}): {ev['question']}", ""]
     md += ["| data (split, protocol) | features | predictor | split seeds | train / test rows | test MAE | "
            "test target mean | test targets = 0 |", "|---|---|---|---:|---:|---:|---:|---:|"]
@@ -693,10 +693,8 @@ def render(evidence_dir, tables_dir) -> list[Path]:
         except (KeyError, TypeError, IndexError, AttributeError) as exc:
             raise EvidenceError(f"{path}: field {exc} is missing or malformed; rebuild this evidence record") from None
         out.append((tables_dir / f"evidence_{ev['name']}.md", text))
-    tables_dir.mkdir(parents=True, exist_ok=True)
     for target, text in out:
-        with atomic_open(target, "w") as fh:
-            fh.write(text)
+        write_text_atomic(target, text)
     return [p for p, _ in out]
 
 

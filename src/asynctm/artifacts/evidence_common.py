@@ -23,10 +23,9 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-import numpy as np
-
 from ..io import write_json_atomic
 from ..store import KIND_OF_IMPL, SEED_FILE, RecordError, read_record
+from .render import stat
 
 SCHEMA = 1
 LAST = 10  # "mean of the last epochs": the last 10, as the tables and the ablation
@@ -259,10 +258,8 @@ def run_command(work, args, error: type[Exception] = EvidenceError) -> int:
 
 def _mean_sd(values) -> list:
     """[mean, sample sd] of the finite values ([None, None] for none, sd None for one: JSON null)."""
-    v = np.asarray([x for x in values if x is not None and math.isfinite(x)], dtype=np.float64)
-    if v.size == 0:
-        return [None, None]
-    return [float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else None]
+    s = stat(values)
+    return [None, None] if not s.n else [s.mean, s.std if s.n > 1 else None]
 
 
 # -- number formats of the tables ---------------------------------------------------------------------------

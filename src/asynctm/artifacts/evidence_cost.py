@@ -53,7 +53,7 @@ from ..io import write_json_atomic
 from . import evidence_common as common
 from .evidence_common import HEADER, SCHEMA, EvidenceError, _sha256, folder_records, run_command, run_record_files
 from .evidence_common import provenance as _provenance
-from .render import DATASET_LABELS
+from .render import dataset_label
 
 KIND = "time_model"
 NAME = "table4_time_model"
@@ -381,7 +381,7 @@ def render_same_gpu(ev: dict, source: str) -> str:
     for r in ev["rows"]:
         cells = [_n(r[k]) for k in ("paper_s", "pytm_cuda_s", "authors_over_paper", "tm_gpu_s", "tm_gpu_over_authors",
                                     "tm_gpu_over_paper", "tm_gpu_warp_s")]
-        md.append(f"| {DATASET_LABELS.get(r['dataset'], r['dataset'])} | {r['gpu']} | {len(r['files'])} | "
+        md.append(f"| {dataset_label(r['dataset'])} | {r['gpu']} | {len(r['files'])} | "
                   + " | ".join(cells) + " |")
     return "\n".join(md) + "\n"
 
@@ -503,9 +503,6 @@ def _range(s: dict) -> str:
 
 
 def render_time_model(ev: dict, source: str) -> str:
-    def label(ds: str) -> str:
-        return DATASET_LABELS.get(ds, ds)
-
     md = [HEADER.format(source=source), "", f"#### Evidence (Table 4 times): {ev['question']}", ""]
     md += ["Sizes (our records; WSD Apple and Java are the authors' own files, so these are the paper's sizes too) "
            "and feedback events per clause visit (mean of our tm_cpu records over all epochs):", "",
@@ -513,11 +510,11 @@ def render_time_model(ev: dict, source: str) -> str:
            "|---|---:|---:|---:|---:|---:|"]
     for ds, st in ev["settings"].items():
         r = st["rates"][CENTRAL_VARIANT]
-        md.append(f"| {label(ds)} | {st['n_train']:,} | {st['n_features']:,} | "
+        md.append(f"| {dataset_label(ds)} | {st['n_train']:,} | {st['n_features']:,} | "
                   f"{cm.literal_words(st['n_features'], st['append_negated']):,} | {st['n_clauses']:,} x "
                   f"{st['classes']} | {' / '.join(f'{x:.4f}' for x in r)} |")
     md += ["", "Stated by the paper: " + "; ".join(
-        f"{label(t)}: {s['examples']:,} examples ({s['examples_source']}), training {s['train_fraction']:.0%} "
+        f"{dataset_label(t)}: {s['examples']:,} examples ({s['examples_source']}), training {s['train_fraction']:.0%} "
         f"({s['train_source']}), {s['features']:,} features ({s['features_source']})"
         for t, s in ev["stated"].items()) + ".", ""]
     for d in ev["designs"]:
@@ -526,22 +523,23 @@ def render_time_model(ev: dict, source: str) -> str:
             md += ["| our run | device | epochs | runs | s/epoch | operations | ns per operation |",
                    "|---|---|---:|---:|---:|---:|---:|"]
             for c in d["checks"]:
-                md.append(f"| {label(c['dataset'])} | {c['device']} | {c['epochs']} | {c['runs']} | "
+                md.append(f"| {dataset_label(c['dataset'])} | {c['device']} | {c['epochs']} | {c['runs']} | "
                           f"{_n(c['time_s'])} | {c['ops']:.3g} | {c['ns_per_op']:.3g} |")
             sp = d["spread"]
-            md += ["", f"The model's spread on our runs ({sp['device']}, {', '.join(map(label, sp['datasets']))}): "
+            spread_on = ", ".join(map(dataset_label, sp["datasets"]))
+            md += ["", f"The model's spread on our runs ({sp['device']}, {spread_on}): "
                    f"largest / smallest ns per operation = {sp['factor']:.2f}; it widens the ranges below.", ""]
         else:
             md += ["No run of ours checks this design (no records or benchmarks of it).", ""]
         cal = ev["calibration"]
         md += ["| paper | s/epoch | operations at our sizes | ns per operation | " +
-               " | ".join(f"time / model calibrated on {label(c)}" for c in cal) + " |",
+               " | ".join(f"time / model calibrated on {dataset_label(c)}" for c in cal) + " |",
                "|---|---:|---:|---:|" + "---:|" * len(cal)]
         for p in d["paper_times"]:
-            md.append(f"| {label(p['dataset'])} | {_n(p['time_s'])} | {p['ops'][CENTRAL_VARIANT]:.3g} | "
+            md.append(f"| {dataset_label(p['dataset'])} | {_n(p['time_s'])} | {p['ops'][CENTRAL_VARIANT]:.3g} | "
                       f"{p['ns_per_op'][CENTRAL_VARIANT]:.3g} | "
                       + " | ".join(_n(p["time_over_model"].get(c)) for c in cal) + " |")
-        md += ["", "What the paper's times would take (central: calibrated on " + label(cal[0]) + ", events of all "
+        md += ["", f"What the paper's times would take (central: calibrated on {dataset_label(cal[0])}, events of all "
                "epochs; range: both calibrations, the three event variants, and the model's spread):", "",
                "| dataset | features at the stated training examples | features at our training examples | "
                "training examples at the stated features |", "|---|---:|---:|---:|"]
@@ -551,7 +549,7 @@ def render_time_model(ev: dict, source: str) -> str:
                 continue
             st = ev["stated"][tg]
             n_st = round(st["examples"] * st["train_fraction"])
-            md.append(f"| {label(tg)} (stated: {n_st:,} training examples, {st['features']:,} features; ours: "
+            md.append(f"| {dataset_label(tg)} (stated: {n_st:,} training examples, {st['features']:,} features; ours: "
                       f"{ev['settings'][tg]['n_train']:,}, {ev['settings'][tg]['n_features']:,}) | "
                       f"{_range(rows['features_at_stated_examples'])} | {_range(rows['features_at_our_examples'])} | "
                       f"{_range(rows['examples_at_stated_features'])} |")

@@ -29,30 +29,21 @@ import math
 import sys
 from pathlib import Path
 
+from ..datasets import class_count
 from ..experiments.plan import GPU_THREADS_PER_CLAUSE
+from ..experiments.plan import experiment as plan_experiment
 from ..store.frame import host_identity, steady_epoch_time
 from ..store.gate import read_records
 from ..store.layout import RecordError
 from .evidence_common import HEADER, SCHEMA, EvidenceError, _sig, check_out, read_json_object, write_record
 from .evidence_common import provenance as _provenance
-from .render import DATASET_LABELS
+from .render import dataset_label
 
 NAME = "gpu_fill"
 GPU_BUILDS = tuple(GPU_THREADS_PER_CLAUSE)
 QUESTION = ("Where does the time of each of our GPU builds start to grow with the clauses, and how many GPU threads "
             "does each launch there? (The paper: time grows about proportionally for sufficiently large clause "
             "numbers.)")
-
-
-def _classes(data_dir: Path, experiment: str, config: dict) -> int:
-    from ..experiments.plan import experiment as plan_experiment
-
-    exp = plan_experiment(config, experiment)
-    meta = data_dir / "processed" / exp["dataset"] / exp.get("protocol", "paper") / "meta.json"
-    names = read_json_object(meta, "processed dataset's meta").get("class_names")
-    if not names:
-        raise EvidenceError(f"{meta}: no class_names; rebuild the dataset (snakemake data_{exp['dataset']})")
-    return len(names)
 
 
 def _slope(a: dict, b: dict) -> float:
@@ -114,10 +105,10 @@ def build(results: Path, data_dir: Path, config_path: Path, limits: list[Path], 
         except (KeyError, TypeError, ValueError):
             raise EvidenceError(f"{p}: gpu.attributes.multiprocessors / max_threads_per_multiprocessor missing; "
                                 "this is not a benchmarks/gpu_limits.py record") from None
-    classes = {e: _classes(data_dir, e, config) for e in experiments}
     try:
+        classes = {e: class_count(data_dir, plan_experiment(config, e))[0] for e in experiments}
         groups = sweep_groups(results, experiments, epochs, classes, resident, proportional)
-    except RecordError as exc:
+    except (RecordError, ValueError) as exc:
         raise EvidenceError(str(exc)) from None
     if not groups:
         raise EvidenceError(f"{results}: no GPU sweep of {', '.join(experiments)} with two or more {epochs}-epoch "
@@ -142,7 +133,7 @@ def render_gpu_fill(ev: dict, source: str) -> str:
           "(multiprocessors x threads per multiprocessor, from a measured limits record of that GPU model; – where "
           "none is on record).", ""]
     for g in ev["groups"]:
-        label = DATASET_LABELS.get(g["experiment"], g["experiment"])
+        label = dataset_label(g["experiment"])
         onset = g["onset"]
         end = (f"onset at {onset['clauses']:,} clauses ({onset['threads']:,} threads)" if onset else
                f"no onset up to {g['points'][-1]['clauses']:,} clauses ({g['max_threads']:,} threads)")

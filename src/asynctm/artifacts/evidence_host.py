@@ -28,7 +28,7 @@ from pathlib import Path
 
 from .evidence_common import HEADER, SCHEMA, EvidenceError, _num, _sha256, read_json_object, run_command, write_record
 from .evidence_common import provenance as _provenance
-from .render import DATASET_LABELS
+from .render import dataset_label
 
 NAME = "host_speedups"
 GPU_BUILDS = ("tm_gpu", "tm_gpu_warp")
@@ -206,7 +206,7 @@ def render_host_speedups(ev: dict, source: str) -> str:
                   "GPU builds trained one after the other on another core.", "",
                   "| dataset | run | epochs timed | epoch 1 (s) | epochs 2 to last, mean (s) | note |",
                   "|---|---|---:|---:|---:|---|"]
-        for name in sorted(h["experiments"], key=lambda n: DATASET_LABELS.get(n, n)):
+        for name in sorted(h["experiments"], key=dataset_label):
             impls = h["experiments"][name]
             for impl in (*CPU_PEERS, *GPU_BUILDS):
                 t = impls.get(impl)
@@ -218,17 +218,17 @@ def render_host_speedups(ev: dict, source: str) -> str:
                     note = t.get("stopped") or "not timed"
                 elif t.get("stopped", "").startswith("stopped at the call's end"):
                     note = "; ".join(n for n in (note, t["stopped"]) if n)
-                lines.append(f"| {DATASET_LABELS.get(name, name)} | {impl} | {len(t['epochs_s'])} | "
+                lines.append(f"| {dataset_label(name)} | {impl} | {len(t['epochs_s'])} | "
                              f"{_num(t.get('first_epoch_s'), 3)} | "
                              f"{_num(math.fsum(later) / len(later), 3) if later else '–'} | {note} |")
         lines += ["", "| dataset | GPU build | over | speed-up | basis | paper (tm_gpu) |",
                   "|---|---|---|---:|---|---:|"]
-        for name in sorted(h["experiments"], key=lambda n: DATASET_LABELS.get(n, n)):
+        for name in sorted(h["experiments"], key=dataset_label):
             impls = h["experiments"][name]
             for key, s in impls["speedups"].items():
                 build_, base = key.split("/")
                 paper = impls.get("paper_speedup")
-                lines.append(f"| {DATASET_LABELS.get(name, name)} | {build_} | {base} | "
+                lines.append(f"| {dataset_label(name)} | {build_} | {base} | "
                              f"{_num(s['value'], 1) + '×' if s['value'] else '–'} | {s['basis']} | "
                              f"{_num(paper, 1) + '× (' + impls['paper_source'] + ')' if paper else '–'} |")
         lines.append("")

@@ -74,7 +74,7 @@ from .evidence_common import (
 )
 from .evidence_common import provenance as _provenance
 from .reference import DEFAULT_REFERENCE
-from .render import DATASET_LABELS
+from .render import dataset_label
 
 
 def provenance(what: str, seeds=None, code=()) -> dict:
@@ -485,7 +485,7 @@ def _convergence_question(experiments) -> str:
     if all(e.startswith("wsd_") for e in experiments):
         return ("Where do the TMs' test accuracies on WSD stand along their 100 epochs: at which epoch are they best, "
                 "do they still improve at the end, and is the paper's number within reach of the trajectory?")
-    labels = ", ".join(DATASET_LABELS.get(e, e) for e in experiments)
+    labels = ", ".join(dataset_label(e) for e in experiments)
     return (f"Where do the TMs' test accuracies on {labels} stand along their epochs (each implementation's main "
             "setting): at which epoch are they best, do they still improve at the end, and is the paper's number "
             "within reach of the trajectory?")
@@ -506,10 +506,6 @@ def _yes(flag) -> str:
     return "–" if flag is None else ("**yes**" if flag else "no")
 
 
-def _exp(name: str) -> str:
-    return DATASET_LABELS.get(name, name)
-
-
 def render_mlp_stage(ev: dict, source: str) -> str:
     seeds = ev["mlp_seeds"]
     md = [HEADER.format(source=source), "", f"#### Evidence (novelty MLP stage): {ev['question']}", "",
@@ -522,7 +518,7 @@ def render_mlp_stage(ev: dict, source: str) -> str:
     md += ["", f"F1: {ev['f1_note']}. The paper's F1 is compared with each.", ""]
     for experiment in dict.fromkeys(g["experiment"] for g in ev["groups"]):
         groups = [g for g in ev["groups"] if g["experiment"] == experiment]
-        md += [f"{_exp(experiment)}:", "",
+        md += [f"{dataset_label(experiment)}:", "",
                "| build (TM setting) | reading | held out | accuracy: at seed "
                f"{seeds[0]} | accuracy: range | accuracy: sd over the TM seeds | paper | within | "
                "F1 known: range | F1 novel: range | F1 macro: range | paper F1 | within (F1 known / novel / macro) | "
@@ -598,7 +594,8 @@ def render_convergence(ev: dict, source: str) -> str:
     for g in ev["groups"]:
         s = g["summary"]
         paper = [(g["paper"].get(k) or [None, None]) for k in ("accuracy", "f1")]
-        md.append(f"| {_exp(g['experiment'])} | {g['impl']} ({g['params']}) | {len(g['seeds'])} | {g['n_test']} | "
+        label = dataset_label(g["experiment"])
+        md.append(f"| {label} | {g['impl']} ({g['params']}) | {len(g['seeds'])} | {g['n_test']} | "
                   f"{_pm(s['last10_accuracy'])} | {_pm(s['last10_f1'])} | {_pm(paper[0])} | {_pm(paper[1])} | "
                   f"{_pm(s['mean_41_50'])} | {_pm(s['mean_91_100'])} | {_pm(s['late_minus_early'])} | "
                   f"{_pm(s['slope_last20'], 3)} | {_pm(s['last10_sd'])} | {_pm(s['best_accuracy'])} | "
@@ -614,7 +611,7 @@ def render_convergence(ev: dict, source: str) -> str:
     if shown:
         md += ["Mean test accuracy over the seeds, per 10 epochs (mean over the window of the per-epoch means), and "
                "the best epoch of that mean curve (also chosen on the test set):", "",
-               "| epochs | " + " | ".join(f"{_exp(g['experiment'])} {g['impl']}" for g in shown) + " |",
+               "| epochs | " + " | ".join(f"{dataset_label(g['experiment'])} {g['impl']}" for g in shown) + " |",
                "|---|" + "---:|" * len(shown)]
         n_windows = max(len(g["mean_curve"]["windows"]) for g in shown)
         for i in range(n_windows):
@@ -636,7 +633,7 @@ def render_convergence(ev: dict, source: str) -> str:
            "epochs ≥ paper |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for g in ev["groups"]:
         for p in g["per_seed"]:
-            md.append(f"| {_exp(g['experiment'])} | {g['impl']} | {p['seed']} | {p['best_epoch']} "
+            md.append(f"| {dataset_label(g['experiment'])} | {g['impl']} | {p['seed']} | {p['best_epoch']} "
                       f"({_num(p['best_accuracy'])}) | {_num(p['last10_accuracy'])} | {_num(p['mean_41_50'])} | "
                       f"{_num(p['mean_91_100'])} | {_num(p['slope_last20'], 3)} | "
                       f"{'–' if p['epochs_at_or_above_paper'] is None else p['epochs_at_or_above_paper']} |")

@@ -50,7 +50,7 @@ from .evidence_common import (
     write_record,
 )
 from .evidence_common import provenance as _provenance
-from .render import DATASET_LABELS
+from .render import dataset_label
 
 DEFAULT_REFERENCE = Path("paper_tables/reference/paper_numbers.csv")
 METRICS = ("accuracy", "f1")
@@ -160,7 +160,7 @@ def build_split_spread(data_dir, results, reference=DEFAULT_REFERENCE, experimen
     n_test = ds.X_test.shape[0]
     full = settings["hyperparameters"]["epochs"] if epochs is None else None
     return {"schema": SCHEMA, "kind": "split_spread", "name": name or f"{experiment}_split_spread",
-            "question": f"How far does {DATASET_LABELS.get(experiment, experiment)}'s accuracy move when only the "
+            "question": f"How far does {dataset_label(experiment)}'s accuracy move when only the "
                         "train/test split of the same rows changes? (The authors drew their split without a "
                         "random_state, so their runs were tested on other rows than ours.)",
             "provenance": {**_provenance(f"our CPU build trained on {len(splits)} splits of the paper protocol's "
@@ -178,7 +178,7 @@ def build_split_spread(data_dir, results, reference=DEFAULT_REFERENCE, experimen
 
 
 def render_split_spread(ev: dict, source: str) -> str:
-    label = DATASET_LABELS.get(ev["experiment"], ev["experiment"])
+    label = dataset_label(ev["experiment"])
     h = ev["hyperparameters"]
     reduced = f", reduced to {ev['reduced_epochs']} epochs" if ev.get("reduced_epochs") else ""
     md = [HEADER.format(source=source), "", f"#### Evidence ({label}): {ev['question']}", "",

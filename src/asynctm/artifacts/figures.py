@@ -17,7 +17,6 @@ from __future__ import annotations
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
 
 import matplotlib
 import matplotlib.figure
@@ -31,7 +30,8 @@ from ..experiments import plan
 from ..store import HOST_RULE_SHORT, STEADY_NOTE, dirty
 from . import render
 from .records import busy_load_text, disturbed, epochs_frame, select
-from .tables import TIME, host, stat
+from .render import mean_std
+from .tables import TIME, host
 
 COLUMN_WIDTH_IN = 3.3
 STYLE = {
@@ -101,11 +101,6 @@ def _by_gpu(impl: str, recs: pd.DataFrame) -> list[tuple[str | None, pd.DataFram
         return [(None, recs)]
     gpu = recs["gpu_name"].map(lambda v: v if isinstance(v, str) else "")
     return [(g or None, recs[gpu == g]) for g in sorted(set(gpu))]
-
-
-def _mean_std(values) -> tuple[float, float]:
-    s = stat(values)
-    return s.mean, s.std
 
 
 @contextmanager
@@ -326,7 +321,7 @@ def _versus_clauses(records, config, host_gpu, name, experiment, column, ylabel,
                 continue
             found = False
             for gpu, recs in _by_gpu(impl, select(records, experiment, impl, params, sweep.seeds)):
-                mean, std = _mean_std(recs[column].tolist() if column in recs else [])
+                mean, std = mean_std(recs[column].tolist() if column in recs else [])
                 if not render.finite(mean):
                     continue
                 s = lines.setdefault(gpu, Series(impl, gpu=gpu))
@@ -336,7 +331,7 @@ def _versus_clauses(records, config, host_gpu, name, experiment, column, ylabel,
                 s.records += len(recs)
                 hosts.setdefault(id(s), set()).update(host(r) for r in recs.itertuples())
                 if column == TIME:
-                    firsts.setdefault(id(s), []).append((_mean_std(recs["train_s_first"].tolist())[0], mean))
+                    firsts.setdefault(id(s), []).append((mean_std(recs["train_s_first"].tolist())[0], mean))
                 n_dirty = sum(dirty(v) for v in recs["git_dirty"]) if "git_dirty" in recs else 0
                 if n_dirty:
                     dirty_points.append(f"{s.name} at {clauses} clauses ({n_dirty} of {len(recs)})")
@@ -389,7 +384,7 @@ def _over_epochs(records, config, host_gpu, name, experiment, column, ylabel, ti
             if n_dirty:
                 dirty_points.append(f"{s.name} ({n_dirty} of {len(group_recs)})")
             for epoch, group in epochs.groupby("epoch", sort=True):
-                mean, std = _mean_std(group[column].tolist())
+                mean, std = mean_std(group[column].tolist())
                 s.x.append(int(epoch))
                 s.mean.append(mean)
                 s.std.append(std)
@@ -461,12 +456,14 @@ FIGURE_FUNCTIONS = {f.keywords["name"]: f for f in (
     fig_bike_time_vs_clauses, fig_bike_mae_over_epochs, fig_bike_time_per_epoch, fig_imdb_time_vs_clauses)}
 
 
-def save(figure: Figure, png: Path, pdf: Path) -> None:
-    """PNG and PDF without timestamps or software names (the same figure gives the same bytes), each written
-    atomically."""
-    from ..io import atomic_open
+def save(figure: Figure, paths: dict) -> list[str]:
+    """The figure's PNG and PDF without timestamps or software names (the same figure gives the same bytes) and its
+    caption, each written atomically to ``paths`` (by role: png, pdf, caption); returns the paths, sorted."""
+    from ..io import atomic_open, write_text_atomic
 
     with _style():
-        for path, fmt, metadata in ((png, "png", PNG_METADATA), (pdf, "pdf", PDF_METADATA)):
-            with atomic_open(path, "wb") as fh:
+        for fmt, metadata in (("png", PNG_METADATA), ("pdf", PDF_METADATA)):
+            with atomic_open(paths[fmt], "wb") as fh:
                 figure.figure.savefig(fh, format=fmt, metadata=metadata)
+    write_text_atomic(paths["caption"], figure.caption)
+    return sorted(map(str, paths.values()))

@@ -17,7 +17,7 @@ from .claims import (
     _finite,
 )
 from .figures import Figure, _new_figure, _style, legend_below
-from .render import DATASET_LABELS
+from .render import dataset_label
 
 IMPL_SHORT = {"pytm_indexed": "pyTM indexed", "pytm_nonindexed": "pyTM non-indexed",
               "tm_gpu": "TM GPU (paper's design)", "tm_gpu_warp": "TM GPU warp (ours, beside)"}
@@ -47,7 +47,7 @@ def _panel(ax, cells: list[Row], xlabel: str, title: str) -> None:
             ax.text(0.01, y, UNTESTABLE, color=VERDICT_COLOURS[UNTESTABLE], fontsize=5.5, va="center",
                     transform=ax.get_yaxis_transform())
     ax.axvline(0.0, color="black", linewidth=0.8, zorder=1)
-    labels = [f"{DATASET_LABELS.get(r.dataset, r.dataset)} · {IMPL_SHORT.get(r.implementation, r.implementation)} · "
+    labels = [f"{dataset_label(r.dataset)} · {IMPL_SHORT.get(r.implementation, r.implementation)} · "
               f"{METRIC_SHORT.get(r.metric, r.metric)}" for r in cells]
     ax.set_yticks(range(n - 1, -1, -1), labels)
     ax.tick_params(axis="y", labelsize=5.5, length=0)

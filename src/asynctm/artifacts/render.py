@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
 from ..experiments.plan import TM_IMPLS
@@ -24,8 +25,37 @@ DATASET_LABELS = {
 }
 
 
+def dataset_label(name: str) -> str:
+    """A dataset's (or experiment's) name as the paper writes it; the name itself where it has no label."""
+    return DATASET_LABELS.get(name, name)
+
+
 def finite(x) -> bool:
     return x is not None and not (isinstance(x, float) and math.isnan(x))
+
+
+@dataclass(frozen=True)
+class Stat:
+    n: int
+    mean: float
+    std: float
+
+
+NO_STAT = Stat(0, math.nan, math.nan)
+
+
+def stat(values) -> Stat:
+    """Mean and sample standard deviation (ddof=1; NaN with fewer than two values) of the finite values."""
+    v = np.asarray([x for x in values if x is not None and math.isfinite(x)], dtype=np.float64)
+    if v.size == 0:
+        return NO_STAT
+    return Stat(int(v.size), float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else math.nan)
+
+
+def mean_std(values) -> tuple[float, float]:
+    """:func:`stat`'s mean and sample standard deviation."""
+    s = stat(values)
+    return s.mean, s.std
 
 
 def decimals_for(x: float, significant: int) -> int:

@@ -28,7 +28,7 @@ from pathlib import Path
 from .. import store
 from ..experiments.plan import TM_IMPLS
 from . import catalog, load_config, tables
-from .render import DATASET_LABELS
+from .render import dataset_label, num
 from .rules import add_job_args, run_logged
 
 PAGE = "report.html"
@@ -66,13 +66,11 @@ def _esc(value) -> str:
 
 
 def _num(value, decimals: int, signed: bool = False) -> str:
+    """A CSV cell's number (render.num's Markdown); '–' where it holds none."""
     try:
-        x = float(value)
+        return num(float(value), decimals, signed)[0]
     except (TypeError, ValueError):
         return "–"
-    if x != x:
-        return "–"
-    return f"{x:+.{decimals}f}" if signed else f"{x:.{decimals}f}"
 
 
 def _speedup(value) -> str:
@@ -186,7 +184,7 @@ def summary_section(tables_dir: Path, config: dict) -> str:
             ours = row.get(f"{column}_last10_mean") if row.get(f"{column}_compared") == "last10" else \
                 row.get(f"{column}_mean")
             rows.append("<tr>" + "".join([
-                f"<td>{_esc(DATASET_LABELS.get(row['dataset'], row['dataset']))}</td>",
+                f"<td>{_esc(dataset_label(row['dataset']))}</td>",
                 f"<td>{_esc(IMPL_LABELS.get(row['implementation'], row['implementation']))}</td>",
                 f"<td>{_esc(label)}</td>",
                 f'<td class=r>{_num(ours, decimals)}</td>',

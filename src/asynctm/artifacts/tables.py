@@ -28,7 +28,7 @@ from . import render
 from .catalog import TABLE3_DATASETS, TABLE4_DATASETS, TABLE5_DATASETS
 from .records import busy_load_text, disturbed, select
 from .reference import paper_value
-from .render import DATASET_LABELS, Grid, finite, pm, seconds, speedup, text
+from .render import DATASET_LABELS, NO_STAT, Grid, dataset_label, finite, pm, seconds, speedup, stat, text
 
 IMPL_LABELS = {
     "pytm_indexed": "TM indexed (pyTM)", "pytm_nonindexed": "TM non-indexed (pyTM)",
@@ -97,24 +97,6 @@ def provenance_lines(used: pd.DataFrame, config: dict) -> list[str]:
     return [*caveat, f"Records: {len(used)} complete run records at {config.get('scale', 'paper')} scale "
             f"(seeds {', '.join(map(str, plan.seeds(config)))}).",
             render.hardware(used), PAPER_HARDWARE]
-
-
-@dataclass(frozen=True)
-class Stat:
-    n: int
-    mean: float
-    std: float
-
-
-NO_STAT = Stat(0, math.nan, math.nan)
-
-
-def stat(values) -> Stat:
-    """Mean and sample standard deviation (ddof=1; NaN with fewer than two values) of the finite values."""
-    v = np.asarray([x for x in values if finite(x)], dtype=np.float64)
-    if v.size == 0:
-        return NO_STAT
-    return Stat(int(v.size), float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else math.nan)
 
 
 def _column(frame: pd.DataFrame, column: str) -> list:
@@ -408,10 +390,9 @@ def _metric_rows(records, config, reference, host_gpu, datasets, metrics, baseli
                 notes.append(f"speed-up: {baseline} {plan.gap_reason(config, dataset, baseline, host_gpu)}")
             if ratio_note:
                 notes.append(ratio_note.replace("ratio", "speed-up", 1))
-            if finite(ratio) and not same_host and reduced_note(base_recs):
-                notes.append(f"speed-up over {baseline}'s {reduced_note(base_recs)}")
-            if finite(ratio) and not same_host and dirty_note(base_recs):
-                notes.append(f"speed-up over {baseline}'s {dirty_note(base_recs)}")
+            if finite(ratio) and not same_host:
+                notes += [f"speed-up over {baseline}'s {note}"
+                          for note in (reduced_note(base_recs), dirty_note(base_recs)) if note]
             if metric_recs.empty and time_recs.empty:
                 row["status"] = "not run"
             elif metric_recs.empty or time_recs.empty or len(metric_recs) < expected:
@@ -595,7 +576,7 @@ def constant_note(used: pd.DataFrame) -> str:
     if values.empty:
         return ""
     parts = [(render.sig(row["min"], 3) if row["min"] == row["max"] else
-              f"{render.sig(row['min'], 3)}-{render.sig(row['max'], 3)}") + f" on {DATASET_LABELS.get(name, name)}"
+              f"{render.sig(row['min'], 3)}-{render.sig(row['max'], 3)}") + f" on {dataset_label(name)}"
              for name, row in values.iterrows()]
     return ("A constant prediction, the training targets' median for every test example, has test MAE "
             + ", ".join(parts) + " (the records' dataset summary): a TM at or above it has learned nothing usable "

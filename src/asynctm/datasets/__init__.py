@@ -9,6 +9,7 @@ dataset's missing optional dependency never breaks the others. Every module foll
 from __future__ import annotations
 
 import importlib
+import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -67,4 +68,20 @@ def prepare_dataset(name: str, raw_dir: str | os.PathLike, protocol: str, out_di
     return Path(out_dir) / "meta.json"
 
 
-__all__ = ["DATASETS", "ProcessedDataset", "get_module", "load_processed", "prepare_dataset", "save_processed"]
+def class_count(data_dir: str | os.PathLike, experiment: dict) -> tuple[int, Path]:
+    """The class count of a plan experiment's processed dataset (its meta.json's ``class_names``) and that file;
+    ValueError naming the file and the fix where it is missing, unreadable or names no classes."""
+    dataset, protocol = experiment["dataset"], experiment.get("protocol", "paper")
+    meta = Path(data_dir) / "processed" / dataset / protocol / "meta.json"
+    fix = f"build the dataset (snakemake --cores all {meta.as_posix()})"
+    try:
+        names = json.loads(meta.read_text(encoding="utf-8")).get("class_names")
+    except (OSError, ValueError, AttributeError) as exc:
+        raise ValueError(f"{meta}: no readable processed dataset meta ({type(exc).__name__}); {fix}") from None
+    if not names:
+        raise ValueError(f"{meta}: no class_names; {fix}")
+    return len(names), meta
+
+
+__all__ = ["DATASETS", "ProcessedDataset", "class_count", "get_module", "load_processed", "prepare_dataset",
+           "save_processed"]
