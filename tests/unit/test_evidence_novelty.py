@@ -154,14 +154,14 @@ def test_convergence_windows_slopes_and_best_epochs(convergence_root, tmp_path):
     fall, rise = ev["groups"]
     assert (fall["impl"], rise["impl"]) == ("pytm_indexed", "tm_cpu") and fall["seeds"] == [0, 1, 2]
     p = fall["per_seed"][0]
-    assert p["best_epoch"] == 1 and p["best_accuracy"] == pytest.approx(95.95)
+    assert p["best_epoch"] == 1 and p["best"] == pytest.approx(95.95) and ev["metric"] == "accuracy"
     assert p["mean_41_50"] == pytest.approx(96.0 - 0.05 * 45.5) and p["mean_91_100"] == pytest.approx(96 - 0.05 * 95.5)
-    assert p["last10_accuracy"] == p["mean_91_100"] and p["slope_last20"] == pytest.approx(-0.05)
-    assert p["epochs_at_or_above_paper"] == 20  # 96 - 0.05 e >= 95 up to epoch 20
+    assert p["last10"] == p["mean_91_100"] and p["slope_last20"] == pytest.approx(-0.05)
+    assert p["epochs_reaching_paper"] == 20  # 96 - 0.05 e >= 95 up to epoch 20
     assert (fall["trend_last20"], fall["late_vs_early"], fall["still_improving"]) == ("falling", "lower", False)
     assert (rise["trend_last20"], rise["late_vs_early"], rise["still_improving"]) == ("rising", "higher", True)
     assert rise["per_seed"][0]["best_epoch"] == 100 and rise["paper"]["accuracy"] is None
-    assert fall["mean_curve"]["first_last_at_or_above_paper"] == [1, 20]
+    assert fall["mean_curve"]["first_last_reaching_paper"] == [1, 20]
     assert fall["mean_curve"]["windows"][0][:2] == [1, 10] and len(fall["mean_curve"]["windows"]) == 10
 
 
@@ -204,10 +204,61 @@ def test_bad_input_is_one_line_and_writes_nothing(novelty_root, convergence_root
     (config).write_text("experiments: {}\n")
     with pytest.raises(evidence.EvidenceError, match="field 'mlp_novelty' is missing"):
         nov.build_mlp_stage(root, config, reference, ["toy"])
-    write_run_record(convergence_root, {"experiment": "wsd", "impl": "tm_cpu", "params": "n3_T5_s1_e100", "seed": 0,
-                                        "task": "regression", "epochs": [{"mae": 3.0} for _ in range(100)]})
-    with pytest.raises(evidence.EvidenceError, match=r"seed0.json: field 'epochs' needs an 'accuracy'"):
+    regression = {"experiment": "wsd", "impl": "tm_cpu", "params": "n3_T5_s1_e100", "seed": 0, "task": "regression",
+                  "dataset": {"name": "wsd", "protocol": "paper", "n_train": 10, "n_test": 5}}
+    write_run_record(convergence_root, {**regression, "epochs": [{"mae": 3.0} for _ in range(100)]})
+    with pytest.raises(evidence.EvidenceError, match=r"tm_cpu/n3_T5_s1_e100: its records mix classification and "):
         nov.build_convergence(convergence_root, reference, ["wsd"])
+    write_run_record(convergence_root, {**regression, "epochs": [{"rmse": 3.0} for _ in range(100)]})
+    with pytest.raises(evidence.EvidenceError, match=r"seed0.json: field 'epochs' needs an 'accuracy' and an 'f1' "):
+        nov.build_convergence(convergence_root, reference, ["wsd"])
+
+
+def test_regression_runs_converge_downwards_and_an_extra_setting_comes_with_the_main_one(tmp_path):
+    """An MAE is better lower: the best epoch is the lowest, a falling slope is still improving, and the paper's MAE
+    is reached at or below it (Table 5). With a config, ``also`` adds a setting beside each main one."""
+    import yaml
+
+    root = tmp_path / "results"
+    for seed in range(3):
+        for params, n in (("n4_T5_s1_e100", 100), ("n4_T5_s1_e300", 300)):
+            mae = 40.0 - 0.05 * np.arange(1, n + 1) + 0.1 * seed  # falls by 0.05 per epoch: 35 at epoch 100
+            write_run_record(root, valid_tm_record({
+                "experiment": "bike", "impl": "pytm_nonindexed", "params": params, "seed": seed, "task": "regression",
+                "dataset": {"name": "bike", "protocol": "paper", "n_train": 10, "n_test": 5},
+                "epochs": [{"epoch": i + 1, "mae": float(v), "rmse": float(v) + 1} for i, v in enumerate(mae)]}))
+    config = {"experiments": {"bike": {"dataset": "bike", "protocol": "paper", "task": "regression", "clauses": 4,
+                                       "T": 5, "s": 1}}, "tm": {"epochs": 100}, "impls": ["pytm_nonindexed"],
+              "scale": "paper"}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    reference = tmp_path / "paper.csv"
+    reference.write_text("dataset,implementation,metric,mean,std,unit,source,note\n"
+                         "bike,pytm_nonindexed,mae,30.0,0.1,target units,Table 5,\n"
+                         "bike,pytm_nonindexed,mae,99.0,0.1,target units,Table 3,\n")
+    main_only = nov.build_convergence(root, reference, ["bike"], name="bike", config=tmp_path / "config.yaml")
+    assert [g["params"] for g in main_only["groups"]] == ["n4_T5_s1_e100"]
+    ev = nov.build_convergence(root, reference, ["bike"], name="bike", config=tmp_path / "config.yaml",
+                               also=["pytm_nonindexed/n4_T5_s1_e300"])
+    short, long = ev["groups"]
+    assert ev["metric"] == "mae" and long["params"] == "n4_T5_s1_e300" and long["paper"]["mae"] == [30.0, 0.1]
+    assert "test MAEs on bike" in ev["question"] and "and pytm_nonindexed/n4_T5_s1_e300" in ev["question"]
+    p = long["per_seed"][0]
+    assert p["best_epoch"] == 300 and p["best"] == pytest.approx(25.0) and p["last10_f1"] is None
+    assert p["epochs_reaching_paper"] == 101  # 40 - 0.05 e <= 30 from epoch 200 on
+    assert short["per_seed"][0]["epochs_reaching_paper"] == 0
+    assert (long["trend_last20"], long["still_improving"]) == ("falling", True)
+    assert long["mean_curve"]["first_last_reaching_paper"] == [202, 300]  # the mean curve: 40.1 - 0.05 e
+    assert short["mean_curve"]["reaches_paper"] is False
+    md = nov.render_convergence(ev, "x")
+    assert "| last-10 MAE | paper MAE | epochs 41-50 |" in md and "F1" not in md
+    assert "| bike | pytm_nonindexed (n4_T5_s1_e300) | 3 | 5 |" in md
+    assert "| bike pytm_nonindexed (n4_T5_s1_e300) |" in md and "| bike | pytm_nonindexed (n4_T5_s1_e100) | 0 |" in md
+    assert "| epochs at or below the paper (first-last) | 0 | 99 (202-300) |" in md
+    assert "**yes**: falling, late lower" in md and "each run's lowest test MAE" in md
+    lines = md.splitlines()
+    for head, rule in zip(lines, lines[1:], strict=False):
+        if rule.startswith("|---"):
+            assert head.count("|") == rule.count("|"), head
 
 
 def test_convergence_with_a_config_keeps_each_implementations_main_setting_only(tmp_path):

@@ -25,7 +25,8 @@ kind, name, question, provenance, sources; rendered by its ``render`` command), 
   is listed in the record (``fixed``): which classes are known, the epoch whose sums were saved, the documents
   scored, the TM's own settings. The defaults make 2,640 fits (two experiments, four builds, five TM seeds, eleven
   MLP seeds, two shares, three readings): about 11 CPU minutes on one thread.
-- ``convergence``: the per-epoch test accuracy (and F1) of classification TM run records: per run the epoch of the
+- ``convergence``: the per-epoch test accuracy (and F1) of classification TM run records, or the test MAE of
+  regression ones (lower is better there: the best epoch is the lowest MAE): per run the epoch of the
   best accuracy, the mean of the last 10 epochs (the tables' number), the means over epochs 41-50 and 91-100, the
   least-squares slope over the last 20 epochs, and the best-epoch accuracy, which is chosen on the test set and so
   is no fair number to report: it only shows what the trajectory reaches. Over the seeds, a trend (the slope, and
@@ -116,15 +117,15 @@ def _get(record: dict, dotted: str, path: Path, what: str):
     return dotted_field(record, dotted, path, f"this is not a complete {what}, rerun its run")
 
 
-def _paper(reference, dataset: str, impl: str, metrics=("accuracy", "f1")) -> dict:
-    """{metric: [mean, sd]} of the paper's Table 3 for ``impl``'s column (None where it has none)."""
+def _paper(reference, dataset: str, impl: str, metrics=("accuracy", "f1"), table: str = "Table 3") -> dict:
+    """{metric: [mean, sd]} of the paper's ``table`` for ``impl``'s column (None where it has none)."""
     from .reference import paper_value
 
     frame = read_reference(reference)
     column = PAPER_IMPL.get(impl, CUDA_TM)
     out = {}
     for metric in metrics:
-        mean, sd = paper_value(frame, "Table 3", dataset, column, metric)
+        mean, sd = paper_value(frame, table, dataset, column, metric)
         out[metric] = None if math.isnan(mean) else [mean, None if math.isnan(sd) else sd]
     return {"column": column, **out}
 
@@ -343,6 +344,12 @@ EARLY = (41, 50)  # the means over epochs 41-50 and 91-100 (the last 10 of a 100
 LATE = (91, 100)
 SLOPE_LAST = 20  # the slope over the last 20 epochs
 TREND_SE = 2.0  # a trend over the seeds: a mean beyond 2 standard errors of the mean (sd / sqrt(seeds))
+# The test metric followed along the epochs, per task: which way is better, what else every epoch holds, the paper's
+# table of it, and the words the rendered page uses.
+CURVE_METRICS = {"accuracy": {"higher": True, "also": ("f1",), "table": "Table 3", "label": "accuracy",
+                              "slope_unit": "pp/epoch", "reach": "at or above", "sign": "≥"},
+                 "mae": {"higher": False, "also": (), "table": "Table 5", "label": "MAE", "slope_unit": "per epoch",
+                         "reach": "at or below", "sign": "≤"}}
 
 
 def _window(values, first: int, last: int):
@@ -356,58 +363,68 @@ def _slope(values, n: int):
     return float(np.polyfit(np.arange(len(values) - n + 1, len(values) + 1, dtype=np.float64), y, 1)[0])
 
 
-def read_classification_run(path: Path, root: Path) -> dict:
-    """One classification TM run record (through the record store's gate, below the results root ``root``), reduced
-    to its per-epoch accuracy and F1."""
-    what = "classification TM run record"
+def read_tm_run(path: Path, root: Path) -> dict:
+    """One TM run record (through the record store's gate, below the results root ``root``), reduced to its per-epoch
+    test metric (:data:`CURVE_METRICS`: accuracy and F1 of a classification run, MAE of a regression run)."""
+    what = "TM run record"
     rec = read_run_record(path, root)
     epochs = _get(rec, "epochs", path, what)
-    if not isinstance(epochs, list) or not epochs or any(not isinstance(e, dict) or "accuracy" not in e
-                                                         or "f1" not in e for e in epochs):
-        raise EvidenceError(f"{path}: field 'epochs' needs an 'accuracy' and an 'f1' in every entry (a "
-                            "classification run); pass classification records only")
+    metric = next((m for m, spec in CURVE_METRICS.items() if isinstance(epochs, list) and epochs and all(
+        isinstance(e, dict) and all(k in e for k in (m, *spec["also"])) for e in epochs)), None)
+    if metric is None:
+        raise EvidenceError(f"{path}: field 'epochs' needs an 'accuracy' and an 'f1' (a classification run) or an "
+                            "'mae' (a regression run) in every entry; pass TM run records only")
     return {"path": relative(path, root), "sha256": _sha256(path), "seed": int(_get(rec, "seed", path, what)),
             "n_train": _get(rec, "dataset.n_train", path, what), "n_test": _get(rec, "dataset.n_test", path, what),
-            "accuracy": [float(e["accuracy"]) for e in epochs], "f1": [float(e["f1"]) for e in epochs]}
+            "metric": metric, "values": [float(e[metric]) for e in epochs],
+            "f1": [float(e["f1"]) for e in epochs] if "f1" in CURVE_METRICS[metric]["also"] else None}
 
 
-def summarise_convergence(runs: list[dict], paper: dict) -> dict:
-    """Per run and over the runs: best epoch, last-10, the two windows, the slope over the last epochs."""
-    target = (paper.get("accuracy") or [None])[0]
+def summarise_convergence(runs: list[dict], paper: dict, metric: str = "accuracy") -> dict:
+    """Per run and over the runs: best epoch, last-10, the two windows, the slope over the last epochs, and the epochs
+    that reach the paper's number (``metric``'s way: at or above an accuracy, at or below an MAE)."""
+    higher = CURVE_METRICS[metric]["higher"]
+    target = (paper.get(metric) or [None])[0]
+    best_of = np.argmax if higher else np.argmin
+
+    def reaches(v) -> bool:
+        return v >= target if higher else v <= target
+
     per_seed = []
     for r in sorted(runs, key=lambda r: r["seed"]):
-        acc = r["accuracy"]
-        last = min(LAST, len(acc))
-        best = int(np.argmax(acc))
-        early, late = _window(acc, *EARLY), _window(acc, *LATE)
-        per_seed.append({"seed": r["seed"], "path": r["path"], "n_epochs": len(acc), "best_epoch": best + 1,
-                         "best_accuracy": acc[best], "final_accuracy": acc[-1],
-                         "last10_accuracy": float(np.mean(acc[-last:])), "last10_f1": float(np.mean(r["f1"][-last:])),
-                         "last10_sd": float(np.std(acc[-last:], ddof=1)) if last > 1 else None,
+        values = r["values"]
+        last = min(LAST, len(values))
+        best = int(best_of(values))
+        early, late = _window(values, *EARLY), _window(values, *LATE)
+        per_seed.append({"seed": r["seed"], "path": r["path"], "n_epochs": len(values), "best_epoch": best + 1,
+                         "best": values[best], "final": values[-1], "last10": float(np.mean(values[-last:])),
+                         "last10_f1": None if r["f1"] is None else float(np.mean(r["f1"][-last:])),
+                         "last10_sd": float(np.std(values[-last:], ddof=1)) if last > 1 else None,
                          "mean_41_50": early, "mean_91_100": late,
                          "late_minus_early": None if early is None or late is None else late - early,
-                         "slope_last20": _slope(acc, SLOPE_LAST),
-                         "epochs_at_or_above_paper": None if target is None else int(sum(a >= target for a in acc))})
-    curve = np.mean([r["accuracy"] for r in runs], axis=0) if len({len(r["accuracy"]) for r in runs}) == 1 else None
+                         "slope_last20": _slope(values, SLOPE_LAST),
+                         "epochs_reaching_paper": None if target is None else int(sum(map(reaches, values)))})
+    curve = np.mean([r["values"] for r in runs], axis=0) if len({len(r["values"]) for r in runs}) == 1 else None
     summary = {k: _mean_sd([p[k] for p in per_seed]) for k in
-               ("best_accuracy", "last10_accuracy", "last10_f1", "last10_sd", "mean_41_50", "mean_91_100",
-                "late_minus_early", "slope_last20", "final_accuracy")}
+               ("best", "last10", "last10_f1", "last10_sd", "mean_41_50", "mean_91_100", "late_minus_early",
+                "slope_last20", "final")}
     slopes = [p["slope_last20"] for p in per_seed if p["slope_last20"] is not None]
     gains = [p["late_minus_early"] for p in per_seed if p["late_minus_early"] is not None]
     trend = _trend(slopes, ("rising", "falling", "flat"))
     out = {"per_seed": per_seed, "summary": summary, "best_epochs": [p["best_epoch"] for p in per_seed],
            "seeds_slope_positive": sum(s > 0 for s in slopes), "seeds_late_above_early": sum(g > 0 for g in gains),
            "trend_last20": trend, "late_vs_early": _trend(gains, ("higher", "lower", "same")),
-           "still_improving": None if trend is None else trend == "rising", "mean_curve": None}
+           "still_improving": None if trend is None else trend == ("rising" if higher else "falling"),
+           "mean_curve": None}
     if curve is not None:
         n = len(curve)
         windows = [[i + 1, min(i + 10, n), float(np.mean(curve[i:i + 10]))] for i in range(0, n, 10)]
-        at_paper = [] if target is None else [i + 1 for i, v in enumerate(curve) if v >= target]
-        out["mean_curve"] = {"accuracy": [float(v) for v in curve], "best_epoch": int(np.argmax(curve)) + 1,
-                             "best": float(np.max(curve)), "windows": windows,
+        at_paper = [] if target is None else [i + 1 for i, v in enumerate(curve) if reaches(v)]
+        out["mean_curve"] = {"values": [float(v) for v in curve], "best_epoch": int(best_of(curve)) + 1,
+                             "best": float(curve[best_of(curve)]), "windows": windows,
                              "reaches_paper": None if target is None else bool(at_paper),
-                             "epochs_at_or_above_paper": len(at_paper),
-                             "first_last_at_or_above_paper": [at_paper[0], at_paper[-1]] if at_paper else None}
+                             "epochs_reaching_paper": len(at_paper),
+                             "first_last_reaching_paper": [at_paper[0], at_paper[-1]] if at_paper else None}
     return out
 
 
@@ -425,9 +442,11 @@ def _trend(values, words) -> str | None:
 
 
 def build_convergence(results, reference=DEFAULT_REFERENCE, experiments=("wsd_apple", "wsd_java"),
-                      name="wsd_pytm_convergence", config=None) -> dict:
+                      name="wsd_pytm_convergence", config=None, also=()) -> dict:
     """The ``convergence`` evidence record: every TM implementation and setting of ``experiments`` (with
-    ``config``, a configuration file: only each implementation's main setting there)."""
+    ``config``, a configuration file: only each implementation's main setting there, and the ``also`` folders,
+    ``<impl>/<params>`` below each experiment). One metric for all: the experiments are all classification or all
+    regression."""
     results = Path(results)
     main = None
     if config is not None:
@@ -439,11 +458,12 @@ def build_convergence(results, reference=DEFAULT_REFERENCE, experiments=("wsd_ap
         except (KeyError, TypeError, ValueError) as exc:
             raise EvidenceError(f"{config}: cannot read the main settings of {', '.join(experiments)} ({exc}); pass "
                                 "--config config/config.yaml") from None
-    groups, sources = [], []
+    groups, sources, metrics = [], [], {}
     for experiment in experiments:
         root = results / experiment
         folders = sorted(p for p in root.glob("*/*") if p.is_dir() and p.parent.name not in NOT_TM
-                         and (main is None or main.get((experiment, p.parent.name)) == p.name))
+                         and (main is None or main.get((experiment, p.parent.name)) == p.name
+                              or f"{p.parent.name}/{p.name}" in also))
         if not folders:
             raise EvidenceError(f"{root}: no TM run records there; run the experiment first or drop it from "
                                 "--experiments")
@@ -451,21 +471,26 @@ def build_convergence(results, reference=DEFAULT_REFERENCE, experiments=("wsd_ap
             files = run_record_files(folder)
             if not files:
                 continue
-            runs = [read_classification_run(p, results) for p in files]
+            runs = [read_tm_run(p, results) for p in files]
             if len({r["seed"] for r in runs}) != len(runs):
                 raise EvidenceError(f"{folder}: field 'seed' repeats across its records; one record per seed")
-            impl = folder.parent.name
-            paper = _paper(reference, experiment, impl)
+            metric = metrics.setdefault("metric", runs[0]["metric"])
+            if any(r["metric"] != metric for r in runs):
+                raise EvidenceError(f"{folder}: its records mix classification and regression runs (field 'epochs'); "
+                                    "build the evidence of each task apart (--experiments)")
+            impl, spec = folder.parent.name, CURVE_METRICS[metric]
+            paper = _paper(reference, experiment, impl, (metric, *spec["also"]), spec["table"])
             groups.append({"experiment": experiment, "impl": impl, "params": folder.name,
                            "seeds": sorted(r["seed"] for r in runs), "n_train": runs[0]["n_train"],
-                           "n_test": runs[0]["n_test"], "paper": paper, **summarise_convergence(runs, paper)})
+                           "n_test": runs[0]["n_test"], "paper": paper, **summarise_convergence(runs, paper, metric)})
             sources += [{"path": r["path"], "sha256": r["sha256"], "role": "TM run record"} for r in runs]
     if not groups:
         raise EvidenceError(f"{results}: no TM run records for {', '.join(experiments)}; run them first")
-    return {"schema": SCHEMA, "kind": "convergence", "name": name,
-            "question": _convergence_question(experiments),
-            "provenance": provenance("per-epoch test accuracy and F1 of the run records (each carries its own "
-                                     "provenance)", sorted({s for g in groups for s in g["seeds"]}),
+    return {"schema": SCHEMA, "kind": "convergence", "name": name, "metric": metrics["metric"],
+            "question": _convergence_question(experiments, metrics["metric"], also),
+            "provenance": provenance(f"per-epoch test {CURVE_METRICS[metrics['metric']]['label']} of the run "
+                                     "records (each carries its own provenance)",
+                                     sorted({s for g in groups for s in g["seeds"]}),
                                      code=[Path(__file__)]),
             "windows": {"last": LAST, "early": list(EARLY), "late": list(LATE), "slope_last": SLOPE_LAST},
             "best_epoch_note": "the best epoch is chosen on the test set: not a fair number to report, only what the "
@@ -481,14 +506,15 @@ def _improving_cell(g: dict) -> str:
             f"({g['seeds_slope_positive']} of {len(g['seeds'])} slopes > 0)")
 
 
-def _convergence_question(experiments) -> str:
+def _convergence_question(experiments, metric: str = "accuracy", also=()) -> str:
     if all(e.startswith("wsd_") for e in experiments):
         return ("Where do the TMs' test accuracies on WSD stand along their 100 epochs: at which epoch are they best, "
                 "do they still improve at the end, and is the paper's number within reach of the trajectory?")
     labels = ", ".join(dataset_label(e) for e in experiments)
-    return (f"Where do the TMs' test accuracies on {labels} stand along their epochs (each implementation's main "
-            "setting): at which epoch are they best, do they still improve at the end, and is the paper's number "
-            "within reach of the trajectory?")
+    what = "accuracies" if metric == "accuracy" else f"{CURVE_METRICS[metric]['label']}s"
+    settings = "each implementation's main setting" + "".join(f", and {a}" for a in also)
+    return (f"Where do the TMs' test {what} on {labels} stand along their epochs ({settings}): at which epoch are they "
+            "best, do they still improve at the end, and is the paper's number within reach of the trajectory?")
 
 
 # -- rendering -------------------------------------------------------------------------------------------------
@@ -584,34 +610,40 @@ def render_mlp_stage(ev: dict, source: str) -> str:
 
 
 def render_convergence(ev: dict, source: str) -> str:
-    w = ev["windows"]
+    w, m = ev["windows"], CURVE_METRICS[ev["metric"]]
+    name, f1 = m["label"], "f1" in m["also"]
     md = [HEADER.format(source=source), "", f"#### Evidence (convergence): {ev['question']}", "",
-          "| data | build (setting) | seeds | test rows | last-10 accuracy | last-10 F1 | paper accuracy | paper F1 | "
-          f"epochs {w['early'][0]}-{w['early'][1]} | epochs {w['late'][0]}-{w['late'][1]} | late − early | slope, "
-          f"last {w['slope_last']} epochs (pp/epoch) | sd over the last {w['last']} epochs | best-epoch accuracy "
-          "(not fair) | best epochs | still improving |",
-          "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+          f"| data | build (setting) | seeds | test rows | last-10 {name} | " + ("last-10 F1 | " if f1 else "")
+          + f"paper {name} | " + ("paper F1 | " if f1 else "")
+          + f"epochs {w['early'][0]}-{w['early'][1]} | epochs {w['late'][0]}-{w['late'][1]} | late − early | slope, "
+          f"last {w['slope_last']} epochs ({m['slope_unit']}) | sd over the last {w['last']} epochs | best-epoch "
+          f"{name} (not fair) | best epochs | still improving |",
+          "|---|---|---:|---:|---:|" + ("---:|" if f1 else "") + "---:|" + ("---:|" if f1 else "")
+          + "---:|---:|---:|---:|---:|---:|---|---|"]
     for g in ev["groups"]:
         s = g["summary"]
-        paper = [(g["paper"].get(k) or [None, None]) for k in ("accuracy", "f1")]
+        paper = [(g["paper"].get(k) or [None, None]) for k in (ev["metric"], "f1")]
         label = dataset_label(g["experiment"])
         md.append(f"| {label} | {g['impl']} ({g['params']}) | {len(g['seeds'])} | {g['n_test']} | "
-                  f"{_pm(s['last10_accuracy'])} | {_pm(s['last10_f1'])} | {_pm(paper[0])} | {_pm(paper[1])} | "
-                  f"{_pm(s['mean_41_50'])} | {_pm(s['mean_91_100'])} | {_pm(s['late_minus_early'])} | "
-                  f"{_pm(s['slope_last20'], 3)} | {_pm(s['last10_sd'])} | {_pm(s['best_accuracy'])} | "
+                  f"{_pm(s['last10'])} | " + (f"{_pm(s['last10_f1'])} | " if f1 else "") + f"{_pm(paper[0])} | "
+                  + (f"{_pm(paper[1])} | " if f1 else "")
+                  + f"{_pm(s['mean_41_50'])} | {_pm(s['mean_91_100'])} | {_pm(s['late_minus_early'])} | "
+                  f"{_pm(s['slope_last20'], 3)} | {_pm(s['last10_sd'])} | {_pm(s['best'])} | "
                   f"{', '.join(map(str, g['best_epochs']))} | {_improving_cell(g)} |")
+    best, improving = ("best", "rising") if m["higher"] else ("lowest", "falling")
     md += ["", "Mean ± sample standard deviation (ddof=1) over the seeds of each run's number. last-10: each run's "
            f"mean over its last {w['last']} epochs (the tables' number). slope: least-squares slope of a run's test "
-           f"accuracy over its last {w['slope_last']} epochs. still improving: yes where that slope is rising "
-           "(its mean over the seeds more than two standard errors above zero; falling: below; else flat); late − "
-           "early: higher, lower or the same by the same rule. Best-epoch accuracy: each run's best test accuracy over "
+           f"{name} over its last {w['slope_last']} epochs. still improving: yes where that slope is {improving} "
+           "(its mean over the seeds more than two standard errors " + ("above" if m["higher"] else "below")
+           + " zero; " + ("falling: below" if m["higher"] else "rising: above") + "; else flat); late − "
+           f"early: higher, lower or the same by the same rule. Best-epoch {name}: each run's {best} test {name} over "
            "its epochs; the epoch is chosen on the test set, so it is not a fair number to report: it shows only what "
            "the trajectory reaches.", ""]
     shown = [g for g in ev["groups"] if g["mean_curve"]]
     if shown:
-        md += ["Mean test accuracy over the seeds, per 10 epochs (mean over the window of the per-epoch means), and "
+        md += [f"Mean test {name} over the seeds, per 10 epochs (mean over the window of the per-epoch means), and "
                "the best epoch of that mean curve (also chosen on the test set):", "",
-               "| epochs | " + " | ".join(f"{dataset_label(g['experiment'])} {g['impl']}" for g in shown) + " |",
+               "| epochs | " + " | ".join(f"{dataset_label(g['experiment'])} {_build(g, ev)}" for g in shown) + " |",
                "|---|" + "---:|" * len(shown)]
         n_windows = max(len(g["mean_curve"]["windows"]) for g in shown)
         for i in range(n_windows):
@@ -621,24 +653,30 @@ def render_convergence(ev: dict, source: str) -> str:
                 for g in shown) + " |")
         md.append("| best epoch (its mean) | " + " | ".join(
             f"{g['mean_curve']['best_epoch']} ({_num(g['mean_curve']['best'])})" for g in shown) + " |")
-        md.append("| epochs at or above the paper (first-last) | " + " | ".join(
+        md.append(f"| epochs {m['reach']} the paper (first-last) | " + " | ".join(
             "–" if g["mean_curve"]["reaches_paper"] is None else
-            f"{g['mean_curve']['epochs_at_or_above_paper']}" + (
-                " ({}-{})".format(*g["mean_curve"]["first_last_at_or_above_paper"])
-                if g["mean_curve"]["first_last_at_or_above_paper"] else "") for g in shown) + " |")
+            f"{g['mean_curve']['epochs_reaching_paper']}" + (
+                " ({}-{})".format(*g["mean_curve"]["first_last_reaching_paper"])
+                if g["mean_curve"]["first_last_reaching_paper"] else "") for g in shown) + " |")
         md.append("")
-    md += ["Per run: best epoch (its accuracy), last-10 accuracy, slope over the last "
-           f"{w['slope_last']} epochs, and the epochs at or above the paper's accuracy.", "",
-           "| data | build | seed | best epoch (accuracy) | last-10 | epochs 41-50 | epochs 91-100 | slope | "
-           "epochs ≥ paper |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    md += [f"Per run: best epoch (its {name}), last-10 {name}, slope over the last "
+           f"{w['slope_last']} epochs, and the epochs {m['reach']} the paper's {name}.", "",
+           f"| data | build | seed | best epoch ({name}) | last-10 | epochs 41-50 | epochs 91-100 | slope | "
+           f"epochs {m['sign']} paper |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for g in ev["groups"]:
         for p in g["per_seed"]:
-            md.append(f"| {dataset_label(g['experiment'])} | {g['impl']} | {p['seed']} | {p['best_epoch']} "
-                      f"({_num(p['best_accuracy'])}) | {_num(p['last10_accuracy'])} | {_num(p['mean_41_50'])} | "
+            md.append(f"| {dataset_label(g['experiment'])} | {_build(g, ev)} | {p['seed']} | {p['best_epoch']} "
+                      f"({_num(p['best'])}) | {_num(p['last10'])} | {_num(p['mean_41_50'])} | "
                       f"{_num(p['mean_91_100'])} | {_num(p['slope_last20'], 3)} | "
-                      f"{'–' if p['epochs_at_or_above_paper'] is None else p['epochs_at_or_above_paper']} |")
+                      f"{'–' if p['epochs_reaching_paper'] is None else p['epochs_reaching_paper']} |")
     md += ["", f"Built from {len(ev['sources'])} run records; each record holds its own provenance.", ""]
     return "\n".join(md)
+
+
+def _build(g: dict, ev: dict) -> str:
+    """A group's build, with its setting where the record holds another setting of the same build and data."""
+    twins = sum((o["experiment"], o["impl"]) == (g["experiment"], g["impl"]) for o in ev["groups"])
+    return g["impl"] + (f" ({g['params']})" if twins > 1 else "")
 
 
 # -- command line ----------------------------------------------------------------------------------------------
@@ -648,7 +686,7 @@ def main(argv=None) -> int:
                                  description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="command", required=True)
     mlp = sub.add_parser("mlp-stage", help="the novelty MLP stage refitted on the saved class sums")
-    conv = sub.add_parser("convergence", help="per-epoch accuracy of the classification TM records")
+    conv = sub.add_parser("convergence", help="per-epoch test accuracy (or MAE) of the TM records")
     for p, name, experiments in ((mlp, "newsgroups20_mlp_stage", ["newsgroups20", "bbc_sport"]),
                                  (conv, "wsd_pytm_convergence", ["wsd_apple", "wsd_java"])):
         p.add_argument("--results", required=True)
@@ -658,6 +696,8 @@ def main(argv=None) -> int:
         p.add_argument("--reference", default=str(DEFAULT_REFERENCE))
     mlp.add_argument("--config", default="config/config.yaml", help="its mlp_novelty is the stage's setting")
     conv.add_argument("--config", default=None, help="a configuration file: only each implementation's main setting")
+    conv.add_argument("--also", nargs="+", default=[], metavar="IMPL/PARAMS",
+                      help="with --config: these settings too (folders below each experiment)")
     mlp.add_argument("--mlp-seeds", type=int, nargs="+", default=list(range(10)),
                      help="MLP seeds besides the configuration's")
     mlp.add_argument("--test-sizes", type=float, nargs="+", default=[0.2, 0.5],
@@ -679,7 +719,7 @@ def _command(args) -> None:
                                  log=lambda line: print(line, file=sys.stderr))
         ev["provenance"]["threads"] = args.threads
     else:
-        ev = build_convergence(args.results, args.reference, args.experiments, args.name, args.config)
+        ev = build_convergence(args.results, args.reference, args.experiments, args.name, args.config, args.also)
     write_record(args.out, ev)
 
 
