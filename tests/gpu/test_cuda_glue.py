@@ -352,7 +352,7 @@ def _train(be, X, y, epochs, batch_size, seed=5):
         be.train_epoch(epoch=epoch, seed=seed, batch_size=batch_size)
 
 
-@pytest.mark.parametrize("k", [1, 8, 32, 64, 128])
+@pytest.mark.parametrize("k", [1, 8, 32, 128])
 @pytest.mark.parametrize("cfg", [
     KernelConfig(n_classes=3, n_clauses=6, n_literals=2 * 45, T=7, s=3.9, tally="sync"),
     KernelConfig(n_classes=1, n_clauses=9, n_literals=2 * 70, T=12, s=2.0, state_bits=6, regression=True,
@@ -363,8 +363,8 @@ def _train(be, X, y, epochs, batch_size, seed=5):
 def test_simulated_warps_give_the_cpu_results_with_synchronous_tallies(fake_warps, cfg, k):
     """The GPU code, every clause group running concurrently, k threads per clause: synchronous tallies are
     deterministic, so three epochs end exactly where the CPU build's do (TA states, tallies, stored outputs,
-    feedback counters), and inference agrees. Groups of 2 and 4 warps (64, 128) on fewer examples: each launch
-    is a host thread per GPU thread. These clauses have fewer words than a group has threads, so some threads
+    feedback counters), and inference agrees. A group of 4 warps (128) on fewer examples: each launch is a host
+    thread per GPU thread. These clauses have fewer words than a group has threads, so some threads
     of a group have no chunk."""
     from asynctm.backends.cuda import CudaBackend
 
@@ -420,7 +420,7 @@ def _one_example_batches_agree(gpu, host, X, y, state, examples, seed) -> list:
     return outputs
 
 
-@pytest.mark.parametrize("k", [1, 32, 64, 128])
+@pytest.mark.parametrize("k", [1, 32, 128])
 def test_simulated_warps_keep_the_tallies_exact(fake_warps, k):
     """Whole asynchronous epochs, clause groups racing on the tallies: every tally stays the sum of its class's
     stored votes (Algorithm 1's atomic adds), and the machine learns. Groups of several warps on half the examples
@@ -429,7 +429,7 @@ def test_simulated_warps_keep_the_tallies_exact(fake_warps, k):
 
     cfg = KernelConfig(n_classes=2, n_clauses=8, n_literals=2 * 100, T=6, s=3.9, threads_per_clause=k)
     rng = np.random.default_rng(6)
-    n, epochs = (120, 4) if k <= 32 else (60, 2)
+    n, epochs = (120, 4) if k <= 32 else (40, 2)
     X01 = rng.integers(0, 2, (n, 100))
     X, _ = pack_literals(X01)
     label = X01[:, 0] ^ X01[:, 1]
@@ -439,7 +439,7 @@ def test_simulated_warps_keep_the_tallies_exact(fake_warps, k):
     gpu.set_training_data(X, y)
     pol = np.tile(np.where(np.arange(cfg.n_clauses) % 2, -1, 1), cfg.n_classes)[:, None]
     for epoch in range(epochs):
-        gpu.train_epoch(epoch=epoch, seed=3, batch_size=30)
+        gpu.train_epoch(epoch=epoch, seed=3, batch_size=20)
         bits = np.unpackbits(gpu.get_clause_output_bits().view(np.uint8), axis=1, bitorder="little")[:, :n]
         stored = (pol * bits).reshape(cfg.n_classes, cfg.n_clauses, n).sum(axis=1)
         np.testing.assert_array_equal(gpu.get_tallies(), stored, err_msg=f"epoch {epoch}")
@@ -541,8 +541,8 @@ def test_simulated_warps_wide_clauses_with_synchronous_tallies(fake_warps, k):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("features", [33000, 300], ids=["2063_words", "19_words"])
-@pytest.mark.parametrize("k", [256, 512, 1024])
+@pytest.mark.parametrize(("k", "features"), [(256, 33000), (512, 300), (1024, 33000), (1024, 300)],
+                         ids=["256-2063_words", "512-19_words", "1024-2063_words", "1024-19_words"])
 def test_simulated_blocks_per_clause_equal_the_cpu(fake_warps, k, features):
     """Groups of 256 to 1,024 threads, each a block of its own (up to 32 warps meeting at the block's barrier):
     2,063 words per clause, more than a group of 1,024 takes in one round (2,048: every thread has a chunk, some
@@ -558,7 +558,7 @@ def test_simulated_blocks_per_clause_equal_the_cpu(fake_warps, k, features):
     gpu, host = CudaBackend(dataclasses.replace(cfg, threads_per_clause=k)), cpu.CpuBackend(cfg, n_threads=1)
     assert gpu.block == k
     state = _sparse_includes(rng, cfg)
-    outputs = _one_example_batches_agree(gpu, host, X, y, state, [0, 5, 11, 5, 2, 8, 3, 9], seed=13)
+    outputs = _one_example_batches_agree(gpu, host, X, y, state, [0, 5, 11, 5, 2], seed=13)
     assert (host.feedback_event_counts().sum(axis=0) > 0).all()  # type Ia, Ib and II feedback
     assert 0 < np.unpackbits(np.asarray(outputs).view(np.uint8)).mean() < 1  # the clauses output 0 and 1
     state = _sparse_includes(rng, cfg, per_clause=(1, 3))
@@ -576,13 +576,13 @@ def test_simulated_blocks_per_clause_equal_the_cpu(fake_warps, k, features):
 @pytest.mark.slow
 def test_simulated_blocks_per_clause_keep_the_tallies_exact(fake_warps):
     """Whole asynchronous epochs with a block of 1,024 threads per clause, the groups racing on the tallies within
-    each launch (a batch of 12 examples, every visit meeting at the block's barriers): every tally stays the sum of
+    each launch (a batch of 8 examples, every visit meeting at the block's barriers): every tally stays the sum of
     its class's stored votes."""
     from asynctm.backends.cuda import CudaBackend
 
     cfg = KernelConfig(n_classes=2, n_clauses=2, n_literals=2 * 100, T=6, s=3.9, threads_per_clause=1024)
     rng = np.random.default_rng(11)
-    X01 = rng.integers(0, 2, (24, 100))
+    X01 = rng.integers(0, 2, (16, 100))
     X, _ = pack_literals(X01)
     y = np.where(np.arange(2)[:, None] == (X01[:, 0] ^ X01[:, 1])[None, :], cfg.T, -cfg.T).astype(np.int32)
     gpu = CudaBackend(cfg)
@@ -590,9 +590,9 @@ def test_simulated_blocks_per_clause_keep_the_tallies_exact(fake_warps):
     gpu.set_training_data(X, y)
     pol = np.tile(np.where(np.arange(cfg.n_clauses) % 2, -1, 1), cfg.n_classes)[:, None]
     for epoch in range(2):
-        gpu.train_epoch(epoch=epoch, seed=3, batch_size=12)
-        bits = np.unpackbits(gpu.get_clause_output_bits().view(np.uint8), axis=1, bitorder="little")[:, :24]
-        stored = (pol * bits).reshape(cfg.n_classes, cfg.n_clauses, 24).sum(axis=1)
+        gpu.train_epoch(epoch=epoch, seed=3, batch_size=8)
+        bits = np.unpackbits(gpu.get_clause_output_bits().view(np.uint8), axis=1, bitorder="little")[:, :16]
+        stored = (pol * bits).reshape(cfg.n_classes, cfg.n_clauses, 16).sum(axis=1)
         np.testing.assert_array_equal(gpu.get_tallies(), stored, err_msg=f"epoch {epoch}")
     assert gpu.feedback_event_counts().sum() > 0 and gpu.get_ta_state()[:, -1].any()  # it learned something
     gpu.close()
