@@ -20,7 +20,7 @@ no chunk beyond its always-run tests) and **all work** (every word read, every c
 of compulsory bytes / bandwidth, word operations / word throughput and scalar operations / scalar throughput for
 the row's thread count. ``fraction`` = bound / achieved: 1 would be the host's limit.
 
-GPU benchmark records (``gpu_host.bench``, ``gpu_<gpu>_<commit>.json``: per setting the results by build)
+GPU benchmark records (``benchmarks/bench_gpu.py``, ``gpu_<gpu>_<commit>.json``: per setting the results by build)
 are bounded on a GPU's limits (``benchmarks/gpu_limits.py``, of the same GPU model; anything else is refused):
 our two GPU builds (``tm_gpu``, one thread per clause, the paper's design; ``tm_gpu_warp``, a warp per clause),
 not the authors' code (``pytm_cuda``). The work is the same epoch counted with the GPU's chunks
@@ -306,7 +306,7 @@ def _feedback_lines(rows: list[dict]) -> list[str]:
     return md
 
 
-# -- GPU benchmark records (gpu_host.bench: per setting a mapping of builds) ---------------------------------
+# -- GPU benchmark records (bench_gpu.py: per setting a mapping of builds) ---------------------------------
 
 GPU_FIX = "rerun the GPU benchmark"
 PER_CLAUSE = {1: "one thread per clause", 32: "a warp per clause"}

@@ -7,8 +7,8 @@ the tables (``benchmarks/results/<name>.md``), from the JSON that ``benchmarks/b
 
 ``bench_tm.py`` runs and measures; everything that judges or shows the measurements is here, so a table is
 rebuilt from its record without training anything. The comparison (:func:`compare`) is stored in the record
-when it is written, so a record renders as it read when it was made. GPU benchmark records (``python -m
-gpu_host.bench``, in the repository root) render with that module's own table.
+when it is written, so a record renders as it read when it was made. GPU benchmark records
+(``benchmarks/bench_gpu.py``) render with that script's own table.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from pathlib import Path
 ACCURACY_TOLERANCE_POINTS = 1.0
 MAE_TOLERANCE_RELATIVE = 0.02
 CPU_GENERATOR = "benchmarks/bench_tm.py"
-# the GPU benchmark's, and the same module's name in the records made before it moved out of the package
-GPU_GENERATORS = ("python -m gpu_host.bench", "python -m asynctm.campaign.bench")
+# the GPU benchmark's, and the names it had in the records made before it moved to benchmarks/
+GPU_GENERATORS = ("benchmarks/bench_gpu.py", "python -m gpu_host.bench", "python -m asynctm.campaign.bench")
 
 
 # --- comparison -------------------------------------------------------------------------------------------
@@ -268,12 +268,12 @@ def write_markdown(path: Path, record: dict) -> None:
 # --- command line -------------------------------------------------------------------------------------------
 
 def render(record: dict) -> str:
-    """The Markdown of a benchmark record, CPU (this module) or GPU (``gpu_host/bench.py``)."""
+    """The Markdown of a benchmark record, CPU (this module) or GPU (``bench_gpu.py`` beside it)."""
     if record.get("generated_by") in GPU_GENERATORS:
-        root = str(Path(__file__).resolve().parents[1])  # the repository root, which holds gpu_host
-        if root not in sys.path:
-            sys.path.insert(0, root)
-        from gpu_host.bench import markdown as gpu_markdown
+        here = str(Path(__file__).resolve().parent)
+        if here not in sys.path:
+            sys.path.insert(0, here)
+        from bench_gpu import markdown as gpu_markdown
 
         return gpu_markdown(record)
     if record.get("generated_by") != CPU_GENERATOR:

@@ -17,6 +17,21 @@ the paper's design, one thread per clause; ``tm_gpu_warp``, a warp per clause); 
 
 from __future__ import annotations
 
+import sys
+
 STAGE_DIR = ".campaign"
 TRAVEL_BUDGET_BYTES = 64 * 2**20  # the checkout that travels to the GPU machine, carried folders included
 CALLS_FILE = "profiles/gpu-host/calls.yaml"  # the device calls of a lease (python -m gpu_host commands)
+
+
+def bench_gpu():
+    """The GPU benchmark, ``benchmarks/bench_gpu.py`` (a script of its folder, not a package), as a module: its builds
+    and peers, which the bench and host_peers steps share."""
+    from asynctm.provenance import REPO
+
+    folder = str(REPO / "benchmarks")
+    if folder not in sys.path:
+        sys.path.append(folder)  # after everything else: its scripts shadow no module
+    import bench_gpu
+
+    return bench_gpu

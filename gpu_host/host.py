@@ -69,7 +69,7 @@ def worker(campaign_dir: Path, experiment: str, impl: str, cpu: int | None, unti
     from asynctm.io import write_json_atomic
     from asynctm.provenance import cpu_info, gpu_info, host_id, versions
 
-    from .bench import peer
+    from . import bench_gpu
     from .stage import load_campaign
 
     pinned = None
@@ -93,11 +93,11 @@ def worker(campaign_dir: Path, experiment: str, impl: str, cpu: int | None, unti
               "stopped": None}
     if gpu:  # compile the kernels on a throwaway model: the fresh model's first epoch is then an epoch's work
         t0, rows = time.perf_counter(), min(n, 4 * int(h["batch_size"]))
-        warm = peer(impl, task, h, SEED)
+        warm = bench_gpu().peer(impl, task, h, SEED)
         warm.fit_epoch(ds.X_train[:rows], ds.y_train[:rows])
         warm.close()
         record["warmup"] = {"rows": rows, "wall_s": time.perf_counter() - t0}
-    model = peer(impl, task, h, SEED)
+    model = bench_gpu().peer(impl, task, h, SEED)
     bounds = [round(i * n / parts) for i in range(parts + 1)]
     slices = [(ds.X_train[a:b], ds.y_train[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
     last, t_first, epoch = 0.0, None, 0

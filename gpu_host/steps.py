@@ -37,7 +37,7 @@ from asynctm.experiments import estimate, plan
 from asynctm.experiments.run import EXIT_PAUSED, checkpoint_path, novelty_scores_path, read_checkpoint
 from asynctm.provenance import REPO, code_digests, slug
 
-from . import STAGE_DIR, host
+from . import STAGE_DIR, bench_gpu, host
 from .stage import StageError, load_campaign
 
 DEFAULT_BUDGET_S = 480  # a device command may run 600 s; the rest is install, start-up and packing
@@ -385,7 +385,7 @@ def step_gpu_tests(step: Step, select: str | None = None) -> None:
 
 
 def step_bench(step: Step, select: str | None = None) -> None:
-    """Ours and PyTsetlinMachineCUDA on one GPU in one process (:mod:`gpu_host.bench`):
+    """Ours and PyTsetlinMachineCUDA on one GPU in one process (``benchmarks/bench_gpu.py``):
     ``benchmarks/results/gpu_<gpu>_<commit>.{json,md}`` (with ``--impl``, only those builds, named after them);
     no epoch starts after the step's end less a margin."""
     name = f"gpu_{slug(step.gpu['name'])}_{((step.campaign.get('source') or {}).get('commit') or 'unknown')[:7]}"
@@ -398,8 +398,8 @@ def step_bench(step: Step, select: str | None = None) -> None:
             step.manifest["done"].extend(f"benchmarks/results/{p.name}" for p in out.glob("host_limits_*.json"))
         else:
             step.say(f"the GPU's limits were not measured (exit status {rc}; see the log); benchmarking on")
-    rc = step.child([PY, "-m", "gpu_host.bench", "--campaign-dir", str(step.campaign_dir), "--out-dir",
-                     str(out), "--name", name, "--deadline", f"{step.deadline - STOP_MARGIN_S:.0f}",
+    rc = step.child([PY, str(REPO / "benchmarks" / "bench_gpu.py"), "--campaign-dir", str(step.campaign_dir),
+                     "--out-dir", str(out), "--name", name, "--deadline", f"{step.deadline - STOP_MARGIN_S:.0f}",
                      *(["--settings", select] if select else []), *(["--impls", step.impl] if step.impl else [])])
     if rc is None:
         step.stop("the benchmark ran past the budget (what it wrote per setting is packed)")
@@ -607,10 +607,9 @@ def run_step(name: str, campaign_dir: Path | None = None, out_dir: Path | None =
     if name not in STEPS:
         raise StageError(f"unknown step {name!r}; the steps are, in order: {', '.join(STEPS)}")
     if impl is not None and name == "bench":
-        from .bench import IMPLS
-
-        if not impl or not set(impl.split(",")) <= set(IMPLS):
-            raise StageError(f"--impl of the bench step: a comma-separated list of {', '.join(IMPLS)}; got {impl}")
+        builds = bench_gpu().IMPLS
+        if not impl or not set(impl.split(",")) <= set(builds):
+            raise StageError(f"--impl of the bench step: a comma-separated list of {', '.join(builds)}; got {impl}")
     elif impl is not None and (name not in IMPL_STEPS or impl not in plan.GPU_IMPLS):
         raise StageError(f"--impl applies to the {', '.join(IMPL_STEPS)} and bench steps and must be one of "
                          f"{', '.join(plan.GPU_IMPLS)} (bench: a comma-separated list of its builds), got {impl} for "

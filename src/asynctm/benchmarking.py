@@ -9,7 +9,7 @@ and with a GPU our CUDA backend and PyTsetlinMachineCUDA) for each seed, trains 
 epoch each, then the timed epochs round-robin (:func:`train_seed`), and pools the seeds (:func:`aggregate`).
 What the benchmark script keeps is its own: the settings (epochs timed, subsamples, when the metric is taken,
 the goals), the command line and the record around the settings. The verdicts and tables are
-``benchmarks/report.py``'s. The GPU campaign's benchmark (:mod:`gpu_host.bench`) times our CUDA
+``benchmarks/report.py``'s. The GPU campaign's benchmark (``benchmarks/bench_gpu.py``) times our CUDA
 backend against PyTsetlinMachineCUDA with this loop and this pooling (its settings and record are its own).
 """
 

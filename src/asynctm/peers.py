@@ -92,7 +92,7 @@ from __future__ import annotations
 import numpy as np
 
 # The interface lies below the baselines that implement it; both names stay importable from here (the GPU
-# benchmark, gpu_host.bench, and the benchmarks' peers import them so).
+# benchmark, benchmarks/bench_gpu.py, and the benchmarks' peers import them so).
 from .baselines.base import Peer, dense01  # noqa: F401
 
 PEERS = ("asynctm", "pytm", "pytm_cuda")

@@ -155,7 +155,7 @@ def test_benchmarks_fill_in_where_no_record_is(config, tmp_path):
     (tmp_path / "bench").mkdir()
     (tmp_path / "bench" / "b.json").write_text(json.dumps(bench))
     # The GPU campaign's benchmark lies in the same folder, in its own layout (results keyed by implementation).
-    gpu_bench = {"generated_by": "python -m gpu_host.bench", "settings": [{
+    gpu_bench = {"generated_by": "benchmarks/bench_gpu.py", "settings": [{
         "setting": "imdb", "hyperparameters": {"n_clauses": 7000}, "dataset": {"n_train": 25000},
         "results": {"tm_gpu": {"median_epoch_s": 0.5}, "pytm_cuda": {"median_epoch_s": 2.0}}}]}
     (tmp_path / "bench" / "gpu.json").write_text(json.dumps(gpu_bench))

@@ -1,6 +1,11 @@
 """The GPU benchmark: our CUDA builds and PyTsetlinMachineCUDA on the same GPU, in one process.
 
-    python -m gpu_host.bench --campaign-dir .campaign --out-dir benchmarks/results --name NAME
+    python benchmarks/bench_gpu.py --data-dir data --out-dir benchmarks/results --name NAME   # a GPU workstation
+    python benchmarks/bench_gpu.py --campaign-dir .campaign --out-dir ... --name NAME   # a lent GPU host (gpu_host)
+
+On a GPU workstation it reads the pipeline's processed datasets (``--data-dir``, made by ``snakemake --cores all
+data``) and the configuration (``--config``, checked as the pipeline checks it); on a lent GPU host the folder that
+``python -m gpu_host stage`` made (its configuration and datasets); ``python -m gpu_host step bench`` runs it there.
 
 The GPU settings of the benchmark harness :mod:`asynctm.benchmarking` (its per-epoch loop and pooling of seeds): ours
 as ``tm_gpu`` (one thread per clause, the paper's design) and ``tm_gpu_warp`` (a warp per clause) beside
@@ -16,6 +21,7 @@ PyTsetlinMachineCUDA and, for :data:`GOAL_SETTINGS`, the goal (ours >= 2x at acc
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -28,6 +34,9 @@ from asynctm import benchmarking
 from asynctm.experiments import plan
 from asynctm.experiments.run import dataset_summary, load_dataset
 from asynctm.io import atomic_open, write_json_atomic
+
+REPO = Path(__file__).resolve().parents[1]
+GENERATOR = "benchmarks/bench_gpu.py"  # the records' generated_by (benchmarks/report.py renders them with markdown())
 
 # Timed epochs after the warm-up (paper scale; smoke scale: 1) and the seeds; one seed and one timed epoch where
 # PyTsetlinMachineCUDA's epochs are long, so that the benchmark fits one call. Where it is not among the builds timed
@@ -297,23 +306,49 @@ def markdown(record: dict) -> str:
     return "\n".join(lines)
 
 
+def inputs(args) -> tuple[dict, Path]:
+    """The configuration and the processed datasets' folder: a staged folder's (``--campaign-dir``: its
+    ``campaign.json`` and ``data/``), else ``--config`` checked as the pipeline checks it and ``--data-dir``.
+    A missing or malformed one stops with one line naming it and the fix."""
+    if args.campaign_dir:
+        path = Path(args.campaign_dir) / "campaign.json"
+        try:
+            config = json.loads(path.read_text())["config"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise SystemExit(f"{path}: not a staged campaign ({type(exc).__name__}: {exc}); run `python -m gpu_host "
+                             "stage` and carry its folder along, or pass --data-dir on a GPU workstation") from None
+        return config, Path(args.campaign_dir) / "data"
+    from asynctm.config_check import ConfigError, load_config
+
+    try:
+        config = load_config(args.config)
+    except (ConfigError, OSError) as exc:
+        raise SystemExit(f"{args.config}: {exc}") from None
+    if not Path(args.data_dir).is_dir():
+        raise SystemExit(f"{args.data_dir}: no such folder; prepare the datasets with `.venv/bin/snakemake --cores all "
+                         "data --config data_mirror=../shared/datasets` or pass their folder with --data-dir")
+    return config, Path(args.data_dir)
+
+
 def main(argv=None) -> int:
     from asynctm.provenance import code_digests, cpu_info, git_info, gpu_info, versions
 
-    from .stage import load_campaign
-
-    ap = argparse.ArgumentParser(prog="python -m gpu_host.bench", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--campaign-dir", required=True, help="the staged folder (.campaign)")
+    ap = argparse.ArgumentParser(prog="python benchmarks/bench_gpu.py", description=__doc__.split("\n\n")[0])
+    where = ap.add_mutually_exclusive_group(required=True)
+    where.add_argument("--data-dir", help="the pipeline's processed datasets (a GPU workstation)")
+    where.add_argument("--campaign-dir", help="the folder gpu_host staged (.campaign: a lent GPU host)")
+    ap.add_argument("--config", default=str(REPO / "config" / "config.yaml"),
+                    help="with --data-dir: the pipeline configuration (default config/config.yaml)")
     ap.add_argument("--out-dir", required=True, help="where <name>.json and <name>.md go")
     ap.add_argument("--name", required=True)
     ap.add_argument("--deadline", type=float, default=float("inf"), help="UNIX time after which no epoch starts")
     ap.add_argument("--settings", default=",".join(TIMED_EPOCHS), help="comma-separated experiments")
     ap.add_argument("--impls", default=",".join(IMPLS), help="the builds to time, comma-separated (default all)")
     args = ap.parse_args(argv)
-    config = load_campaign(Path(args.campaign_dir))["config"]
+    config, data_dir = inputs(args)
     smoke = plan.is_smoke(config)
-    record = {"generated_by": "python -m gpu_host.bench", "name": args.name,
-              "command": ["python", "-m", "gpu_host.bench", *(sys.argv[1:] if argv is None else argv)],
+    record = {"generated_by": GENERATOR, "name": args.name,
+              "command": ["python", GENERATOR, *(sys.argv[1:] if argv is None else argv)],
               "date_utc": datetime.now(UTC).strftime("%Y-%m-%d"),
               "started_utc": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "git": git_info(),
               "code": code_digests(), "versions": versions(), "cpu": cpu_info(), "gpu": gpu_info(),
@@ -327,7 +362,7 @@ def main(argv=None) -> int:
             record["settings"].append({"setting": name, "stopped": "not started: the step's budget ran out"})
             break
         seeds = plan.seeds(config) if smoke else list(SEEDS_BY_SETTING.get(name, SEEDS))
-        record["settings"].append(run_setting(config, Path(args.campaign_dir) / "data", name, seeds,
+        record["settings"].append(run_setting(config, data_dir, name, seeds,
                                               timed_epochs(name, args.impls.split(","), smoke), args.deadline,
                                               impls=args.impls.split(",")))
         done = {**record, "settings": [s for s in record["settings"] if "results" in s]}
