@@ -25,7 +25,7 @@ SUBCOMMANDS = {
     "report": ("asynctm.artifacts.report", "the HTML report of the records"),
     "evidence": ("asynctm.artifacts.evidence", "evidence records for the gaps to the paper, and their tables"),
     "evidence-cost": ("asynctm.artifacts.evidence_cost", "what the paper's Table 4 times imply (cost model)"),
-    "evidence-novelty": ("asynctm.artifacts.evidence_novelty", "the novelty MLP stage and WSD convergence"),
+    "evidence-novelty": ("asynctm.artifacts.evidence_novelty", "the novelty MLP stage and the TMs' convergence"),
     "evidence-split": ("asynctm.artifacts.evidence_split", "accuracy over other train/test splits of the same rows"),
 }
 

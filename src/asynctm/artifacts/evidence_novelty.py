@@ -1,6 +1,7 @@
-"""Evidence behind two gaps of Table 3: the novelty MLP stage (20 Newsgroups, BBC Sport) and how the TMs converge on
-word sense disambiguation (WSD Apple, WSD Java). Evidence records as :mod:`asynctm.artifacts.evidence` (schema,
-kind, name, question, provenance, sources; rendered by its ``render`` command), of two further kinds:
+"""Evidence behind gaps of Tables 3 and 5: the novelty MLP stage (20 Newsgroups, BBC Sport) and how the TMs converge
+along their epochs (WSD Apple and Java, IMDb: accuracy; Bike Sharing: MAE). Evidence records as
+:mod:`asynctm.artifacts.evidence` (schema, kind, name, question, provenance, sources; rendered by its ``render``
+command), of two further kinds:
 
 - ``mlp_stage``: the second stage of novelty detection rerun, without retraining a TM, on the class sums each TM
   run saved (``seed<k>.scores.npz``), with the pipeline's own function
