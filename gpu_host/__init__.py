@@ -24,14 +24,14 @@ TRAVEL_BUDGET_BYTES = 64 * 2**20  # the checkout that travels to the GPU machine
 CALLS_FILE = "profiles/gpu-host/calls.yaml"  # the device calls of a lease (python -m gpu_host commands)
 
 
-def bench_gpu():
-    """The GPU benchmark, ``benchmarks/bench_gpu.py`` (a script of its folder, not a package), as a module: its builds
-    and peers, which the bench and host_peers steps share."""
+def benchmark(name: str):
+    """A benchmark script of ``benchmarks/`` (a folder of scripts, not a package) as a module: ``bench_gpu`` (the GPU
+    benchmark: its builds and peers) or ``bench_host`` (the same-host benchmark's jobs)."""
+    import importlib
+
     from asynctm.provenance import REPO
 
     folder = str(REPO / "benchmarks")
     if folder not in sys.path:
         sys.path.append(folder)  # after everything else: its scripts shadow no module
-    import bench_gpu
-
-    return bench_gpu
+    return importlib.import_module(name)

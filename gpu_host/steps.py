@@ -30,6 +30,7 @@ import sys
 import tarfile
 import time
 import xml.etree.ElementTree as ET
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -37,7 +38,7 @@ from asynctm.experiments import estimate, plan
 from asynctm.experiments.run import EXIT_PAUSED, checkpoint_path, novelty_scores_path, read_checkpoint
 from asynctm.provenance import REPO, code_digests, slug
 
-from . import STAGE_DIR, bench_gpu, host
+from . import STAGE_DIR, benchmark
 from .stage import StageError, load_campaign
 
 DEFAULT_BUDGET_S = 480  # a device command may run 600 s; the rest is install, start-up and packing
@@ -285,7 +286,7 @@ def probe(step: Step) -> dict:
         raise StageError(f"the GPU probe failed: {(r.stderr or r.stdout).strip()[-800:]}") from None
 
 
-# -- gpu_tests and bench ------------------------------------------------------------------------------------------
+# -- gpu_tests, bench and host_peers -----------------------------------------------------------------------------------
 
 def gpu_test_files() -> list[str]:
     """The test modules holding GPU tests (the `gpu` mark, or the backend_name fixture that carries it)."""
@@ -409,6 +410,58 @@ def step_bench(step: Step, select: str | None = None) -> None:
         step.manifest["done"].append(f"benchmarks/results/{name}.json")
     if (out / f"{name}.md").is_file():
         print((out / f"{name}.md").read_text(), flush=True)  # the device tool's reply shows the end of stdout
+
+
+def step_host_peers(step: Step, select: str | None = None, order=PAPER_ORDER,
+                    stop_margin_s: float = STOP_MARGIN_S) -> None:
+    """The same-host benchmark (``benchmarks/bench_host.py``): pyTsetlinMachine's runs side by side, each on a core of
+    its own, meanwhile our GPU builds one after the other (in ``order``) on its GPU core, until the step's end less
+    ``stop_margin_s``."""
+    bench = benchmark("bench_host")
+    experiments = [e for e in step.campaign.get("experiments") or sorted(step.config["experiments"])
+                   if not select or e in select.split(",")]
+    cpu_jobs, gpu_jobs = bench.jobs(step.config, experiments, order)
+    cores = sorted(os.sched_getaffinity(0))
+    free = [c for c in cores if c >= bench.FIRST_CPU_CORE]
+    for job in cpu_jobs[len(free):]:
+        step.skip("/".join(job), f"no core of its own ({len(cores)} logical cores)")
+    cpu_jobs = cpu_jobs[: len(free)]
+    folder = step.work / f"benchmarks/results/campaign/host_peers_{slug((step.gpu or {}).get('name', 'no_gpu'))}_" \
+                         f"{step.stamp}"
+    (folder / "logs").mkdir(parents=True, exist_ok=True)
+    until = step.deadline - stop_margin_s
+    step.manifest["host_peers"] = {"folder": folder.relative_to(step.work).as_posix(), "cores": len(cores),
+                                   "gpu_core": bench.GPU_CORE, "cpu_jobs": ["/".join(j) for j in cpu_jobs],
+                                   "gpu_jobs": ["/".join(j) for j in gpu_jobs], "load_at_start": bench.load_now()}
+    step.say(f"{len(cpu_jobs)} pyTsetlinMachine runs on cores {free[: len(cpu_jobs)]}, {len(gpu_jobs)} GPU runs on "
+             f"core {bench.GPU_CORE}, until {until - time.time():.0f} s from now")
+
+    def command(name: str, impl: str, core: int | None) -> list[str]:
+        return [PY, str(REPO / "benchmarks" / "bench_host.py"), "--campaign-dir", str(step.campaign_dir),
+                "--experiment", name, "--impl", impl, "--until", f"{until:.1f}", "--out",
+                str(folder / f"{name}_{impl}.json"), *(["--cpu", str(core)] if core is not None else [])]
+
+    def ended(name: str, impl: str, rc: int | None) -> None:
+        step.say(f"{name}/{impl}: exit {rc}")
+        if rc == 0:
+            step.manifest["done"].append(f"{name}/{impl}")
+        else:
+            step.manifest["skipped"].append({"run": f"{name}/{impl}", "reason": f"exit {rc}"})
+
+    logs = folder / "logs"
+    with ThreadPoolExecutor(1) as pool:  # the CPU workers side by side, until the step's end, meanwhile the GPU's
+        cpu = pool.submit(step.children, [(command(n, i, core), logs / f"{n}_{i}.log", None)
+                                          for (n, i), core in zip(cpu_jobs, free)])
+        for name, impl in gpu_jobs:
+            if step.remaining() < stop_margin_s + 15:
+                step.skip(f"{name}/{impl}", "no time left in the call")
+            else:
+                ended(name, impl, step.child(command(name, impl, bench.GPU_CORE if bench.GPU_CORE in cores else None),
+                                             logs / f"{name}_{impl}.log"))
+        step.pack()
+        for (name, impl), rc in zip(cpu_jobs, cpu.result()):
+            ended(name, impl, rc)
+    step.manifest["host_peers"]["load_at_end"] = bench.load_now()
 
 
 # -- the training steps: records the pipeline's runner makes, until the deadline ----------------------------------
@@ -595,7 +648,7 @@ def training(runs):
 
 STEPS = {"gpu_tests": step_gpu_tests, "bench": step_bench, "sweeps": training(sweep_runs),
          "paper": training(paper_runs), "ablation": training(lambda config, _impl: ablation_runs(config)),
-         "host_peers": lambda step, select=None: host.step_host_peers(step, select, PAPER_ORDER, STOP_MARGIN_S)}
+         "host_peers": step_host_peers}
 IMPL_STEPS = ("sweeps", "paper")  # the steps that take --impl
 
 
@@ -607,7 +660,7 @@ def run_step(name: str, campaign_dir: Path | None = None, out_dir: Path | None =
     if name not in STEPS:
         raise StageError(f"unknown step {name!r}; the steps are, in order: {', '.join(STEPS)}")
     if impl is not None and name == "bench":
-        builds = bench_gpu().IMPLS
+        builds = benchmark("bench_gpu").IMPLS
         if not impl or not set(impl.split(",")) <= set(builds):
             raise StageError(f"--impl of the bench step: a comma-separated list of {', '.join(builds)}; got {impl}")
     elif impl is not None and (name not in IMPL_STEPS or impl not in plan.GPU_IMPLS):

@@ -1,7 +1,7 @@
-"""What the tests share besides fixtures: the repository root, a copy of the workflow, the benchmark scripts as
-modules, the dataset mirror's place, complete synthetic run records (written where the results layout puts them) and
-spoiled ones the record gate refuses. Test modules import these from here (``from tests.helpers import REPO``); the
-fixtures of tests/conftest.py are built on them."""
+"""What the tests share besides fixtures: the repository root, a copy of the workflow, the benchmark scripts as modules,
+the dataset mirror's place, a tiny processed dataset with its configuration, complete synthetic run records (written
+where the results layout puts them) and spoiled ones the record gate refuses. Test modules import these from here
+(``from tests.helpers import REPO``); the fixtures of tests/conftest.py are built on them."""
 
 from __future__ import annotations
 
@@ -133,3 +133,29 @@ def spoil_run_record(path: Path, how: str) -> str:
         text = json.dumps(rec)
     Path(path).write_text(text)
     return rf"{re.escape(str(path))}: {SPOILED[how]}[^\n]*; fix: [^\n]+"
+
+
+def tiny_wsd_apple(tmp_path: Path) -> tuple[Path, Path]:
+    """A synthetic XOR dataset saved as the registry's wsd_apple/paper, and config/config.yaml with 10 clauses,
+    T=10, s=3 for wsd_apple (the schema beside it, so it is checked as the pipeline checks it)."""
+    import numpy as np
+    import scipy.sparse as sp
+    import yaml
+
+    from asynctm.datasets import ProcessedDataset, save_processed
+
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 2, size=(160, 12), dtype=np.uint8)
+    y = (X[:, 0] ^ X[:, 1]).astype(np.int64)
+    ds = ProcessedDataset(name="wsd_apple", protocol="paper", task="classification", X_train=sp.csr_matrix(X[:120]),
+                          y_train=y[:120], X_test=sp.csr_matrix(X[120:]), y_test=y[120:],
+                          feature_names=[f"f{i}" for i in range(12)], class_names=["a", "b"],
+                          meta={"raw_digest": "synthetic", "split": "synthetic XOR, file order"})
+    save_processed(ds, tmp_path / "data" / "processed" / "wsd_apple" / "paper")
+    cfg = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    cfg["experiments"]["wsd_apple"].update(clauses=10, T=10, s=3.0)
+    conf = tmp_path / "config"
+    conf.mkdir()
+    (conf / "config.yaml").write_text(yaml.safe_dump(cfg))
+    shutil.copy(REPO / "workflow" / "schemas" / "config.schema.yaml", conf / "schema.yaml")
+    return tmp_path / "data", conf / "config.yaml"

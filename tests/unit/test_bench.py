@@ -14,7 +14,7 @@ import pytest
 import scipy.sparse as sp
 
 from asynctm import benchmarking
-from tests.helpers import REPO, load_benchmark_script
+from tests.helpers import REPO, load_benchmark_script, tiny_wsd_apple
 
 _load_script = load_benchmark_script
 
@@ -251,37 +251,11 @@ def test_render_refuses_other_json(report):
 
 # --- end to end ---------------------------------------------------------------------------------------------
 
-def _tiny_data_and_config(tmp_path) -> tuple[Path, Path]:
-    """A synthetic XOR dataset saved as the registry's wsd_apple/paper, and config/config.yaml with 10 clauses,
-    T=10, s=3 for wsd_apple (the schema beside it, so it is checked as the pipeline checks it)."""
-    import shutil
-
-    import yaml
-
-    from asynctm.datasets import ProcessedDataset, save_processed
-
-    rng = np.random.default_rng(0)
-    X = rng.integers(0, 2, size=(160, 12), dtype=np.uint8)
-    y = (X[:, 0] ^ X[:, 1]).astype(np.int64)
-    ds = ProcessedDataset(name="wsd_apple", protocol="paper", task="classification", X_train=sp.csr_matrix(X[:120]),
-                          y_train=y[:120], X_test=sp.csr_matrix(X[120:]), y_test=y[120:],
-                          feature_names=[f"f{i}" for i in range(12)], class_names=["a", "b"],
-                          meta={"raw_digest": "synthetic", "split": "synthetic XOR, file order"})
-    save_processed(ds, tmp_path / "data" / "processed" / "wsd_apple" / "paper")
-    cfg = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
-    cfg["experiments"]["wsd_apple"].update(clauses=10, T=10, s=3.0)
-    conf = tmp_path / "config"
-    conf.mkdir()
-    (conf / "config.yaml").write_text(yaml.safe_dump(cfg))
-    shutil.copy(REPO / "workflow" / "schemas" / "config.schema.yaml", conf / "schema.yaml")
-    return tmp_path / "data", conf / "config.yaml"
-
-
 def test_end_to_end_tiny(bench, tmp_path):
     """main() on a small sparse processed dataset read through the registry, hyperparameters from the given
     configuration, two seeds; pyTsetlinMachineParallel's python is absent, so its row is skipped with the
     reason, never fatal."""
-    data_dir, config = _tiny_data_and_config(tmp_path)
+    data_dir, config = tiny_wsd_apple(tmp_path)
     peers = "asynctm,pytm_parallel" + (",pytm" if _pytm_importable() else "")
     argv = ["--settings", "apple", "--seeds", "0,1", "--epochs", "2", "--threads", "1", "--parallel-threads", "1",
             "--max-train", "100", "--peers", peers, "--data-dir", str(data_dir), "--config", str(config),

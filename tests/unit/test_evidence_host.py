@@ -1,5 +1,5 @@
-"""The same-host speed-ups (asynctm.artifacts.evidence_host) from synthetic host_peers files, the host_peers step's
-job lists (gpu_host.host), and the tables' and claims' fallback on the record."""
+"""The same-host speed-ups (asynctm.artifacts.evidence_host) from synthetic host_peers files, and the tables' and
+claims' fallback on the record."""
 
 from __future__ import annotations
 
@@ -16,8 +16,6 @@ from asynctm.artifacts.reference import COLUMNS
 from asynctm.artifacts.render import DATASET_LABELS
 from asynctm.config_check import load_config
 from asynctm.experiments import plan
-from gpu_host import host
-from gpu_host.steps import PAPER_ORDER
 from tests.helpers import REPO
 
 HOST = "0123456789abcdef0123"
@@ -32,7 +30,7 @@ def config() -> dict:
 
 
 def run(experiment: str, impl: str, walls, parts: int = 1, n_train: int = 1000, host_id: str = HOST) -> dict:
-    """A host_peers worker record (gpu_host.host.worker) with one unit per wall time."""
+    """A host_peers worker record (benchmarks/bench_host.py) with one unit per wall time."""
     gpu = impl in plan.GPU_IMPLS
     rows = n_train // parts
     units = [{"epoch": 1 if parts > 1 else i + 1, "part": i + 1 if parts > 1 else 1, "rows": rows, "wall_s": w,
@@ -249,27 +247,6 @@ def test_render_is_stable_and_lists_the_speedups(tmp_path, built):
             f"(10000 of 25000 examples)) | {IMDB_PAPER_SPEEDUP:.1f}× (Table 3) |") in md
     assert f"| {semeval} | tm_gpu | pytm_nonindexed | 12.0× | epochs 2-3 | – |" in md
     assert f"| {semeval} | pytm_indexed | 0 | – | – | not timed: exit -15" in md
-
-
-# -- the host_peers step's jobs --------------------------------------------------------------------------------
-
-@pytest.mark.parametrize(("task", "impls"), [("classification", ("pytm_indexed", "pytm_nonindexed")),
-                                             ("novelty", ("pytm_indexed", "pytm_nonindexed")),
-                                             ("regression", ("pytm_nonindexed",))])
-def test_cpu_impls(task, impls):
-    assert host.cpu_impls(task) == impls
-
-
-def test_jobs_order(config):
-    cfg = {**config, "experiments": {**config["experiments"], "extra": {"task": "regression"}}}
-    experiments = ["extra", "blogfeedback", "bbc_sport", "imdb", "bike_sharing", "wsd_apple"]
-    cpu, gpu = host.jobs(cfg, experiments, PAPER_ORDER)
-    order = [e for e in PAPER_ORDER if e in experiments] + ["extra"]
-    assert order != experiments
-    assert gpu == [(e, impl) for e in order for impl in plan.GPU_IMPLS]
-    assert cpu[:2] == [("imdb", "pytm_indexed"), ("imdb", "pytm_nonindexed")]  # parts first: the longest
-    assert sorted(cpu) == sorted((e, i) for e in experiments for i in host.cpu_impls(plan.task(cfg, e)))
-    assert ("bike_sharing", "pytm_indexed") not in cpu and ("bbc_sport", "pytm_indexed") in cpu
 
 
 # -- the tables' and claims' fallback --------------------------------------------------------------------------

@@ -2,11 +2,11 @@
 
 The paper's speed-ups divide pyTsetlinMachine's time on one core of a machine by its GPU's. Our main records
 cannot give that ratio: every pyTsetlinMachine record ran on a CPU machine and every GPU record on a GPU machine.
-The GPU campaign's ``host_peers`` step (:mod:`gpu_host.host`) times both on one GPU machine, in one lease;
-its raw files are ``benchmarks/results/campaign/host_peers_<gpu>_<time>/<experiment>_<impl>.json``. This module
-turns them into one evidence record, ``results/evidence/host_speedups.json`` (its table
-``paper_tables/evidence_host_speedups.md``), which the claims (C2) and the speed-up cells of Tables 3 and 5 read
-where the main records hold no pair of one host.
+The same-host benchmark (``benchmarks/bench_host.py``, run by the GPU campaign's ``host_peers`` step) times both on one
+GPU machine, in one lease; its raw files are
+``benchmarks/results/campaign/host_peers_<gpu>_<time>/<experiment>_<impl>.json``. This module turns them into one
+evidence record, ``results/evidence/host_speedups.json`` (its table ``paper_tables/evidence_host_speedups.md``), which
+the claims (C2) and the speed-up cells of Tables 3 and 5 read where the main records hold no pair of one host.
 
 Rule (fixed here, before any ratio is read): per experiment, GPU build and pyTsetlinMachine run of one host (the
 runs' ``host_id``), with ``k`` the full epochs both have, the speed-up is pyTsetlinMachine's mean time over epochs 2
@@ -46,8 +46,8 @@ def _runs(campaign: Path) -> tuple[list[tuple[Path, dict]], list[tuple[Path, dic
     for p, r in runs:
         for key in ("experiment", "impl", "host_id", "units", "parts", "dataset"):
             if key not in r:
-                raise EvidenceError(f"{p}: field {key!r} is missing; this is not a host_peers run (gpu_host."
-                                    "host)")
+                raise EvidenceError(f"{p}: field {key!r} is missing; this is not a host_peers run "
+                                    "(benchmarks/bench_host.py)")
     return runs, manifests
 
 
