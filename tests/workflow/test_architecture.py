@@ -29,9 +29,6 @@ KNOWN_CYCLES = {
         "the backends' factory and its two builds",
     # prepare_dataset verifies through fetch.verify, and fetch looks a dataset's module up by name in the registry.
     frozenset({"asynctm.datasets", "asynctm.datasets.fetch"}): "the dataset registry and its raw-data checks",
-    # claims.build draws the forest plot, which reads the claims page's rows (an ignore_imports entry of the
-    # "siblings" contract in pyproject.toml).
-    frozenset({"asynctm.artifacts.claims", "asynctm.artifacts.forest"}): "the claims page and its forest plot",
 }
 
 

@@ -40,10 +40,10 @@ def build(name: str, results_dir, config: dict, out_dir, host_gpu: bool, referen
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     if name in CLAIMS:  # the verdicts (claims.py): records, the paper's numbers and the config's claims: thresholds
-        from . import claims
+        from . import claims, forest
 
-        return claims.build(name, results_dir, config, out, load_reference(reference_path or DEFAULT_REFERENCE),
-                            records)
+        build_claims = forest.build if name == "fig_claims_forest" else claims.build
+        return build_claims(results_dir, config, out, load_reference(reference_path or DEFAULT_REFERENCE), records)
     paths = output_paths(name, out)
     records = load_records(results_dir, experiments=catalog.experiments(name, config), files=records)
     if name in FIGURES:

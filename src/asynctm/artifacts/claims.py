@@ -1290,21 +1290,17 @@ def verdict_rows(results_dir, config: dict, reference: pd.DataFrame, records=Non
     return apply_explanations(evaluate(ev, config, reference, th), entries), ev, th
 
 
-def build(name: str, results_dir, config: dict, out_dir, reference, records=None) -> list[str]:
-    """Write artifact ``name`` (claims or fig_claims_forest) into ``out_dir``; returns the files written."""
+def build(results_dir, config: dict, out_dir, reference, records=None) -> list[str]:
+    """Write the claims page (``claims``: its Markdown, CSV and README block) into ``out_dir``; returns the files
+    written. Its forest plot is :func:`asynctm.artifacts.forest.build`."""
     from ..io import write_text_atomic
 
-    rows, ev, th = verdict_rows(results_dir, config, reference, records)
-    paths = catalog.output_paths(name, out_dir)
-    if name == "claims":
-        texts = {"md": markdown(rows, th, config), "csv": csv_text(rows), "readme": readme_block(rows)}
-        for role, text in texts.items():  # everything is computed before anything is written
-            write_text_atomic(paths[role], text)
-        return sorted(paths.values())
-    from . import forest
-    from .figures import save
-
-    return save(forest.forest_figure(rows, ev, th, config), paths)
+    rows, _, th = verdict_rows(results_dir, config, reference, records)
+    paths = catalog.output_paths("claims", out_dir)
+    texts = {"md": markdown(rows, th, config), "csv": csv_text(rows), "readme": readme_block(rows)}
+    for role, text in texts.items():  # everything is computed before anything is written
+        write_text_atomic(paths[role], text)
+    return sorted(paths.values())
 
 
 def splice_readme(readme, tables_dir=None) -> bool:

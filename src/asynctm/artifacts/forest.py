@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from matplotlib.lines import Line2D
 
+from . import catalog
 from .claims import (
     PERCENT_METRICS,
     UNTESTABLE,
@@ -15,8 +16,9 @@ from .claims import (
     Row,
     Thresholds,
     _finite,
+    verdict_rows,
 )
-from .figures import Figure, _new_figure, _style, legend_below
+from .figures import Figure, _new_figure, _style, legend_below, save
 from .render import dataset_label
 
 IMPL_SHORT = {"pytm_indexed": "pyTM indexed", "pytm_nonindexed": "pyTM non-indexed",
@@ -104,3 +106,10 @@ def forest_figure(rows: list[Row], ev, th: Thresholds, config: dict) -> Figure:
 def _tally(rows: list[Row]) -> str:
     counts = {v: sum(1 for r in rows if r.verdict == v) for v in VERDICTS}
     return ", ".join(f"{n} {v}" for v, n in counts.items() if n) or "none"
+
+
+def build(results_dir, config: dict, out_dir, reference, records=None) -> list[str]:
+    """Draw the forest plot (``fig_claims_forest``) of the claims page's rows into ``out_dir``; returns the files
+    written."""
+    rows, ev, th = verdict_rows(results_dir, config, reference, records)
+    return save(forest_figure(rows, ev, th, config), catalog.output_paths("fig_claims_forest", out_dir))
