@@ -4,6 +4,7 @@ saved class sums under several readings, per-epoch trajectories summarised, thei
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from asynctm.artifacts import evidence
 from asynctm.artifacts import evidence_novelty as nov
 from asynctm.experiments.metrics import classification_metrics
 from asynctm.experiments.novelty import run_mlp_novelty, save_scores
-from tests.helpers import SPOILED, spoil_run_record, valid_tm_record, write_run_record
+from tests.helpers import REPO, SPOILED, spoil_run_record, valid_tm_record, write_run_record
 
 TINY_MLP = {"hidden_layer_sizes": [4], "learning_rate_init": 0.1, "alpha": 0.0001, "max_iter": 30,
             "test_size": 0.2, "seed": 42}
@@ -249,6 +250,7 @@ def test_regression_runs_converge_downwards_and_an_extra_setting_comes_with_the_
     assert (long["trend_last20"], long["still_improving"]) == ("falling", True)
     assert long["mean_curve"]["first_last_reaching_paper"] == [202, 300]  # the mean curve: 40.1 - 0.05 e
     assert short["mean_curve"]["reaches_paper"] is False
+    assert "last10_vs_paper" not in long  # a config without the verdicts' thresholds: no comparison
     md = nov.render_convergence(ev, "x")
     assert "| last-10 MAE | paper MAE | epochs 41-50 |" in md and "F1" not in md
     assert "| bike | pytm_nonindexed (n4_T5_s1_e300) | 3 | 5 |" in md
@@ -259,6 +261,47 @@ def test_regression_runs_converge_downwards_and_an_extra_setting_comes_with_the_
     for head, rule in zip(lines, lines[1:], strict=False):
         if rule.startswith("|---"):
             assert head.count("|") == rule.count("|"), head
+
+
+def test_the_last_10_mean_is_judged_against_the_paper_by_the_tables_rule(tmp_path):
+    """With the configuration's verdict thresholds (claims.spread), each group's last-10 mean against the paper's
+    number as the claims page judges a cell: within where |Δ| <= max(k sqrt(sd^2 + sd^2), floor)."""
+    import yaml
+
+    root = tmp_path / "results"
+    for seed in range(3):
+        for params, n, level in (("n4_T5_s1_e100", 100, 35.0), ("n4_T5_s1_e300", 300, 30.5)):
+            mae = np.full(n, level + 0.5 * seed)  # seeds 0-2: sd 0.5 over the seeds
+            write_run_record(root, valid_tm_record({
+                "experiment": "bike", "impl": "pytm_nonindexed", "params": params, "seed": seed, "task": "regression",
+                "dataset": {"name": "bike", "protocol": "paper", "n_train": 10, "n_test": 5},
+                "epochs": [{"epoch": i + 1, "mae": float(v), "rmse": float(v) + 1} for i, v in enumerate(mae)]}))
+    claims = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["claims"]
+    claims["spread"].update(k=2.0, floor_mae_relative=0.02)
+    config = {"experiments": {"bike": {"dataset": "bike", "protocol": "paper", "task": "regression", "clauses": 4,
+                                       "T": 5, "s": 1}}, "tm": {"epochs": 100}, "impls": ["pytm_nonindexed"],
+              "scale": "paper", "claims": claims}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    reference = tmp_path / "paper.csv"
+    reference.write_text("dataset,implementation,metric,mean,std,unit,source,note\n"
+                         "bike,pytm_nonindexed,mae,30.0,0.12,target units,Table 5,\n")
+    ev = nov.build_convergence(root, reference, ["bike"], name="bike", config=tmp_path / "config.yaml",
+                               also=["pytm_nonindexed/n4_T5_s1_e300"])
+    short, long = (g["last10_vs_paper"] for g in ev["groups"])
+    tol = 2.0 * math.sqrt(0.5 ** 2 + 0.12 ** 2)  # 1.03, above the floor (2 % of 30: 0.6)
+    assert short["diff"] == pytest.approx(5.5) and short["tolerance"] == pytest.approx(tol) and not short["within"]
+    assert long["diff"] == pytest.approx(1.0) and long["within"]
+    md = nov.render_convergence(ev, "x")
+    assert "| paper MAE | last-10 MAE within the paper's spread (the tables' rule) | epochs 41-50 |" in md
+    assert f"| no (Δ +5.50, tolerance {tol:.2f}) |" in md and f"| **yes** (Δ +1.00, tolerance {tol:.2f}) |" in md
+    lines = md.splitlines()
+    for head, rule in zip(lines, lines[1:], strict=False):
+        if rule.startswith("|---"):
+            assert head.count("|") == rule.count("|"), head
+    claims["spread"].pop("k")
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    with pytest.raises(nov.EvidenceError, match=r"claims.spread.k is missing; copy it from config/config.yaml"):
+        nov.build_convergence(root, reference, ["bike"], config=tmp_path / "config.yaml")
 
 
 def test_convergence_with_a_config_keeps_each_implementations_main_setting_only(tmp_path):

@@ -449,16 +449,18 @@ def build_convergence(results, reference=DEFAULT_REFERENCE, experiments=("wsd_ap
     ``<impl>/<params>`` below each experiment). One metric for all: the experiments are all classification or all
     regression."""
     results = Path(results)
-    main = None
+    main = th = None
     if config is not None:
         from ..experiments import plan
+        from .claims import ClaimsConfigError, Thresholds
 
         cfg = read_config(config)
         try:
             main = {(e, i): plan.main_params(cfg, e, i) for e in experiments for i in cfg["impls"]}
-        except (KeyError, TypeError, ValueError) as exc:
-            raise EvidenceError(f"{config}: cannot read the main settings of {', '.join(experiments)} ({exc}); pass "
-                                "--config config/config.yaml") from None
+            th = Thresholds.from_config(cfg, str(config)) if "claims" in cfg else None  # no verdicts: no comparison
+        except (KeyError, TypeError, ValueError, ClaimsConfigError) as exc:
+            raise EvidenceError(f"{config}: cannot read the main settings of {', '.join(experiments)} or the "
+                                f"verdicts' thresholds ({exc}); pass --config config/config.yaml") from None
     groups, sources, metrics = [], [], {}
     for experiment in experiments:
         root = results / experiment
@@ -481,9 +483,12 @@ def build_convergence(results, reference=DEFAULT_REFERENCE, experiments=("wsd_ap
                                     "build the evidence of each task apart (--experiments)")
             impl, spec = folder.parent.name, CURVE_METRICS[metric]
             paper = _paper(reference, experiment, impl, (metric, *spec["also"]), spec["table"])
-            groups.append({"experiment": experiment, "impl": impl, "params": folder.name,
-                           "seeds": sorted(r["seed"] for r in runs), "n_train": runs[0]["n_train"],
-                           "n_test": runs[0]["n_test"], "paper": paper, **summarise_convergence(runs, paper, metric)})
+            group = {"experiment": experiment, "impl": impl, "params": folder.name,
+                     "seeds": sorted(r["seed"] for r in runs), "n_train": runs[0]["n_train"],
+                     "n_test": runs[0]["n_test"], "paper": paper, **summarise_convergence(runs, paper, metric)}
+            if th is not None:
+                group["last10_vs_paper"] = versus_paper(th, metric, group["summary"]["last10"], paper.get(metric))
+            groups.append(group)
             sources += [{"path": r["path"], "sha256": r["sha256"], "role": "TM run record"} for r in runs]
     if not groups:
         raise EvidenceError(f"{results}: no TM run records for {', '.join(experiments)}; run them first")
@@ -497,6 +502,18 @@ def build_convergence(results, reference=DEFAULT_REFERENCE, experiments=("wsd_ap
             "best_epoch_note": "the best epoch is chosen on the test set: not a fair number to report, only what the "
                                "trajectory reaches",
             "groups": groups, "sources": sources}
+
+
+def versus_paper(th, metric: str, ours, paper) -> dict | None:
+    """The last-10 mean over the seeds against the paper's number by the tables' rule (config claims.spread, as
+    :mod:`.claims` judges a Table 3 or 5 cell): ``diff``, ``tolerance`` and ``within``; None where either is missing."""
+    from .claims import tolerance
+
+    if not ours or not paper or ours[0] is None or paper[0] is None:
+        return None
+    diff = float(ours[0]) - float(paper[0])
+    tol = tolerance(th, metric, ours[1], paper[1], paper[0])
+    return {"diff": diff, "tolerance": tol, "within": abs(diff) <= tol}
 
 
 def _improving_cell(g: dict) -> str:
@@ -613,21 +630,24 @@ def render_mlp_stage(ev: dict, source: str) -> str:
 def render_convergence(ev: dict, source: str) -> str:
     w, m = ev["windows"], CURVE_METRICS[ev["metric"]]
     name, f1 = m["label"], "f1" in m["also"]
+    versus = any("last10_vs_paper" in g for g in ev["groups"])  # records built with the verdicts' thresholds
     md = [HEADER.format(source=source), "", f"#### Evidence (convergence): {ev['question']}", "",
           f"| data | build (setting) | seeds | test rows | last-10 {name} | " + ("last-10 F1 | " if f1 else "")
           + f"paper {name} | " + ("paper F1 | " if f1 else "")
+          + (f"last-10 {name} within the paper's spread (the tables' rule) | " if versus else "")
           + f"epochs {w['early'][0]}-{w['early'][1]} | epochs {w['late'][0]}-{w['late'][1]} | late − early | slope, "
           f"last {w['slope_last']} epochs ({m['slope_unit']}) | sd over the last {w['last']} epochs | best-epoch "
           f"{name} (not fair) | best epochs | still improving |",
           "|---|---|---:|---:|---:|" + ("---:|" if f1 else "") + "---:|" + ("---:|" if f1 else "")
-          + "---:|---:|---:|---:|---:|---:|---|---|"]
+          + ("---|" if versus else "") + "---:|---:|---:|---:|---:|---:|---|---|"]
     for g in ev["groups"]:
         s = g["summary"]
         paper = [(g["paper"].get(k) or [None, None]) for k in (ev["metric"], "f1")]
         label = dataset_label(g["experiment"])
         md.append(f"| {label} | {g['impl']} ({g['params']}) | {len(g['seeds'])} | {g['n_test']} | "
                   f"{_pm(s['last10'])} | " + (f"{_pm(s['last10_f1'])} | " if f1 else "") + f"{_pm(paper[0])} | "
-                  + (f"{_pm(paper[1])} | " if f1 else "")
+                  + (f"{_pm(paper[1])} | " if f1 else "") + (f"{_versus_cell(g.get('last10_vs_paper'))} | "
+                                                              if versus else "")
                   + f"{_pm(s['mean_41_50'])} | {_pm(s['mean_91_100'])} | {_pm(s['late_minus_early'])} | "
                   f"{_pm(s['slope_last20'], 3)} | {_pm(s['last10_sd'])} | {_pm(s['best'])} | "
                   f"{', '.join(map(str, g['best_epochs']))} | {_improving_cell(g)} |")
@@ -639,7 +659,10 @@ def render_convergence(ev: dict, source: str) -> str:
            + " zero; " + ("falling: below" if m["higher"] else "rising: above") + "; else flat); late − "
            f"early: higher, lower or the same by the same rule. Best-epoch {name}: each run's {best} test {name} over "
            "its epochs; the epoch is chosen on the test set, so it is not a fair number to report: it shows only what "
-           "the trajectory reaches.", ""]
+           "the trajectory reaches." + (
+               f" Within the paper's spread: the last-10 {name} against the paper's by the rule the claims page "
+               "judges a table cell with (|Δ| at most the tolerance, from both standard deviations and the floor of "
+               "config claims.spread)." if versus else ""), ""]
     shown = [g for g in ev["groups"] if g["mean_curve"]]
     if shown:
         md += [f"Mean test {name} over the seeds, per 10 epochs (mean over the window of the per-epoch means), and "
@@ -672,6 +695,12 @@ def render_convergence(ev: dict, source: str) -> str:
                       f"{'–' if p['epochs_reaching_paper'] is None else p['epochs_reaching_paper']} |")
     md += ["", f"Built from {len(ev['sources'])} run records; each record holds its own provenance.", ""]
     return "\n".join(md)
+
+
+def _versus_cell(v: dict | None) -> str:
+    if not v:
+        return "–"
+    return f"{_yes(v['within'])} (Δ {v['diff']:+.2f}, tolerance {_num(v['tolerance'])})"
 
 
 def _build(g: dict, ev: dict) -> str:
