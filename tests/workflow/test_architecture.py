@@ -27,8 +27,6 @@ KNOWN_CYCLES = {
     # the code digests of the backends, which key the GPU campaign's benchmark records.
     frozenset({"asynctm.backends", "asynctm.backends.cpu", "asynctm.backends.cuda"}):
         "the backends' factory and its two builds",
-    # prepare_dataset verifies through fetch.verify, and fetch looks a dataset's module up by name in the registry.
-    frozenset({"asynctm.datasets", "asynctm.datasets.fetch"}): "the dataset registry and its raw-data checks",
 }
 
 

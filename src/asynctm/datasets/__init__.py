@@ -1,6 +1,6 @@
 """The paper's eight datasets: declared raw sources, verified fetching, paper-faithful preparation.
 
-``DATASETS`` maps each dataset name (as used in the config and in ``data/raw/<name>``,
+``DATASETS`` (:mod:`.registry`) maps each dataset name (as used in the config and in ``data/raw/<name>``,
 ``data/processed/<name>/<protocol>``) to its module; modules are imported on first access, so one
 dataset's missing optional dependency never breaks the others. Every module follows the contract in
 :mod:`asynctm.datasets.base`.
@@ -8,43 +8,12 @@ dataset's missing optional dependency never breaks the others. Every module foll
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
-from collections.abc import Mapping
 from pathlib import Path
-from types import ModuleType
 
 from .base import ProcessedDataset, load_processed, save_processed
-
-# The datasets, each a module of that name under asynctm.datasets; the paper's order (Table 1, then the text tasks).
-_MODULES = ("bike_sharing", "blogfeedback", "bbc_sport", "newsgroups20", "semeval", "imdb", "wsd_apple", "wsd_java")
-
-
-class _LazyRegistry(Mapping):
-    """A read-only ``name -> module`` mapping that imports a module when it is first looked up."""
-
-    def __getitem__(self, name: str) -> ModuleType:
-        if name not in _MODULES:
-            raise KeyError(f"unknown dataset {name!r}; known: {', '.join(_MODULES)}")
-        return importlib.import_module(f"{__name__}.{name}")
-
-    def __iter__(self):
-        return iter(_MODULES)
-
-    def __len__(self) -> int:
-        return len(_MODULES)
-
-
-DATASETS: Mapping[str, ModuleType] = _LazyRegistry()
-
-
-def get_module(name: str) -> ModuleType:
-    """The dataset module registered under ``name`` (ValueError with the known names if none)."""
-    try:
-        return DATASETS[name]
-    except KeyError as e:
-        raise ValueError(e.args[0]) from None
+from .registry import DATASETS, get_module
 
 
 def prepare_dataset(name: str, raw_dir: str | os.PathLike, protocol: str, out_dir: str | os.PathLike) -> Path:

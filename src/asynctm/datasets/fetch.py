@@ -37,6 +37,7 @@ from types import ModuleType
 
 from ..io import is_disk_full, make_staging_dir, remove_stale, write_json_atomic
 from .base import DEFAULT_MAX_UNPACKED, RawFile, RawFolder, Source, digest_lines, folder_digest, sha256_file
+from .registry import get_module
 
 MANIFEST = "MANIFEST.json"
 MIRROR_OPTION = "--config data_mirror=DIR (command line: --mirror DIR)"
@@ -68,11 +69,7 @@ def _quiet(_msg: str) -> None:
 
 
 def _module(dataset) -> ModuleType:
-    if isinstance(dataset, ModuleType):
-        return dataset
-    from . import get_module
-
-    return get_module(dataset)
+    return dataset if isinstance(dataset, ModuleType) else get_module(dataset)
 
 
 # --- hashes and verification -------------------------------------------------------------------
