@@ -4,11 +4,17 @@ the tables (``benchmarks/results/<name>.md``), from the JSON that ``benchmarks/b
 
     python benchmarks/report.py benchmarks/results/cpu_all_be4f755.json      # (re)writes cpu_all_be4f755.md
     python benchmarks/report.py --check benchmarks/results/*.json            # does every .md match its JSON?
+    python benchmarks/report.py --index       # (re)writes benchmarks/results/INDEX.md, the index of every record
+    python benchmarks/report.py --check       # every .md and INDEX.md match their records? (status 1 if not)
 
 ``bench_tm.py`` runs and measures; everything that judges or shows the measurements is here, so a table is
 rebuilt from its record without training anything. The comparison (:func:`compare`) is stored in the record
 when it is written, so a record renders as it read when it was made. GPU benchmark records
 (``benchmarks/bench_gpu.py``) render with that script's own table.
+
+The index (``results/INDEX.md``, :func:`render_index`) lists every JSON record of the folder, whichever script
+wrote it (:data:`GENERATORS`): the host, date and commit it names, what it covers and its headline (speed-ups,
+goal verdicts), all read from the record; a file it cannot classify is listed as skipped.
 """
 
 from __future__ import annotations
@@ -265,6 +271,238 @@ def write_markdown(path: Path, record: dict) -> None:
         fh.write(render(record))
 
 
+# --- the index of the records ----------------------------------------------------------------------------
+
+RESULTS = Path(__file__).resolve().parent / "results"
+INDEX = "INDEX.md"
+INDEX_COMMAND = "python benchmarks/report.py --index"
+KINDS = ("CPU benchmarks", "GPU benchmarks", "Cost model and limits", "Micro-benchmarks", "Other checks")
+# What each generator's records measure, by the generator they name (generator()), in the order of KINDS.
+GENERATORS = {
+    CPU_GENERATOR: (KINDS[0], "s/epoch: ours against the CPU peers (bench_tm.py)"),
+    "benchmarks/scaling.py": (KINDS[0], "core scaling of our CPU build (scaling.py)"),
+    **{g: (KINDS[1], "s/epoch: our GPU builds against PyTsetlinMachineCUDA (bench_gpu.py)") for g in GPU_GENERATORS},
+    "python -m asynctm.campaign goals": (KINDS[1], "the GPU speed goals, seeds pooled per GPU and code"),
+    "benchmarks/host_limits.py": (KINDS[2], "a CPU host's limits (host_limits.py)"),
+    "benchmarks/gpu_limits.py": (KINDS[2], "a GPU's limits (gpu_limits.py)"),
+    "benchmarks/bound.py": (KINDS[2], "achieved epochs against the cost model's bound (bound.py)"),
+    "benchmarks/micro_feedback.py": (KINDS[3], "ns per clause evaluation and feedback event (micro_feedback.py)"),
+    "benchmarks/micro_inference.py": (KINDS[3], "inference: compacted includes against the plane scan "
+                                                "(micro_inference.py)"),
+    "benchmarks/opcount_apple.py": (KINDS[3], "operation counts of apple epochs (opcount_apple.py)"),
+    "benchmarks/pytm_versions.py": (KINDS[4], "one regression run under two pyTsetlinMachine releases "
+                                              "(pytm_versions.py)"),
+    "benchmarks/thundersvm_gpu_builds.py": (KINDS[4], "what ThunderSVM's GPU builds link and call "
+                                                      "(thundersvm_gpu_builds.py)"),
+}
+
+
+def generator(record: dict) -> str:
+    """The generator a record names: its ``generated_by``, or the script its provenance's command ran."""
+    text = record.get("generated_by") or (record.get("provenance") or {}).get("command") or ""
+    words = text.split()
+    if words[:1] == ["python"] and words[1:2] != ["-m"] and len(words) > 1:
+        return words[1]  # "python benchmarks/x.py --flag ...": the script
+    return text
+
+
+def _host(r: dict) -> str:
+    gpu = r.get("gpu") if isinstance(r.get("gpu"), dict) else {}
+    cpu = r.get("cpu") or {}
+    limits = r.get("host_limits") or {}
+    parts = [gpu.get("name") or (r.get("gpu_limits") or {}).get("gpu")]
+    model = cpu.get("model") or limits.get("cpu_model")
+    if model:
+        parts.append(f"{model}, {cpu.get('usable_cores') or limits.get('usable_cores')} cores")
+    return "; ".join(p for p in parts if p) or "-"
+
+
+def _commit(r: dict) -> str:
+    git, prov = r.get("git") or {}, r.get("provenance") or {}
+    commit = git.get("commit") or prov.get("git_commit") or r.get("source_commit")
+    dirty = git.get("tracked_files_modified") or prov.get("git_dirty")
+    return "-" if not commit else f"`{commit[:7]}`" + (" (modified)" if dirty else "")
+
+
+def _date(r: dict) -> str:
+    return r.get("date_utc") or (r.get("time_utc") or r.get("started_utc") or "-")[:10]
+
+
+def _x(v: float) -> str:
+    return f"{v:.1f}x"
+
+
+def _cpu_bench(r: dict) -> tuple[str, str]:
+    heads = []
+    for s in r["settings"]:
+        c = s["comparison"]
+        g = c.get("goal") or {}
+        ours = _ours_cpu(s["results"])
+        if g.get("evaluated"):
+            heads.append(f"{s['setting']} {_x(g['speedup'])} {g['peer']}, goal >= {g['min_speedup']:g}x "
+                         f"{'met' if g['met'] else 'not met'}")
+        elif ours and ours[-1]["label"] in c["speedup_vs_baseline"]:
+            heads.append(f"{s['setting']} {_x(c['speedup_vs_baseline'][ours[-1]['label']])} {c['baseline']}")
+    peers = dict.fromkeys(x["peer"] for s in r["settings"] for x in s["results"])
+    seeds = r.get("seeds") or [r.get("seed")]
+    return (f"{', '.join(s['setting'] for s in r['settings'])}; {len(seeds)} seed(s); {', '.join(peers)}",
+            "; ".join(heads))
+
+
+def _gpu_bench(r: dict) -> tuple[str, str]:
+    heads = []
+    for s in r["settings"]:
+        c = s["comparison"]
+        builds = [(b, v) for b, v in (("tm_gpu", c), *c.items())
+                  if isinstance(v, dict) and v.get("speedup_vs_pytm_cuda")]  # tm_gpu's are the comparison's own
+        text = ", ".join(f"{b} {_x(v['speedup_vs_pytm_cuda'])}"
+                         + (f" (goal {'met' if v['goal']['met'] else 'not met'})" if v.get("goal") else "")
+                         for b, v in builds)
+        if text:
+            heads.append(f"{s['setting']} vs PyTsetlinMachineCUDA: {text}")
+        elif c.get("wide_speedup_vs_warp"):
+            heads.append(f"{s['setting']} wide build {_x(c['wide_speedup_vs_warp'])} the warp build")
+    builds = dict.fromkeys(b for s in r["settings"] for b in s["results"])
+    return f"{', '.join(s['setting'] for s in r['settings'])}; {', '.join(builds)}", "; ".join(heads)
+
+
+def _goals(r: dict) -> tuple[str, str]:
+    heads = [f"{s['setting']} {'met' if g['met'] else 'not met'} ({_x(s['comparison']['speedup_vs_pytm_cuda'])}, "
+             f"{g['seeds']} seed(s))" for s in r["settings"] if (g := s["comparison"].get("goal"))]
+    return (f"{', '.join(s['setting'] for s in r['settings'])}; {len(r['records'])} GPU benchmark record(s)",
+            "; ".join(heads))
+
+
+def _bound(r: dict) -> tuple[str, str]:
+    limits = r.get("host_limits") or r.get("gpu_limits")
+    fractions = [row["all_work"]["fraction"] for row in r["rows"]]
+    rows = dict.fromkeys(f"{row['setting']} {row['label']}" for row in r["rows"])
+    return (f"{r['benchmark']['name']} on {Path(limits['path']).name}: {', '.join(rows)}",
+            f"all-work bound / achieved {min(fractions):.2%} to {max(fractions):.2%}" if fractions else "")
+
+
+def _limits(r: dict) -> tuple[str, str]:
+    m = r["measurements"]
+    names = dict.fromkeys(k for v in m.values() for k in v if k.endswith("_s"))
+    threads = [k for k in m if k.isdigit()]
+    return ", ".join(names) + (f" at {', '.join(threads)} thread(s)" if threads else ""), ""
+
+
+def _scaling(r: dict) -> tuple[str, str]:
+    heads = [f"{s} {impl} {_x(rows[-1]['speedup_vs_1'])} at {rows[-1]['threads']} threads"
+             for s, impls in r["settings"].items() for impl, rows in impls.items() if rows]
+    threads = sorted({row["threads"] for impls in r["settings"].values() for rows in impls.values() for row in rows})
+    return f"{', '.join(r['settings'])}; threads {', '.join(map(str, threads))}", "; ".join(heads)
+
+
+def _micro_feedback(r: dict) -> tuple[str, str]:
+    return (f"{r['hyperparameters']['n_clauses']} clauses, states after {r['state_after_epochs']} epochs: "
+            + ", ".join(r["costs_ns"]), "")
+
+
+def _micro_inference(r: dict) -> tuple[str, str]:
+    return (f"{r['experiment']}, {r['hyperparameters']['n_clauses']} clauses, model after {r['model']['epochs']} "
+            f"epoch(s), {r['threads']} thread(s)",
+            f"compacted {_x(r['dense_over_compact'])} faster than the plane scan")
+
+
+def _opcount(r: dict) -> tuple[str, str]:
+    return "epochs " + ", ".join(str(s["counts_for_epoch"]) for s in r["snapshots"]), ""
+
+
+def _pytm_versions(r: dict) -> tuple[str, str]:
+    return (f"{r['experiment']}: {' and '.join(r['runs'])}, {r['epochs']} epochs",
+            f"same run: {'yes' if r['same_run'] else 'no'}")
+
+
+def _thundersvm(r: dict) -> tuple[str, str]:
+    runs = (f"{b['package']} {'yes' if b['runs_on_cuda_11_or_later'] else 'no'}" for b in r["builds"])
+    return ", ".join(b["file"] for b in r["builds"]), "runs on CUDA 11 or later: " + ", ".join(runs)
+
+
+SUMMARIES = {CPU_GENERATOR: _cpu_bench, **dict.fromkeys(GPU_GENERATORS, _gpu_bench),
+             "python -m asynctm.campaign goals": _goals, "benchmarks/bound.py": _bound,
+             "benchmarks/host_limits.py": _limits, "benchmarks/gpu_limits.py": _limits,
+             "benchmarks/scaling.py": _scaling, "benchmarks/micro_feedback.py": _micro_feedback,
+             "benchmarks/micro_inference.py": _micro_inference, "benchmarks/opcount_apple.py": _opcount,
+             "benchmarks/pytm_versions.py": _pytm_versions, "benchmarks/thundersvm_gpu_builds.py": _thundersvm}
+
+
+def index_entry(path: Path) -> tuple[str, list[str] | str]:
+    """``(kind, cells)`` of a record's row in the index, or ``("skipped", reason)`` for a file it cannot classify."""
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        return "skipped", f"not readable as JSON ({type(exc).__name__})"
+    if not isinstance(record, dict):
+        return "skipped", "not a JSON object"
+    gen = generator(record)
+    if gen not in GENERATORS:
+        named = repr(gen[:60] + ("..." if len(gen) > 60 else "")) if gen else "none"
+        return "skipped", f"generated_by names no generator of this folder ({named})"
+    try:
+        covers, headline = SUMMARIES[gen](record)
+        cells = [_host(record), _date(record), _commit(record), covers, headline]
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, ZeroDivisionError) as exc:
+        return "skipped", f"a {gen} record without the fields it should have ({type(exc).__name__}: {exc})"
+    md = path.with_suffix(".md")
+    link = f"[{path.stem}]({md.name if md.is_file() else path.name})"
+    kind, what = GENERATORS[gen]
+    return kind, [link, what, *cells]
+
+
+def render_index(results: Path) -> str:
+    """The Markdown of ``<results>/INDEX.md``: one row per JSON record of the folder (top level), by kind."""
+    rows: dict[str, list[list[str]]] = {k: [] for k in KINDS}
+    skipped = []
+    for path in sorted(results.glob("*.json")):
+        kind, cells = index_entry(path)
+        if kind == "skipped":
+            skipped.append(f"- `{path.name}`: {cells}")
+        else:
+            rows[kind].append([c.replace("|", "/").replace("\n", " ") for c in cells])
+    lines = ["# Benchmark records", "",
+             f"Generated from the JSON records in this folder by `{INDEX_COMMAND}`; do not edit. "
+             "`python benchmarks/report.py --check` fails when it is stale. What each script measures, and how to "
+             "read a record: [benchmarks/README.md](../README.md). Headlines are read from each record as it "
+             "was written; the record's own page has the rest.", ""]
+    for kind, entries in rows.items():
+        if not entries:
+            continue
+        lines += [f"## {kind}", "", "| record | measures | host | date | commit | covers | headline |",
+                  "|---|---|---|---|---|---|---|", *("| " + " | ".join(e) + " |" for e in entries), ""]
+    pages = sorted(p.name for p in results.glob("*.md")
+                   if p.name not in (INDEX, "README.md") and not p.with_suffix(".json").is_file())
+    if pages:
+        lines += ["## Pages drawn from several records", "", *(f"- [{p}]({p})" for p in pages), ""]
+    if skipped:
+        lines += ["## Skipped (not classified)", "", *skipped, ""]
+    return "\n".join(lines)
+
+
+def write_index(results: Path = RESULTS) -> Path:
+    from asynctm.io import atomic_open
+
+    path = results / INDEX
+    with atomic_open(path) as fh:
+        fh.write(render_index(results))
+    return path
+
+
+def check_index(results: Path = RESULTS) -> bool:
+    """Does ``<results>/INDEX.md`` match its rendering? Prints one line either way."""
+    path = results / INDEX
+    fix = INDEX_COMMAND + ("" if results.resolve() == RESULTS else f" --results {results}")
+    if not path.is_file():
+        print(f"{path}: missing; write it: {fix}")
+        return False
+    if path.read_text() != render_index(results):
+        print(f"{path}: stale, its records changed; rebuild it: {fix}")
+        return False
+    print(f"{path}: matches its records")
+    return True
+
+
 # --- command line -------------------------------------------------------------------------------------------
 
 def render(record: dict) -> str:
@@ -281,19 +519,35 @@ def render(record: dict) -> str:
     return markdown(record)
 
 
+def _read(path: Path) -> dict | None:
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("records", nargs="+", type=Path, help="benchmark JSON records")
+    p.add_argument("records", nargs="*", type=Path,
+                   help="benchmark JSON records (with --check and none: every record of --results)")
+    p.add_argument("--index", action="store_true", help=f"(re)write --results' {INDEX} from its JSON records")
     p.add_argument("--check", action="store_true",
-                   help="write nothing: report every record whose .md differs from its rendering (status 1); "
-                        "records without a .md are left out")
+                   help=f"write nothing: report every record whose .md differs from its rendering, and a stale "
+                        f"{INDEX} (status 1); records without a .md are left out")
+    p.add_argument("--results", type=Path, default=RESULTS,
+                   help="the folder of the records and of its index (default: benchmarks/results)")
     args = p.parse_args(argv)
+    if not (args.records or args.index or args.check):
+        p.error("nothing to do: give records to render, --index, or --check")
+    records = args.records or (sorted(args.results.glob("*.json")) if args.check else [])
     stale = 0
-    for path in args.records:
-        record = json.loads(path.read_text())
-        if record.get("generated_by") not in (CPU_GENERATOR, *GPU_GENERATORS):
-            print(f"{path}: skipped, not a benchmark record")
+    for path in records:
+        record = _read(path)
+        if record is None or record.get("generated_by") not in (CPU_GENERATOR, *GPU_GENERATORS):
+            if args.records:  # named on the command line: say why it is left out
+                print(f"{path}: skipped, not a benchmark record")
             continue
         md = path.with_suffix(".md")
         if args.check:
@@ -306,6 +560,10 @@ def main(argv=None) -> int:
         else:
             write_markdown(md, record)
             print(f"wrote {md}")
+    if args.check:
+        stale += not check_index(args.results)
+    elif args.index:
+        print(f"wrote {write_index(args.results)}")
     return 1 if stale else 0
 
 

@@ -1,7 +1,7 @@
 """benchmarks/bench_tm.py, its measurements (asynctm.benchmarking) and benchmarks/report.py: argument parsing,
 hyperparameters from the configuration, the goal / equal-accuracy logic, the Markdown table (the committed
-records render as committed), seeds, and a tiny end-to-end run on a synthetic processed dataset (no dataset
-mirror, no pyTsetlinMachineParallel environment needed)."""
+records render as committed), the index of the records (results/INDEX.md), seeds, and a tiny end-to-end run on
+a synthetic processed dataset (no dataset mirror, no pyTsetlinMachineParallel environment needed)."""
 
 from __future__ import annotations
 
@@ -247,6 +247,66 @@ def test_committed_records_render_as_committed(report):
 def test_render_refuses_other_json(report):
     with pytest.raises(ValueError, match="not a benchmark record"):
         report.render({"generated_by": "benchmarks/opcount_apple.py"})
+
+
+# --- the index of the records (benchmarks/results/INDEX.md) ----------------------------------------------------
+
+RESULTS = REPO / "benchmarks" / "results"
+
+
+def test_committed_index_is_its_rendering(report):
+    """INDEX.md is what ``report.py --index`` writes from the committed records, one row per record it classifies."""
+    text = (RESULTS / report.INDEX).read_text()
+    assert report.render_index(RESULTS) == text, f"rebuild it: {report.INDEX_COMMAND}"
+    for path in RESULTS.glob("*.json"):
+        kind, _ = report.index_entry(path)
+        assert (f"[{path.stem}](" if kind != "skipped" else f"`{path.name}`") in text, path.name
+    assert report.check_index(RESULTS)
+
+
+def _copy_records(tmp_path: Path, *names: str) -> Path:
+    for name in names:
+        for src in RESULTS.glob(f"{name}.*"):
+            (tmp_path / src.name).write_bytes(src.read_bytes())
+    return tmp_path
+
+
+def test_check_fails_in_one_line_on_a_stale_index(report, tmp_path, capsys):
+    results = _copy_records(tmp_path, "cpu_all_be4f755", "micro_inference_wsd_apple")
+    assert report.main(["--check", "--results", str(results)]) == 1  # no index yet
+    assert "missing; write it: python benchmarks/report.py --index --results" in capsys.readouterr().out
+    assert report.main(["--index", "--results", str(results)]) == 0
+    index = (results / "INDEX.md").read_text()
+    assert "[cpu_all_be4f755](cpu_all_be4f755.md)" in index and "[micro_inference_wsd_apple](micro_inference_" in index
+    assert "imdb 37.3x pyTM indexed, goal >= 25x met" in index  # the headline is the record's, as stored
+    capsys.readouterr()
+    assert report.main(["--check", "--results", str(results)]) == 0
+    # a record changes after the index was written: the check fails, in one line that names the fix
+    record = json.loads((results / "micro_inference_wsd_apple.json").read_text())
+    record["dense_over_compact"] = 12.5
+    (results / "micro_inference_wsd_apple.json").write_text(json.dumps(record))
+    capsys.readouterr()
+    assert report.main(["--check", "--results", str(results)]) == 1
+    lines = [line for line in capsys.readouterr().out.splitlines() if "INDEX.md" in line]
+    assert len(lines) == 1 and "stale" in lines[0] and "python benchmarks/report.py --index" in lines[0], lines
+    assert "compacted 12.5x faster" in report.render_index(results)
+
+
+def test_an_unclassifiable_json_is_listed_as_skipped(report, tmp_path):
+    results = _copy_records(tmp_path, "thundersvm_gpu_builds")
+    (results / "broken.json").write_text("{not json")
+    (results / "a_list.json").write_text("[1, 2]")
+    (results / "elsewhere.json").write_text(json.dumps({"generated_by": "a notebook"}))
+    (results / "half.json").write_text(json.dumps({"generated_by": report.CPU_GENERATOR}))  # no settings
+    assert report.main(["--index", "--results", str(results)]) == 0
+    index = (results / "INDEX.md").read_text()
+    skipped = index.split("## Skipped (not classified)")[1]
+    for name, why in (("broken.json", "not readable as JSON"), ("a_list.json", "not a JSON object"),
+                      ("elsewhere.json", "no generator of this folder ('a notebook')"),
+                      ("half.json", "without the fields it should have (KeyError")):
+        assert f"- `{name}`: " in skipped and why in skipped, (name, skipped)
+    assert "[thundersvm_gpu_builds](thundersvm_gpu_builds.json)" in index.split("## Skipped")[0]
+    assert report.main(["--check", "--results", str(results)]) == 0  # skipped files do not make it stale
 
 
 # --- end to end ---------------------------------------------------------------------------------------------

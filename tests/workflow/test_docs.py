@@ -1,5 +1,6 @@
-"""The documentation (README.md and docs/*.md): no measured number typed by hand (they come from the generated
-pages: tables, summary, claims), a README short enough to read, and relative links that lead somewhere."""
+"""The documentation (README.md, docs/*.md and benchmarks/README.md): no measured number typed by hand (they come
+from the generated pages: tables, summary, claims, the benchmarks' index), READMEs short enough to read, and
+relative links that lead somewhere."""
 
 from __future__ import annotations
 
@@ -179,6 +180,23 @@ def test_the_link_check_finds_a_broken_link(tmp_path):
                     "[bad anchor](../there.md#nothing)\n")
     assert broken_links(page, tmp_path) == ["docs/page.md:3: ../missing.md: no such file",
                                   "docs/page.md:3: ../there.md#nothing: no heading #nothing in there.md"]
+
+
+# benchmarks/README.md, the benchmarks' user's guide: the same rules, its numbers in benchmarks/results/INDEX.md.
+BENCHMARKS_GUIDE = REPO / "benchmarks" / "README.md"
+BENCHMARKS_GUIDE_MAX_BYTES = 12_288
+
+
+def test_the_benchmarks_guide_is_short_types_no_measured_number_and_links_what_exists():
+    text = BENCHMARKS_GUIDE.read_text()
+    problems = [f"benchmarks/README.md:{line}: {hit!r} ({kind}): link the generated page that holds it "
+                "(benchmarks/results/INDEX.md lists them)" for line, kind, hit in hand_typed_numbers(text)]
+    problems += broken_links(BENCHMARKS_GUIDE)
+    size = len(text.encode())
+    if size > BENCHMARKS_GUIDE_MAX_BYTES:
+        problems.append(f"benchmarks/README.md is {size} bytes, over {BENCHMARKS_GUIDE_MAX_BYTES}: say what a script "
+                        "measures and how to run it; the discussion of results belongs in generated pages")
+    assert not problems, "\n".join(problems)
 
 
 def test_the_readme_links_every_docs_page():
