@@ -277,26 +277,6 @@ RESULTS = Path(__file__).resolve().parent / "results"
 INDEX = "INDEX.md"
 INDEX_COMMAND = "python benchmarks/report.py --index"
 KINDS = ("CPU benchmarks", "GPU benchmarks", "Cost model and limits", "Micro-benchmarks", "Other checks")
-# What each generator's records measure, by the generator they name (generator()), in the order of KINDS.
-GENERATORS = {
-    CPU_GENERATOR: (KINDS[0], "s/epoch: ours against the CPU peers (bench_tm.py)"),
-    "benchmarks/scaling.py": (KINDS[0], "core scaling of our CPU build (scaling.py)"),
-    **{g: (KINDS[1], "s/epoch: our GPU builds against PyTsetlinMachineCUDA (bench_gpu.py)") for g in GPU_GENERATORS},
-    "python -m asynctm.campaign goals": (KINDS[1], "the GPU speed goals, seeds pooled per GPU and code"),
-    "benchmarks/host_limits.py": (KINDS[2], "a CPU host's limits (host_limits.py)"),
-    "benchmarks/gpu_limits.py": (KINDS[2], "a GPU's limits (gpu_limits.py)"),
-    "benchmarks/bound.py": (KINDS[2], "achieved epochs against the cost model's bound (bound.py)"),
-    "benchmarks/micro_feedback.py": (KINDS[3], "ns per clause evaluation and feedback event (micro_feedback.py)"),
-    "benchmarks/micro_inference.py": (KINDS[3], "inference: compacted includes against the plane scan "
-                                                "(micro_inference.py)"),
-    "benchmarks/opcount_apple.py": (KINDS[3], "operation counts of apple epochs (opcount_apple.py)"),
-    "benchmarks/pytm_versions.py": (KINDS[4], "one regression run under two pyTsetlinMachine releases "
-                                              "(pytm_versions.py)"),
-    "benchmarks/thundersvm_gpu_builds.py": (KINDS[4], "what ThunderSVM's GPU builds link and call "
-                                                      "(thundersvm_gpu_builds.py)"),
-}
-
-
 def generator(record: dict) -> str:
     """The generator a record names: its ``generated_by``, or the script its provenance's command ran."""
     text = record.get("generated_by") or (record.get("provenance") or {}).get("command") or ""
@@ -420,12 +400,27 @@ def _thundersvm(r: dict) -> tuple[str, str]:
     return ", ".join(b["file"] for b in r["builds"]), "runs on CUDA 11 or later: " + ", ".join(runs)
 
 
-SUMMARIES = {CPU_GENERATOR: _cpu_bench, **dict.fromkeys(GPU_GENERATORS, _gpu_bench),
-             "python -m asynctm.campaign goals": _goals, "benchmarks/bound.py": _bound,
-             "benchmarks/host_limits.py": _limits, "benchmarks/gpu_limits.py": _limits,
-             "benchmarks/scaling.py": _scaling, "benchmarks/micro_feedback.py": _micro_feedback,
-             "benchmarks/micro_inference.py": _micro_inference, "benchmarks/opcount_apple.py": _opcount,
-             "benchmarks/pytm_versions.py": _pytm_versions, "benchmarks/thundersvm_gpu_builds.py": _thundersvm}
+# Per generator a record names (generator()): its kind (KINDS), what its records measure, and its summary, the
+# (covers, headline) cells of its row read from the record.
+GENERATORS = {
+    CPU_GENERATOR: (KINDS[0], "s/epoch: ours against the CPU peers (bench_tm.py)", _cpu_bench),
+    "benchmarks/scaling.py": (KINDS[0], "core scaling of our CPU build (scaling.py)", _scaling),
+    **{g: (KINDS[1], "s/epoch: our GPU builds against PyTsetlinMachineCUDA (bench_gpu.py)", _gpu_bench)
+       for g in GPU_GENERATORS},
+    "python -m asynctm.campaign goals": (KINDS[1], "the GPU speed goals, seeds pooled per GPU and code", _goals),
+    "benchmarks/host_limits.py": (KINDS[2], "a CPU host's limits (host_limits.py)", _limits),
+    "benchmarks/gpu_limits.py": (KINDS[2], "a GPU's limits (gpu_limits.py)", _limits),
+    "benchmarks/bound.py": (KINDS[2], "achieved epochs against the cost model's bound (bound.py)", _bound),
+    "benchmarks/micro_feedback.py": (KINDS[3], "ns per clause evaluation and feedback event (micro_feedback.py)",
+                                     _micro_feedback),
+    "benchmarks/micro_inference.py": (KINDS[3], "inference: compacted includes against the plane scan "
+                                                "(micro_inference.py)", _micro_inference),
+    "benchmarks/opcount_apple.py": (KINDS[3], "operation counts of apple epochs (opcount_apple.py)", _opcount),
+    "benchmarks/pytm_versions.py": (KINDS[4], "one regression run under two pyTsetlinMachine releases "
+                                              "(pytm_versions.py)", _pytm_versions),
+    "benchmarks/thundersvm_gpu_builds.py": (KINDS[4], "what ThunderSVM's GPU builds link and call "
+                                                      "(thundersvm_gpu_builds.py)", _thundersvm),
+}
 
 
 def index_entry(path: Path) -> tuple[str, list[str] | str]:
@@ -440,14 +435,14 @@ def index_entry(path: Path) -> tuple[str, list[str] | str]:
     if gen not in GENERATORS:
         named = repr(gen[:60] + ("..." if len(gen) > 60 else "")) if gen else "none"
         return "skipped", f"generated_by names no generator of this folder ({named})"
+    kind, what, summary = GENERATORS[gen]
     try:
-        covers, headline = SUMMARIES[gen](record)
+        covers, headline = summary(record)
         cells = [_host(record), _date(record), _commit(record), covers, headline]
     except (KeyError, TypeError, ValueError, AttributeError, IndexError, ZeroDivisionError) as exc:
         return "skipped", f"a {gen} record without the fields it should have ({type(exc).__name__}: {exc})"
     md = path.with_suffix(".md")
     link = f"[{path.stem}]({md.name if md.is_file() else path.name})"
-    kind, what = GENERATORS[gen]
     return kind, [link, what, *cells]
 
 
