@@ -481,6 +481,14 @@ def tolerance(th: Thresholds, metric: str, sd_a, sd_b, reference_value) -> float
     return max(float(spread["k"]) * combined, floor)
 
 
+def agreement(th: Thresholds, metric: str, ours, ours_sd, paper, paper_sd) -> tuple[float, float, bool]:
+    """``(Δ = ours − paper, tolerance, within)``: the rule a Table 3 or 5 cell is judged by (|Δ| at most the
+    tolerance, :func:`tolerance`)."""
+    diff = ours - paper
+    tol = tolerance(th, metric, ours_sd, paper_sd, paper)
+    return diff, tol, abs(diff) <= tol
+
+
 def _tolerance_text(th: Thresholds) -> str:
     s = th["spread"]
     return (f"|Δ| ≤ max({s['k']:g}·√(sd²+sd²), {s['floor_points']:g} points; MAE: "
@@ -950,9 +958,8 @@ def _cell_row(ev, config, reference, th, claim, source, dataset, impl, build, me
     if s.reduced:  # the first epochs of a run are not the trained TM the paper reports
         return Row(claim, "cell", label, UNTESTABLE, ours=f"{_pm(s.mean, s.sd)} after a reduced protocol",
                    note=f"{s.reduced}: the full protocol would test it", **base)
-    diff = s.mean - paper
-    tol = tolerance(th, metric, s.sd, paper_sd, paper)
-    verdict = REPRODUCED if abs(diff) <= tol else NOT_REPRODUCED
+    diff, tol, within = agreement(th, metric, s.mean, s.sd, paper, paper_sd)
+    verdict = REPRODUCED if within else NOT_REPRODUCED
     direction = "" if verdict == REPRODUCED else (" (ours better)" if (diff < 0) == _lower_is_better(metric)
                                                    else " (ours worse)")
     return Row(claim, "cell", label, verdict,

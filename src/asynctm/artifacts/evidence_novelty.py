@@ -507,13 +507,12 @@ def build_convergence(results, reference=DEFAULT_REFERENCE, experiments=("wsd_ap
 def versus_paper(th, metric: str, ours, paper) -> dict | None:
     """The last-10 mean over the seeds against the paper's number by the tables' rule (config claims.spread, as
     :mod:`.claims` judges a Table 3 or 5 cell): ``diff``, ``tolerance`` and ``within``; None where either is missing."""
-    from .claims import tolerance
+    from .claims import agreement
 
     if not ours or not paper or ours[0] is None or paper[0] is None:
         return None
-    diff = float(ours[0]) - float(paper[0])
-    tol = tolerance(th, metric, ours[1], paper[1], paper[0])
-    return {"diff": diff, "tolerance": tol, "within": abs(diff) <= tol}
+    diff, tol, within = agreement(th, metric, float(ours[0]), ours[1], float(paper[0]), paper[1])
+    return {"diff": diff, "tolerance": tol, "within": within}
 
 
 def _improving_cell(g: dict) -> str:
