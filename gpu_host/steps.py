@@ -43,6 +43,8 @@ from .stage import StageError, load_campaign
 
 DEFAULT_BUDGET_S = 480  # a device command may run 600 s; the rest is install, start-up and packing
 SITE = Path("/tmp/asynctm-site")
+EXTRA_SITE = Path("/tmp/asynctm-site-extra")  # jsonschema for the CPU benchmark (the scaling step)
+PARALLEL_SITE = Path("/tmp/asynctm-site-parallel")  # pyTsetlinMachineParallel apart: its libTM is pyTM's name
 WORK_ROOT = Path("/tmp/asynctm-campaign")  # the steps' work folders, one per step, kept while the machine is warm
 PY = sys.executable
 # The order in which the steps take the experiments (any other active experiment follows, by name).
@@ -147,6 +149,7 @@ class Step:
                          "source": self.campaign.get("source"), "done": [], "skipped": [], "stopped": None}
         self._manifest_rel: str | None = None
         self.failures_in_a_row = 0
+        self.installed = False  # whether the staged wheels were installed (run_step: not with --no-install)
 
     def _open_work(self) -> dict[str, tuple[float, int]]:
         """Keep the work folder of an earlier call of this step for the same staged campaign (its files with their
@@ -464,6 +467,43 @@ def step_host_peers(step: Step, select: str | None = None, order=PAPER_ORDER,
     step.manifest["host_peers"]["load_at_end"] = bench.load_now()
 
 
+def step_scaling(step: Step, select: str | None = None) -> None:
+    """Our CPU build's core scaling on the GPU machine's own CPU while its GPU idles (``benchmarks/scaling.py
+    --measure``): threads bound one per physical core, 1, 2, 4, ... up to the logical cores and the physical count,
+    on SemEval, IMDb and WSD apple (``--select``: some of them), pyTsetlinMachineParallel beside on apple where its
+    wheel is staged, until the step's end less a margin; the run's files and their summary come back under
+    ``benchmarks/results/``."""
+    name = f"cpu_scaling_{slug(step.gpu['name'])}_host_{step.stamp}"
+    folder = step.work / "benchmarks" / "results" / name
+    env, parallel = dict(step.env), None
+    if step.installed:  # bench_tm.py checks its configuration with jsonschema, which that python lacks
+        for sub, site in (("extra", EXTRA_SITE), ("parallel", PARALLEL_SITE)):
+            wheels = sorted((step.campaign_dir / sub).glob("*.whl"))
+            r = subprocess.run([PY, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
+                                "--upgrade", "--target", str(site), *map(str, wheels)], capture_output=True,
+                               text=True) if wheels else None
+            if r is None or r.returncode != 0:
+                step.say(f"{sub} wheels not installed ({'none staged' if r is None else r.stderr.strip()[-300:]})")
+            elif sub == "extra":
+                env["PYTHONPATH"] = os.pathsep.join([str(site), env["PYTHONPATH"]])
+            else:  # its own libTM would shadow pyTsetlinMachine's: a python that sees it first, for its worker only
+                parallel = site.with_name(site.name + "-python")
+                parallel.write_text(f'#!/bin/sh\nPYTHONPATH={site}:$PYTHONPATH exec {PY} "$@"\n')
+                parallel.chmod(0o755)
+    summary = folder.parent / f"{name}_summary"
+    rc = step.children([([PY, str(REPO / "benchmarks" / "scaling.py"), str(folder), "--measure", "--data-dir",
+                          str(step.campaign_dir / "data"), "--out", str(summary), "--host-note",
+                          "the GPU machine's own CPU, its GPU idle", "--deadline",
+                          f"{step.deadline - STOP_MARGIN_S:.0f}", *(["--settings", select] if select else []),
+                          *(["--pytm-parallel-python", str(parallel)] if parallel else [])],
+                         step.work / f"{name}.log", env)])[0]
+    if rc == 0:
+        step.manifest["done"].append(f"benchmarks/results/{summary.name}.json")
+        print(summary.with_suffix(".md").read_text(), flush=True)
+    else:
+        step.failed("scaling", "ran past the step's end" if rc is None else f"exit status {rc} (see {name}.log)")
+
+
 # -- the training steps: records the pipeline's runner makes, until the deadline ----------------------------------
 
 def run(name: str, impl: str, params: str, seed: int, variant: str | None = None, kind: str = "tm") -> dict:
@@ -648,7 +688,7 @@ def training(runs):
 
 STEPS = {"gpu_tests": step_gpu_tests, "bench": step_bench, "sweeps": training(sweep_runs),
          "paper": training(paper_runs), "ablation": training(lambda config, _impl: ablation_runs(config)),
-         "host_peers": step_host_peers}
+         "host_peers": step_host_peers, "scaling": step_scaling}
 IMPL_STEPS = ("sweeps", "paper")  # the steps that take --impl
 
 
@@ -675,6 +715,7 @@ def run_step(name: str, campaign_dir: Path | None = None, out_dir: Path | None =
     try:
         if do_install:
             install(campaign_dir, step.campaign, say=step.say)
+            step.installed = True
         step.env = child_env(step.campaign, SITE if do_install else None)
         info = probe(step)
         step.gpu = info.get("gpu")

@@ -68,3 +68,83 @@ def test_a_folder_without_a_run_is_one_line(scaling, tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and all(line.startswith("error: ") for line in err)
     assert not list(tmp_path.glob("s.*"))
+
+
+def test_the_ladder_runs_its_ends_first(scaling):
+    assert scaling.ladder(16, 8) == [1, 8, 16, 2, 4]
+    assert scaling.ladder(2, 2) == [1, 2]
+    assert scaling.ladder(12, None) == [1, 12, 2, 4, 8]
+    assert scaling.ladder(1, 1) == [1]
+
+
+def test_cpu_order_gives_every_physical_core_before_a_second_thread_of_one(scaling, tmp_path, monkeypatch):
+    # 4 logical CPUs on 2 cores, siblings numbered apart (0 and 2 share core 0), as many hosts number them
+    for cpu, core in ((0, 0), (1, 1), (2, 0), (3, 1)):
+        topo = tmp_path / f"cpu{cpu}/topology"
+        topo.mkdir(parents=True)
+        (topo / "physical_package_id").write_text("0\n")
+        (topo / "core_id").write_text(f"{core}\n")
+    monkeypatch.setattr(scaling.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    assert scaling.cpu_order(tmp_path) == [0, 1, 2, 3]
+    (tmp_path / "cpu1/topology/core_id").write_text("0\n")  # now 0, 1 and 2 share a core, 3 has its own
+    assert scaling.cpu_order(tmp_path) == [0, 3, 1, 2]
+
+
+FAKE_BENCH = """
+import json, os, sys, time
+args = sys.argv[1:]
+get = lambda flag: args[args.index(flag) + 1]
+threads = int(get("--threads"))
+if get("--settings") == "slow":
+    print("== slow: classification, 50 train / 10 test examples; load 0.00", flush=True)
+    print(f"   seed 42 epoch 1/2: asynctm cpu {threads}t 2.000s", flush=True)
+    time.sleep(60)
+row = {"peer": "asynctm", "options": {"n_threads": threads}, "metadata": {"threads": threads},
+       "epoch_s": [1.0 / threads], "median_epoch_s": 1.0 / threads, "cpus": sorted(os.sched_getaffinity(0))}
+rec = {"cpu": {"model": "Fake", "logical_cores": os.cpu_count(), "physical_cores": os.cpu_count()}, "gpu": None,
+       "threads": {"env": {}}, "settings": [{"setting": get("--settings"), "dataset": {"n_train": 50},
+                                             "load_average_before": [9.0], "results": [row]}]}
+open(os.path.join(get("--out-dir"), get("--name") + ".json"), "w").write(json.dumps(rec))
+"""
+
+
+def test_measuring_gives_each_count_its_cpus_and_stops_at_the_deadline(scaling, tmp_path, monkeypatch):
+    import os
+    import time
+
+    fake = tmp_path / "fake"
+    fake.mkdir()
+    (fake / "bench_tm.py").write_text(FAKE_BENCH)
+    monkeypatch.setattr(scaling, "HERE", fake)
+    monkeypatch.setattr(scaling, "cores_in_use", lambda: 0.25)
+    monkeypatch.setattr(scaling, "KILL_GRACE_S", 1)
+    monkeypatch.setattr(scaling, "MIN_START_S", 2)
+    usable = len(os.sched_getaffinity(0))
+    run = tmp_path / "run"
+    log = scaling.measure(run, ["fast", "slow"], [1, usable], data_dir="data", deadline=time.time() + 5,
+                          say=lambda m: None)
+    fast = log["processes"][f"scaling_fast_t{usable}"]
+    assert fast["returncode"] == 0 and fast["cpus"] == scaling.cpu_order()[:usable]
+    assert json.loads((run / "scaling_fast_t1.json").read_text())["settings"][0]["results"][0]["cpus"] == \
+        scaling.cpu_order()[:1]
+    slow = log["processes"]["scaling_slow_t1"]
+    assert slow["returncode"] is None  # killed at the deadline, before its 60 s sleep ended
+    assert not log["processes"][f"scaling_slow_t{usable}"]["started"] or usable == 1
+    out = tmp_path / "summary"
+    assert scaling.main([str(run), "--out", str(out)]) == 0
+    rec = json.loads(out.with_suffix(".json").read_text())
+    fast_rows = {r["threads"]: r for r in rec["settings"]["fast"]["asynctm"]}
+    # the load measured just before each process, not the records' lagging load average (9.0)
+    assert fast_rows[1]["load_before"] == 0.25 and fast_rows[1]["busy"] is False
+    slow_rows = rec["settings"]["slow"]["asynctm"]  # from the killed run's printed epoch
+    assert slow_rows[0]["median_epoch_s"] == 2.0 and "printed epochs" in slow_rows[0]["source"]
+    md = out.with_suffix(".md").read_text()
+    assert "its own process on that many logical CPUs" in md and "/proc/stat" in md
+
+
+def test_a_count_that_shared_the_cores_with_other_work_is_marked_busy(scaling):
+    per = {"imdb": {"asynctm": {1: {"median_epoch_s": 8.0, "rows": 5, "source": "a", "load_before": 2.5},
+                                16: {"median_epoch_s": 1.0, "rows": 5, "source": "a", "load_before": 2.5}}}}
+    rows = scaling.summarise(per, cores=16)["imdb"]["asynctm"]
+    assert [r["busy"] for r in rows] == [False, True]  # 2.5 + 16 > 16 + 1; 2.5 + 1 is not
+    assert "2.50 (busy)" in scaling.render({"imdb": {"asynctm": rows}}, {"cpu": {"logical_cores": 16}})

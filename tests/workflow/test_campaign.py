@@ -29,7 +29,7 @@ from gpu_host import stage as stage_mod
 from gpu_host import steps as steps_mod
 from gpu_host.stage import StageError, load_config, stage
 from gpu_host.unpack import unpack
-from tests.helpers import REPO
+from tests.helpers import REPO, load_benchmark_script
 
 GPU_TESTS = REPO / "tests" / "gpu"  # test_cuda_glue.py's folder
 
@@ -364,7 +364,8 @@ def test_dress_rehearsal_on_the_simulated_gpu(tmp_path):
     # pyTsetlinMachine on the GPU machine's own cores beside our GPU builds (this machine has no core past the
     # first two, and that python no pyTsetlinMachine: the GPU runs only)
     step("host_peers", "--budget", "90")
-    assert sorted(p.name for p in out.iterdir()) == sorted(f"{s}.{ext}" for s in steps_mod.STEPS
+    # (the scaling step runs the CPU benchmark, which needs jsonschema, staged apart: its own test below)
+    assert sorted(p.name for p in out.iterdir()) == sorted(f"{s}.{ext}" for s in steps_mod.STEPS if s != "scaling"
                                                            for ext in ("log", "tar.gz"))
     written = unpack(out, into=tree, say=lambda m: None)
     assert all(w.startswith(("results/", "benchmarks/results/")) for w in written)
@@ -439,6 +440,35 @@ def test_dress_rehearsal_on_the_simulated_gpu(tmp_path):
     with tarfile.open(out / "paper.tar.gz") as tar:
         manifest = json.loads(tar.extractfile(next(m for m in tar.getmembers() if "/campaign/" in m.name)).read())
     assert manifest["done"] == [] and "budget" in manifest["stopped"]
+
+
+def test_the_scaling_step_times_each_thread_count_on_cores_of_its_own(tmp_path):
+    """Our CPU build's core scaling on the GPU machine's CPU: one process per thread count on that many CPUs, the
+    run's files and their summary packed under benchmarks/results/."""
+    import os
+
+    camp = tmp_path / "c"
+    _processed(camp / "data")
+    (camp / "campaign.json").write_text(json.dumps({"config": load_config([]), "source": {"commit": "c" * 40}}))
+    step = steps_mod.Step("scaling", camp, tmp_path / "out", 150, tmp_path / "work", tree=tmp_path / "tree")
+    step.gpu = {"name": "NVIDIA H200"}
+    step.env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    try:
+        steps_mod.step_scaling(step, "apple")
+        tarball = step.pack()
+    finally:
+        step.close()
+    assert step.manifest["skipped"] == [] and len(step.manifest["done"]) == 1
+    summary = json.loads((step.work / step.manifest["done"][0]).read_text())
+    scaling = load_benchmark_script("scaling")
+    counts = scaling.ladder(len(os.sched_getaffinity(0)), summary["cpu"]["physical_cores"])
+    assert [r["threads"] for r in summary["settings"]["apple"]["asynctm"]] == sorted(counts)
+    assert summary["bind"] == "cores" and summary["host_note"] == "the GPU machine's own CPU, its GPU idle"
+    measured = json.loads(next(step.work.glob("benchmarks/results/cpu_scaling_*/measure.json")).read_text())
+    assert [p["cpus"] for p in measured["processes"].values()] == [scaling.cpu_order()[:t] for t in counts]
+    with tarfile.open(tarball) as tar:
+        names = tar.getnames()
+    assert step.manifest["done"][0] in names and any(n.endswith("/scaling_apple_t1.json") for n in names)
 
 
 def test_gpu_test_processes_reports_are_merged(tmp_path):
