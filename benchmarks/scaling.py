@@ -69,7 +69,11 @@ def from_records(folder: Path) -> tuple[dict, dict]:
         if not RECORD.match(path.name):
             continue
         rec = json.loads(path.read_text(encoding="utf-8"))
-        facts.setdefault("cpu", rec.get("cpu"))
+        cpu = rec.get("cpu") or {}  # the machine as the process that could use most of its CPUs saw it
+        if (cpu.get("usable_cores") or 0) > ((facts.get("cpu") or {}).get("usable_cores") or 0) or "cpu" not in facts:
+            facts["cpu"] = cpu
+        if rec.get("date_utc"):
+            facts["date_utc"] = min(facts.get("date_utc", rec["date_utc"]), rec["date_utc"])
         facts.setdefault("gpu", rec.get("gpu"))
         env = (rec.get("threads") or {}).get("env", {})
         facts.setdefault("source_commit", env.get("ASYNCTM_SOURCE_COMMIT") or (rec.get("git") or {}).get("commit"))
