@@ -272,8 +272,8 @@ def measure(folder: Path, settings: list[str], threads: list[int], *, data_dir: 
 
     ``bind="cores"``: a process of n threads may use only the first n CPUs of :func:`cpu_order` (its affinity, which
     its threads inherit), so up to the physical core count no two of its threads share a core. Not OpenMP's own
-    binding (``OMP_PROC_BIND``): the OpenMP runtime that a scikit-learn wheel brings binds the main thread to one
-    core when it loads, and the runtime of our build, loaded after it, then finds one core for all its threads."""
+    binding (``OMP_PROC_BIND``): what it does depends on the order in which the process loads its OpenMP runtimes
+    (:mod:`asynctm.affinity`), pyTsetlinMachineParallel's included, where an affinity holds for all of them."""
     folder.mkdir(parents=True, exist_ok=True)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))  # a stop still kills the child
     order = cpu_order()

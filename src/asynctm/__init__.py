@@ -3,6 +3,8 @@
 Importing this package never touches a GPU: the CUDA backend is initialised on first use only.
 """
 
+from . import affinity as _affinity  # noqa: F401  (notes the CPUs before scikit-learn's OpenMP runtime binds one)
+
 __version__ = "0.1.0"
 
 __all__ = ["TMClassifier", "TMRegressor", "__version__"]

@@ -20,10 +20,12 @@ import platform
 import shlex
 import shutil
 import subprocess
+import warnings
 from pathlib import Path
 
 import numpy as np
 
+from ..affinity import one_bound_cpu, process_cpus
 from ..encoding import unpack_literals
 from ..io import is_disk_full, make_staging_dir, remove_stale
 from . import (BackendUnavailableError, FeedbackEvents, KernelConfig, check_training_arrays, kernel_source, s_mask_pool,
@@ -163,6 +165,9 @@ _libraries: dict[Path, ctypes.CDLL] = {}
 
 def _load(path: Path) -> ctypes.CDLL:
     if path not in _libraries:
+        cpus = process_cpus()
+        if not _libraries and cpus is not None and cpus != os.sched_getaffinity(0):
+            os.sched_setaffinity(0, cpus)  # our runtime loads with the first library: the CPUs another one took away
         try:
             lib = ctypes.CDLL(str(path))
         except OSError as e:
@@ -177,10 +182,8 @@ def _load(path: Path) -> ctypes.CDLL:
 
 
 def default_threads() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
+    cpus = process_cpus()
+    return len(cpus) if cpus else os.cpu_count() or 1
 
 
 def _ptr(a: np.ndarray) -> int:
@@ -198,6 +201,9 @@ class CpuBackend(FeedbackEvents):
         if self.n_threads < 1:
             raise ValueError(f"n_threads must be >= 1, got {n_threads}")
         self.lib = _load(build_library(cfg))
+        shared = one_bound_cpu(self.n_threads)
+        if shared:
+            warnings.warn(shared, RuntimeWarning, stacklevel=2)
         self.device = f"CPU ({cpu_model()}), {self.n_threads} thread(s)"
         self.ta_state = np.zeros((cfg.n_clauses_total, cfg.state_bits, cfg.n_words), dtype=np.uint32)
         # Type Ia, Ib and II feedback events of each clause since the backend was made (kernels/README.md).
