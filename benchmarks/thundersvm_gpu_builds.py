@@ -8,7 +8,12 @@ the cuSPARSE functions it calls (undefined dynamic symbols). cuSPARSE's legacy `
 removed in CUDA 11.0 (``REMOVED_IN_CUDA_11``, from NVIDIA's cuSPARSE release notes): a library that calls them can
 be neither loaded against nor rebuilt for a CUDA 11 or later toolkit without porting those calls.
 
-    python benchmarks/thundersvm_gpu_builds.py --out benchmarks/results/thundersvm_gpu_builds.json
+    python benchmarks/thundersvm_gpu_builds.py --out benchmarks/results/thundersvm_gpu_builds.json \
+        [--source-wheel wheels/thundersvm-*+src.*.whl]
+
+``--source-wheel``: also a build from ThunderSVM's source (``thundersvm_gpu_wheel.py``), inspected the same way and
+recorded apart (``source_builds``, with the source commit, CUDA and architecture its wheel names): whether one could
+run there, where the published ones cannot.
 """
 
 from __future__ import annotations
@@ -93,9 +98,21 @@ def main(argv=None) -> int:
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True, help="where the JSON record goes")
+    ap.add_argument("--source-wheel", type=Path, action="append", default=[],
+                    help="a wheel built from ThunderSVM's source by thundersvm_gpu_wheel.py (repeatable)")
     args = ap.parse_args(argv)
-    builds = []
+    builds, source_builds = [], []
     try:
+        for wheel in args.source_wheel:
+            if not wheel.is_file():
+                raise CheckError(f"--source-wheel {wheel}: no such file; build it with "
+                                 "benchmarks/thundersvm_gpu_wheel.py")
+            with tempfile.TemporaryDirectory() as tmp:
+                with zipfile.ZipFile(wheel) as z:
+                    meta = next((z.read(n).decode() for n in z.namelist() if n.endswith(".dist-info/METADATA")), "")
+                summary = re.search(r"^Summary: (.*)$", meta, re.M)
+                source_builds.append({"file": wheel.name, "summary": summary.group(1) if summary else None,
+                                      **inspect(extract_library(wheel, Path(tmp)))})
         with tempfile.TemporaryDirectory() as tmp:
             for package in GPU_PACKAGES:
                 where = Path(tmp) / package
@@ -113,8 +130,10 @@ def main(argv=None) -> int:
         "rule": "a build runs there only if it needs no CUDA 9 or 10 library and calls no cuSPARSE routine removed in "
                 "CUDA 11.0 (cusparse<t>csrmm, cusparse<t>csrmm2)",
         "builds": builds,
-        "answer": answer(builds)}, sort_keys=False)
-    for b in builds:
+        "answer": answer(builds),
+        **({"source_builds": source_builds, "source_answer": answer(source_builds)} if source_builds else {})},
+        sort_keys=False)
+    for b in builds + source_builds:
         print(f"{b['file']}: {', '.join(b['cuda_libraries'])}; removed in CUDA 11: "
               f"{', '.join(b['calls_removed_in_cuda_11']) or 'none'}")
     print(f"wrote {args.out}")

@@ -518,3 +518,11 @@ def test_table4_says_why_the_svm_fits_are_not_gpu_fits_only_where_the_check_says
     assert "svm-gpu.whl needs libcusparse.so.9.0 and calls cusparseScsrmm2" in note and "CPU cores" in note
     assert svm_gpu_note({"builds": [build, {**build, "runs_on_cuda_11_or_later": True}]}) == ""
     assert svm_gpu_note(None) == svm_gpu_note({"builds": []}) == ""
+    # a build from ThunderSVM's source that would load there is named; once fits ran on a GPU, no note at all
+    source = {**build, "file": "thundersvm-0.3.4+src.abc.whl", "runs_on_cuda_11_or_later": True}
+    with_source = svm_gpu_note({"builds": [build], "source_builds": [source]})
+    assert with_source.startswith(note[:-len(", so the SVM column compares different hardware.")])
+    assert "a build from ThunderSVM's source needs neither (thundersvm-0.3.4+src.abc.whl)" in with_source
+    assert "no fit of it on a GPU host is on record yet" in with_source
+    assert svm_gpu_note({"builds": [build], "source_builds": [{**source, "runs_on_cuda_11_or_later": False}]}) == note
+    assert svm_gpu_note({"builds": [build], "source_builds": [source]}, on_gpu=True) == ""

@@ -62,3 +62,29 @@ def test_the_library_is_found_in_a_wheel_and_a_missing_one_named(check, tmp_path
         z.writestr("thundersvm/__init__.py", "")
     with pytest.raises(check.CheckError, match="ships no libthundersvm.so"):
         check.extract_library(empty, tmp_path / "y")
+
+
+def test_a_build_from_source_is_recorded_apart_from_the_published_ones(check, tmp_path, monkeypatch):
+    import json
+
+    def wheel(name, lib, summary=None):
+        path = tmp_path / name
+        with zipfile.ZipFile(path, "w") as z:
+            z.write(lib, "thundersvm/libthundersvm.so")
+            if summary:
+                z.writestr("thundersvm-0.dist-info/METADATA", f"Name: thundersvm\nSummary: {summary}\n")
+        return path
+
+    (tmp_path / "old").mkdir()
+    (tmp_path / "new").mkdir()
+    published = wheel("published.whl", _library(tmp_path / "old", ["cusparseScsrmm2"], "libcusparse.so.9.0"))
+    source = wheel("thundersvm-0.3.4+src.abc.whl", _library(tmp_path / "new", ["cusparseSpMM"], "libcusparse.so.12"),
+                   summary="ThunderSVM GPU build from source abc")
+    monkeypatch.setattr(check, "GPU_PACKAGES", ("published",))
+    monkeypatch.setattr(check, "download", lambda package, dest: published)
+    out = tmp_path / "check.json"
+    assert check.main(["--out", str(out), "--source-wheel", str(source)]) == 0
+    rec = json.loads(out.read_text())
+    assert rec["answer"].startswith("no: published.whl") and rec["source_answer"] == f"yes: {source.name}"
+    assert rec["source_builds"][0]["summary"] == "ThunderSVM GPU build from source abc"
+    assert check.main(["--out", str(out), "--source-wheel", str(tmp_path / "absent.whl")]) == 1

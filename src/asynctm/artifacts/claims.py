@@ -49,7 +49,14 @@ from ..store import busy, load_records, read_record
 from . import catalog
 from .reference import paper_value
 from .render import dataset_label, num, pm, sig, stat
-from .tables import SVM_GPU_BUILDS, distinct_runs, load_svm_gpu_builds, reduced_note, unrunnable_svm_gpu_builds
+from .tables import (
+    SVM_GPU_BUILDS,
+    distinct_runs,
+    load_svm_gpu_builds,
+    reduced_note,
+    svm_source_builds_text,
+    unrunnable_svm_gpu_builds,
+)
 
 REPRODUCED, PARTLY, NOT_REPRODUCED, UNTESTABLE = ("reproduced", "partly reproduced", "not reproduced",
                                                   "not testable here")
@@ -972,7 +979,7 @@ def _svm_gpu_note(check: dict | None) -> str:
     if builds:
         return ("our SVM ran on a CPU, the paper's ThunderSVM on a GPU: no published GPU build of ThunderSVM runs with "
                 f"CUDA 11 or later, which our GPU hosts have ({', '.join(b['file'] for b in builds)}; "
-                f"{SVM_GPU_BUILDS}), so this cell cannot be tested here")
+                f"{SVM_GPU_BUILDS}){svm_source_builds_text(check)}, so this cell cannot be tested here")
     return "our SVM ran on a CPU, the paper's ThunderSVM on a GPU: ThunderSVM's GPU build timed here would test it"
 
 
