@@ -396,8 +396,10 @@ def _pytm_versions(r: dict) -> tuple[str, str]:
 
 
 def _thundersvm(r: dict) -> tuple[str, str]:
-    runs = (f"{b['package']} {'yes' if b['runs_on_cuda_11_or_later'] else 'no'}" for b in r["builds"])
-    return ", ".join(b["file"] for b in r["builds"]), "runs on CUDA 11 or later: " + ", ".join(runs)
+    source = r.get("source_builds", [])
+    runs = [f"{b['package']} {'yes' if b['runs_on_cuda_11_or_later'] else 'no'}" for b in r["builds"]]
+    runs += [f"built from source {'yes' if b['runs_on_cuda_11_or_later'] else 'no'}" for b in source]
+    return ", ".join(b["file"] for b in r["builds"] + source), "runs on CUDA 11 or later: " + ", ".join(runs)
 
 
 # Per generator a record names (generator()): its kind (KINDS), what its records measure, and its summary, the
