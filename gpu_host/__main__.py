@@ -110,6 +110,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--sdist", default=None, help="PyTsetlinMachineCUDA-0.1.9.tar.gz (default: pip download)")
     p.add_argument("--dest", default=None, help=f"the staged folder (default {STAGE_DIR}/ in the checkout)")
     p.add_argument("--no-cpu-peers", action="store_true", help="build no pyTsetlinMachine wheels for host_peers")
+    p.add_argument("--thundersvm-wheel", default=None,
+                   help="ThunderSVM's GPU build for the svm step (benchmarks/thundersvm_gpu_wheel.py)")
     p = sub.add_parser("commands", help="print the device-tool commands, in order")
     p.add_argument("--calls", default=None, help=f"the calls of a lease (default {CALLS_FILE})")
     p = sub.add_parser("step", help="run one step on the GPU machine")
@@ -151,7 +153,8 @@ def main(argv=None) -> int:
             from .stage import load_config, stage
 
             stage(load_config(args.config), dest=path["dest"], wheels=path["wheels"], sdist=path["sdist"],
-                  cpu_peer_wheels=not args.no_cpu_peers)
+                  cpu_peer_wheels=not args.no_cpu_peers,
+                  thundersvm_wheel=Path(args.thundersvm_wheel) if args.thundersvm_wheel else None)
         elif args.cmd == "commands":
             commands(calls_file=path["calls"])
         elif args.cmd == "step":

@@ -8,6 +8,7 @@ Layout of ``.campaign/``::
     sdist/PyTsetlinMachineCUDA-0.1.9.tar.gz   as downloaded from PyPI (the wheel's source)
     parallel/*.whl    pyTsetlinMachineParallel, apart (it installs a top-level libTM extension too)
     extra/*.whl       jsonschema and its dependencies (benchmarks/bench_tm.py checks its configuration with it)
+    svm/thundersvm-*.whl   ThunderSVM's GPU build from its source, where given (--thundersvm-wheel: the svm step)
     data/processed/<dataset>/<protocol>/{train,test[,novel]}.npz, meta.json   (the pipeline's, already compact)
     campaign.json     the configuration the steps run, the commit, every file's size and sha256
 
@@ -215,8 +216,26 @@ def _mib(n: int) -> str:
     return f"{n / 2**20:.2f} MiB"
 
 
+def svm_wheel(path: Path, dest: Path) -> None:
+    """Copy a ThunderSVM GPU wheel (``benchmarks/thundersvm_gpu_wheel.py``) into ``dest/svm/`` for the svm step."""
+    import zipfile
+
+    path = Path(path)
+    try:
+        with zipfile.ZipFile(path) as z:
+            ok = path.name.startswith("thundersvm-") and any(n.endswith("/libthundersvm.so") for n in z.namelist())
+    except (OSError, zipfile.BadZipFile):
+        ok = False
+    if not ok:
+        raise StageError(f"--thundersvm-wheel {path}: not a thundersvm wheel with libthundersvm.so; build one with "
+                         "benchmarks/thundersvm_gpu_wheel.py")
+    (dest / "svm").mkdir()
+    shutil.copyfile(path, dest / "svm" / path.name)
+
+
 def stage(config: dict, dest: Path | None = None, wheels: Path | None = None, sdist: Path | None = None,
-          budget_bytes: int = TRAVEL_BUDGET_BYTES, say=print, cpu_peer_wheels: bool = False) -> dict:
+          budget_bytes: int = TRAVEL_BUDGET_BYTES, say=print, cpu_peer_wheels: bool = False,
+          thundersvm_wheel: Path | None = None) -> dict:
     """Build the campaign folder ``dest`` (default ``.campaign/`` in the checkout); returns campaign.json."""
     dest = Path(dest) if dest else REPO / STAGE_DIR
     data_dir = Path.cwd() / config["data_dir"]  # an absolute data_dir stays itself
@@ -240,6 +259,8 @@ def stage(config: dict, dest: Path | None = None, wheels: Path | None = None, sd
         _runtime_wheels(tmp / "wheels")
         shutil.rmtree(tmp / "download", ignore_errors=True)
         cpu_peers = _cpu_peer_wheels(tag, tmp, say) if cpu_peer_wheels else []
+        if thundersvm_wheel is not None:
+            svm_wheel(thundersvm_wheel, tmp)
         for dataset, protocol in needed:
             _copy_dataset(data_dir, dataset, protocol, tmp)
         files = {p.relative_to(tmp).as_posix(): {"bytes": p.stat().st_size, "sha256": sha256_file(p)}

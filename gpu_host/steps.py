@@ -45,6 +45,8 @@ DEFAULT_BUDGET_S = 480  # a device command may run 600 s; the rest is install, s
 SITE = Path("/tmp/asynctm-site")
 EXTRA_SITE = Path("/tmp/asynctm-site-extra")  # jsonschema for the CPU benchmark (the scaling step)
 PARALLEL_SITE = Path("/tmp/asynctm-site-parallel")  # pyTsetlinMachineParallel apart: its libTM is pyTM's name
+SVM_SITE = Path("/tmp/asynctm-site-svm")  # ThunderSVM's GPU build apart (the step's runs only)
+SVM_STEP_LIBRARY = "thundersvm-gpu"  # the SVM library the svm step forces (asynctm.baselines.thundersvm.LIBRARIES)
 WORK_ROOT = Path("/tmp/asynctm-campaign")  # the steps' work folders, one per step, kept while the machine is warm
 PY = sys.executable
 # The order in which the steps take the experiments (any other active experiment follows, by name).
@@ -77,6 +79,13 @@ PROBE = ("import json\ntry:\n    import pycuda.driver as d\n    d.init()\n    er
 
 # -- the environment on the GPU machine -----------------------------------------------------------------------
 
+def pip_target(wheels: list[Path], site: Path) -> str | None:
+    """pip-install ``wheels`` into ``site``, offline; None where it worked, else pip's last words."""
+    r = subprocess.run([PY, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile", "--no-cache-dir",
+                        "--upgrade", "--target", str(site), *map(str, wheels)], capture_output=True, text=True)
+    return None if r.returncode == 0 else (r.stderr or r.stdout).strip()[-800:]
+
+
 def install(campaign_dir: Path, campaign: dict, site: Path = SITE, say=print) -> None:
     """pip-install the staged wheels into ``site``, offline."""
     tag, here = campaign.get("python_tag", ""), f"cp{sys.version_info.major}{sys.version_info.minor}"
@@ -84,10 +93,9 @@ def install(campaign_dir: Path, campaign: dict, site: Path = SITE, say=print) ->
         raise StageError(f"the staged PyCUDA wheel is for {tag} but this python ({PY}) is {here}: run the step with "
                          "the GPU machine's python3, or stage wheels built for this one")
     files = sorted((Path(campaign_dir) / "wheels").glob("*.whl"))
-    r = subprocess.run([PY, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile", "--no-cache-dir",
-                        "--upgrade", "--target", str(site), *map(str, files)], capture_output=True, text=True)
-    if r.returncode != 0:
-        raise StageError(f"installing the staged packages failed: {(r.stderr or r.stdout).strip()[-800:]}")
+    failed = pip_target(files, site)
+    if failed:
+        raise StageError(f"installing the staged packages failed: {failed}")
     if str(site) not in sys.path:  # this process reads records through the gate too (its fastjsonschema is staged)
         sys.path.insert(0, str(site))
         importlib.invalidate_caches()
@@ -479,11 +487,9 @@ def step_scaling(step: Step, select: str | None = None) -> None:
     if step.installed:  # bench_tm.py checks its configuration with jsonschema, which that python lacks
         for sub, site in (("extra", EXTRA_SITE), ("parallel", PARALLEL_SITE)):
             wheels = sorted((step.campaign_dir / sub).glob("*.whl"))
-            r = subprocess.run([PY, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
-                                "--upgrade", "--target", str(site), *map(str, wheels)], capture_output=True,
-                               text=True) if wheels else None
-            if r is None or r.returncode != 0:
-                step.say(f"{sub} wheels not installed ({'none staged' if r is None else r.stderr.strip()[-300:]})")
+            failed = pip_target(wheels, site) if wheels else "none staged"
+            if failed:
+                step.say(f"{sub} wheels not installed ({failed})")
             elif sub == "extra":
                 env["PYTHONPATH"] = os.pathsep.join([str(site), env["PYTHONPATH"]])
             else:  # its own libTM would shadow pyTsetlinMachine's: a python that sees it first, for its worker only
@@ -502,6 +508,53 @@ def step_scaling(step: Step, select: str | None = None) -> None:
         print(summary.with_suffix(".md").read_text(), flush=True)
     else:
         step.failed("scaling", "ran past the step's end" if rc is None else f"exit status {rc} (see {name}.log)")
+
+
+def step_svm(step: Step, select: str | None = None, order=PAPER_ORDER) -> None:
+    """ThunderSVM's GPU build (the wheel ``benchmarks/thundersvm_gpu_wheel.py`` builds from its source, staged with
+    ``stage --thundersvm-wheel``) fitted on every SVM experiment of Table 4 (``--select``: some), seed by seed across
+    the experiments, so that a step cut short has each experiment's first seeds: full run records of the pipeline's
+    runner, the library forced (``$ASYNCTM_SVM_LIBRARY``), under
+    ``benchmarks/results/campaign/svm_gpu_<gpu>_<time>/<experiment>/svm/<params>/``, beside, not in place of, the CPU
+    fits under ``results/``."""
+    wheels = sorted((step.campaign_dir / "svm").glob("thundersvm-*.whl"))
+    if not wheels:
+        step.stop("no ThunderSVM GPU wheel staged: build one with benchmarks/thundersvm_gpu_wheel.py and stage it "
+                  "with `python -m gpu_host stage --thundersvm-wheel <wheel>`")
+        return
+    failed = pip_target(wheels, SVM_SITE)
+    if failed:
+        step.stop(f"installing {wheels[0].name} failed: {failed}")
+        return
+    env = {**step.env, "PYTHONPATH": os.pathsep.join([str(SVM_SITE), step.env.get("PYTHONPATH", "")]),
+           "ASYNCTM_SVM_LIBRARY": SVM_STEP_LIBRARY}
+    config = step.config
+    staged = step.campaign.get("experiments") or plan.active_experiments(config)
+    names = [n for n in [*order, *sorted(set(staged) - set(order))]
+             if n in staged and plan.experiment(config, n)["svm"] and (not select or n in select.split(","))]
+    folder = f"benchmarks/results/campaign/svm_gpu_{slug(step.gpu['name'])}_{step.stamp}"
+    step.manifest["svm"] = {"folder": folder, "wheel": wheels[0].name, "library": SVM_STEP_LIBRARY}
+    for seed in plan.seeds(config):
+        for name in names:
+            if step.remaining() < STOP_MARGIN_S:
+                step.stop("the step's end came")
+                return
+            settings = plan.svm_run_settings(config, name, plan.svm_params(config, name), seed)
+            settings.pop("library", None)  # the config's choice for CPU hosts; here the step's, by the environment
+            rel = f"{folder}/{name}/svm/{settings['params']}/seed{seed}.json"
+            out = step.work / rel
+            out.parent.mkdir(parents=True, exist_ok=True)
+            rc = step.children([([PY, "-m", "asynctm.experiments", "svm", "--settings", json.dumps(settings),
+                                  "--out", str(out), "--data-dir", str(step.campaign_dir / "data")],
+                                 out.with_suffix(".log"), env)])[0]
+            if rc == 0:
+                step.failures_in_a_row = 0
+                step.manifest["done"].append(rel)
+            else:
+                step.failed(rel, "ran past the step's end" if rc is None else f"exit status {rc} (see its log)")
+            step.pack()
+            if step.manifest["stopped"]:
+                return
 
 
 # -- the training steps: records the pipeline's runner makes, until the deadline ----------------------------------
@@ -688,7 +741,7 @@ def training(runs):
 
 STEPS = {"gpu_tests": step_gpu_tests, "bench": step_bench, "sweeps": training(sweep_runs),
          "paper": training(paper_runs), "ablation": training(lambda config, _impl: ablation_runs(config)),
-         "host_peers": step_host_peers, "scaling": step_scaling}
+         "host_peers": step_host_peers, "scaling": step_scaling, "svm": step_svm}
 IMPL_STEPS = ("sweeps", "paper")  # the steps that take --impl
 
 

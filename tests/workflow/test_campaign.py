@@ -364,9 +364,10 @@ def test_dress_rehearsal_on_the_simulated_gpu(tmp_path):
     # pyTsetlinMachine on the GPU machine's own cores beside our GPU builds (this machine has no core past the
     # first two, and that python no pyTsetlinMachine: the GPU runs only)
     step("host_peers", "--budget", "90")
-    # (the scaling step runs the CPU benchmark, which needs jsonschema, staged apart: its own test below)
-    assert sorted(p.name for p in out.iterdir()) == sorted(f"{s}.{ext}" for s in steps_mod.STEPS if s != "scaling"
-                                                           for ext in ("log", "tar.gz"))
+    # (the scaling step runs the CPU benchmark, which needs jsonschema, and the svm step ThunderSVM's GPU build, both
+    # staged apart: their own tests below)
+    assert sorted(p.name for p in out.iterdir()) == sorted(f"{s}.{ext}" for s in steps_mod.STEPS
+                                                           if s not in ("scaling", "svm") for ext in ("log", "tar.gz"))
     written = unpack(out, into=tree, say=lambda m: None)
     assert all(w.startswith(("results/", "benchmarks/results/")) for w in written)
     assert any(w.startswith("benchmarks/results/host_limits_") for w in written)  # the bench step's GPU limits
@@ -469,6 +470,63 @@ def test_the_scaling_step_times_each_thread_count_on_cores_of_its_own(tmp_path):
     with tarfile.open(tarball) as tar:
         names = tar.getnames()
     assert step.manifest["done"][0] in names and any(n.endswith("/scaling_apple_t1.json") for n in names)
+
+
+def _stand_in_thundersvm_wheel(folder: Path) -> Path:
+    """A ``thundersvm`` wheel whose package cannot load (as the GPU build without its CUDA libraries)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    wheel = folder / "thundersvm-0.0+stand.in-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.writestr("thundersvm/__init__.py", "raise ImportError('stand-in of the GPU build')\n")
+        z.writestr("thundersvm/libthundersvm.so", b"stand-in")
+        z.writestr("thundersvm-0.0+stand.in.dist-info/METADATA", "Metadata-Version: 2.1\nName: thundersvm\n"
+                                                                  "Version: 0.0+stand.in\n")
+        z.writestr("thundersvm-0.0+stand.in.dist-info/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\n"
+                                                               "Tag: py3-none-any\n")
+        z.writestr("thundersvm-0.0+stand.in.dist-info/RECORD", "")
+    return wheel
+
+
+def test_the_svm_step_fits_every_svm_experiment_with_the_staged_build_beside_the_cpu_fits(tmp_path, monkeypatch):
+    """The svm step installs the staged ThunderSVM wheel apart and runs the pipeline's SVM runs with the library
+    forced, seed by seed across the experiments, into a folder of its own (here scikit-learn stands in for
+    ThunderSVM's GPU build, which needs a GPU)."""
+    import os
+
+    camp = tmp_path / "c"
+    _processed(camp / "data")
+    config = _smoke_config(camp / "data")
+    (camp / "campaign.json").write_text(json.dumps({"config": config, "source": {"commit": "c" * 40}}))
+    with pytest.raises(StageError, match="not a thundersvm wheel"):
+        stage_mod.svm_wheel(tmp_path / "absent.whl", tmp_path)
+    monkeypatch.setattr(steps_mod, "SVM_SITE", tmp_path / "svm-site")
+    monkeypatch.setattr(steps_mod, "SVM_STEP_LIBRARY", "sklearn")
+
+    def svm_step(name):
+        step = steps_mod.Step("svm", camp, tmp_path / f"out-{name}", 150, tmp_path / f"work-{name}",
+                              tree=tmp_path / "tree")
+        step.gpu = {"name": "NVIDIA H200"}
+        step.env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+        try:
+            steps_mod.step_svm(step)
+        finally:
+            step.close()
+        return step
+
+    assert "no ThunderSVM GPU wheel staged" in svm_step("bare").manifest["stopped"]
+    stage_mod.svm_wheel(_stand_in_thundersvm_wheel(tmp_path / "w"), camp)
+    step = svm_step("staged")
+    assert step.manifest["stopped"] is None and step.manifest["svm"]["library"] == "sklearn"
+    assert [d.split("/")[4] for d in step.manifest["done"]] == ["wsd_apple", "bbc_sport"]  # the paper's order
+    for rel in step.manifest["done"]:
+        assert rel.startswith("benchmarks/results/campaign/svm_gpu_nvidia_h200_") and rel.endswith("/seed0.json")
+        rec = json.loads((step.work / rel).read_text())
+        impl = rec["implementation"]
+        assert rec["impl"] == "svm" and impl["library_choice"] == "sklearn"
+        assert impl["forced"] and impl["forced_by"] == "$ASYNCTM_SVM_LIBRARY"
+    assert (tmp_path / "svm-site" / "thundersvm" / "__init__.py").is_file()
+    with tarfile.open(tmp_path / "out-staged" / "svm.tar.gz") as tar:
+        assert set(step.manifest["done"]) <= set(tar.getnames())
 
 
 def test_gpu_test_processes_reports_are_merged(tmp_path):
