@@ -13,13 +13,14 @@ Summarising (always): reads the files one scaling run left in a folder: ``bench_
 ``scaling_<setting>[_<peer>][_t<threads>].json`` and, for settings whose run ended before it wrote its record, the
 run's printed log (``<name>.txt``: the summary table's median seconds per epoch per ``asynctm cpu <n>t`` row, else
 the timed epochs it printed). Writes ``<out>.json`` (per setting and implementation: the median seconds per epoch at
-each thread count, the speed-up over one thread, the parallel efficiency, speed-up / threads, and the 1-minute load
-average before the count's process), ``<out>.md`` and ``<out>.png`` / ``.pdf`` (efficiency against threads).
+each thread count, the speed-up over one thread, the parallel efficiency, speed-up / threads, and how busy the
+machine was before the count's process: the cores in use that ``measure.json`` records, else the 1-minute load
+average), ``<out>.md`` and ``<out>.png`` / ``.pdf`` (efficiency against threads).
 
-    python benchmarks/scaling.py benchmarks/results/cpu_scaling_amd_epyc_2c --measure --data-dir data \
+    python benchmarks/scaling.py benchmarks/results/cpu_scaling_amd_epyc_2c --measure --data-dir data \\
         --out benchmarks/results/cpu_scaling_amd_epyc_2c_summary
-    python benchmarks/scaling.py benchmarks/results/cpu_scaling_nvidia_h200_host \
-        --out benchmarks/results/cpu_scaling_nvidia_h200_host_summary \\\\
+    python benchmarks/scaling.py benchmarks/results/cpu_scaling_nvidia_h200_host \\
+        --out benchmarks/results/cpu_scaling_nvidia_h200_host_summary \\
         --host-note "the GPU machine's own CPU, its GPU idle"
 
 Every number comes from those files; a log read where no record was written is marked so in the record, and a count
@@ -65,13 +66,12 @@ def from_records(folder: Path) -> tuple[dict, dict]:
     """{setting: {impl: {threads: median s}}} and the records' shared facts, from the bench_tm records."""
     out: dict = {}
     facts: dict = {}
+    cpus: list[dict] = []
     for path in sorted(folder.glob("scaling_*.json")):
         if not RECORD.match(path.name):
             continue
         rec = json.loads(path.read_text(encoding="utf-8"))
-        cpu = rec.get("cpu") or {}  # the machine as the process that could use most of its CPUs saw it
-        if (cpu.get("usable_cores") or 0) > ((facts.get("cpu") or {}).get("usable_cores") or 0) or "cpu" not in facts:
-            facts["cpu"] = cpu
+        cpus.append(rec.get("cpu") or {})
         if rec.get("date_utc"):
             facts["date_utc"] = min(facts.get("date_utc", rec["date_utc"]), rec["date_utc"])
         facts.setdefault("gpu", rec.get("gpu"))
@@ -86,6 +86,8 @@ def from_records(folder: Path) -> tuple[dict, dict]:
                 entry[threads] = {"median_epoch_s": float(r["median_epoch_s"]), "timed_epochs": len(r["epoch_s"]),
                                   "cpu_per_wall": r.get("cpu_per_wall"), "source": path.name,
                                   "rows": st["dataset"]["n_train"], "load_before": load}
+    if cpus:  # the machine as the process that could use most of its CPUs saw it
+        facts["cpu"] = max(cpus, key=lambda c: c.get("usable_cores") or 0)
     return out, facts
 
 
@@ -332,7 +334,8 @@ def collect(folder: Path) -> tuple[dict, dict]:
         raise ScalingError(f"{folder}: no scaling_<setting>.json record and no readable log there")
     measured = folder / "measure.json"
     if measured.is_file():
-        processes = json.loads(measured.read_text(encoding="utf-8")).get("processes", {})
+        run = json.loads(measured.read_text(encoding="utf-8"))
+        processes = run.get("processes", {})
         for impls in per.values():
             for by_threads in impls.values():
                 for r in by_threads.values():
@@ -340,7 +343,7 @@ def collect(folder: Path) -> tuple[dict, dict]:
                     if (processes.get(stem) or {}).get("cores_in_use_before") is not None:
                         r["load_before"] = processes[stem]["cores_in_use_before"]
         facts["load_measure"] = "logical cores in use over 1 s before the process (/proc/stat)"
-        facts["bind"] = json.loads(measured.read_text(encoding="utf-8")).get("bind")
+        facts["bind"] = run.get("bind")
     else:
         facts["load_measure"] = "1-minute load average before the setting's process (it lags work that just ended)"
     return per, facts

@@ -53,6 +53,7 @@ from .tables import (
     SVM_GPU_BUILDS,
     distinct_runs,
     load_svm_gpu_builds,
+    ran_on_gpu,
     reduced_note,
     svm_source_builds_text,
     unrunnable_svm_gpu_builds,
@@ -1003,7 +1004,7 @@ def _time_cell(ev, config, reference, th, dataset, model) -> Row:
     base.update(paths=tuple(_paths(frame)), tested=what, ours_value=s.mean, ours_sd=s.std,
                 dirty_records=_dirty_count(frame))
     devices = sorted({str(d) for d in frame["device"]}) if model == "svm" else []  # ThunderSVM's
-    if devices and not any("GPU" in d.upper() or "CUDA" in d.upper() for d in devices):
+    if devices and not ran_on_gpu(devices):
         return Row("T4", "cell", label, UNTESTABLE, note=_svm_gpu_note(ev.svm_gpu_builds),
                    ours=f"{_secs(s.mean)} ({', '.join(sorted(set(frame['library'].astype(str))))} on "
                         f"{'; '.join(devices)})", **base)

@@ -618,6 +618,11 @@ def svm_source_builds_text(check: dict | None) -> str:
             "is on record yet") if built else ""
 
 
+def ran_on_gpu(devices) -> bool:
+    """Whether any of these SVM records' devices (their ``device`` column) names a GPU."""
+    return any("GPU" in str(d).upper() or "CUDA" in str(d).upper() for d in devices)
+
+
 def svm_gpu_note(check: dict | None, on_gpu: bool = False) -> str:
     """Why our SVM fits ran on CPU cores, from the check of ThunderSVM's GPU builds ('' without one, or where the
     fits ran on a GPU: ``on_gpu``)."""
@@ -705,8 +710,7 @@ def table4_svm_time(records: pd.DataFrame, config: dict, reference: pd.DataFrame
         "both CUDA models on Google Colab. Seconds across hardware compare poorly; the ratio SVM fit / TM epoch "
         f"compares better, and is computed only from {HOST_RULE}. The paper's Regr1 = Bike Sharing, "
         "Regr2 = BlogFeedback.",
-        svm_gpu_note(svm_gpu_builds, on_gpu=bool(svm_used.get("device", pd.Series(dtype=str)).astype(str)
-                                                   .str.upper().str.contains("GPU|CUDA").any())),
+        svm_gpu_note(svm_gpu_builds, on_gpu=ran_on_gpu(svm_used.get("device", []))),
         DIRTY_NOTE,
     ]
     return Table("table4_svm_time", pd.DataFrame(rows, columns=TABLE4_COLUMNS), grid,
