@@ -54,7 +54,8 @@ GOAL_POINTS = 1.0
 # for (plan.wide_builds); tm_gpu_block, 128 threads, keeps the label of the records that have it from the start.
 IMPLS = {"tm_gpu": "ours (asynctm, CUDA)", "tm_gpu_warp": "ours (asynctm, CUDA, a warp per clause)",
          **{name: "ours (asynctm, CUDA, a block per clause)" if name == plan.WIDE_BUILD else
-            f"ours (asynctm, CUDA, {'a block of ' if k >= 128 else ''}{k} threads per clause)"
+            f"ours (asynctm, CUDA, {'a block of ' if k >= 128 else ''}{k} threads per clause"
+            f"{', automata in shared memory' if name in plan.WIDE_SHARED else ''})"
             for name, k in plan.WIDE_BUILDS.items()},
          "pytm_cuda": "PyTsetlinMachineCUDA", "tm_cpu": "ours (asynctm, CPU threads)"}
 OURS_GPU = dict(plan.GPU_THREADS_PER_CLAUSE)  # our GPU implementations and their threads per clause
@@ -66,7 +67,10 @@ def runner(impl: str) -> dict:
     """The harness's runner (:func:`asynctm.benchmarking.build_peer`) of ``impl``."""
     if impl in OURS_GPU or impl in plan.WIDE_BUILDS:
         threads = OURS_GPU.get(impl) or plan.WIDE_BUILDS[impl]
-        return {"label": impl, "peer": "asynctm", "options": {"backend": "cuda", "gpu_threads_per_clause": threads}}
+        options = {"backend": "cuda", "gpu_threads_per_clause": threads}
+        if impl in plan.WIDE_SHARED:
+            options["gpu_shared_state"] = True
+        return {"label": impl, "peer": "asynctm", "options": options}
     if impl == "tm_cpu":
         return {"label": impl, "peer": "asynctm", "options": {"backend": "cpu"}}
     if impl in ("pytm_indexed", "pytm_nonindexed"):
@@ -170,9 +174,11 @@ def run_setting(config: dict, data_dir: Path, name: str, seeds, epochs: int, dea
            "hyperparameters": h, "epochs": {"warmup": 1, "timed": epochs}, "seeds": list(seeds),
            "stopped": stopped, "skipped": skipped, "results": results,
            "comparison": compare(name, base["task"], key, results)}
-    timed_wide = [k for build, k in wide.items() if build in impls]
+    timed_wide = [build for build in wide if build in impls]
     if timed_wide:  # the config's wide build, with the sizes timed here (a record before the list: one size)
-        out["wide_build"] = {**config["gpu_benchmark"]["wide_build"], "threads_per_clause": timed_wide}
+        out["wide_build"] = {**config["gpu_benchmark"]["wide_build"],
+                             "threads_per_clause": [wide[b] for b in timed_wide if b not in plan.WIDE_SHARED],
+                             "shared_state": [wide[b] for b in timed_wide if b in plan.WIDE_SHARED]}
     return out
 
 
@@ -280,7 +286,8 @@ def markdown(record: dict) -> str:
             if c["speedup_vs_pytm_cuda"] is not None:
                 k = plan.WIDE_BUILDS.get(ours, 0)
                 who = {"tm_gpu": "ours", "tm_gpu_warp": "ours with a warp per clause"}.get(
-                    ours, f"ours with {'a block per clause (' if k >= 128 else '('}{k} threads)")
+                    ours, f"ours with {'a block per clause (' if k >= 128 else '('}{k} threads"
+                          f"{', automata in shared memory' if ours in plan.WIDE_SHARED else ''})")
                 lines.append(f"Speed-up of {who} over PyTsetlinMachineCUDA: "
                              f"{c['speedup_vs_pytm_cuda']:.2f}x; {key} difference {c['metric_minus_pytm_cuda']:+.2f}.")
                 if c["goal"]:
@@ -300,7 +307,8 @@ def markdown(record: dict) -> str:
         if s["comparison"].get("wide_speedups_vs_warp"):
             lines.append(f"A block per clause (timed where a clause has at least "
                          f"{s['wide_build']['min_literal_words']:,} literal words) against a warp per clause: " +
-                         ", ".join(f"{plan.WIDE_BUILDS[b]} threads {x:.2f}x"
+                         ", ".join(f"{plan.WIDE_BUILDS[b]} threads{' (shared)' if b in plan.WIDE_SHARED else ''} "
+                                   f"{x:.2f}x"
                                    for b, x in s["comparison"]["wide_speedups_vs_warp"].items()) + " the speed.")
         lines.append("")
     return "\n".join(lines)

@@ -355,10 +355,11 @@ def check_same_gpu(bench: dict, bench_path: Path, limits: dict, limits_path: Pat
                          "the benchmark's GPU model (or pass that GPU's limits record)")
 
 
-def _chain(hp: dict, inputs: dict, per_clause: int, achieved: float, limits: dict) -> dict:
+def _chain(hp: dict, inputs: dict, per_clause: int, achieved: float, limits: dict, shared: bool = False) -> dict:
     """One clause group's critical path (``asynctm.costmodel.chain_rounds``, least evaluation work): its rounds per
     epoch, the achieved seconds per round and, where the limits record measured a dependent load (``chase_s``), the
-    bound rounds x that latency and its fraction."""
+    bound rounds x that latency and its fraction. A build that keeps the automata in shared memory (``shared``)
+    reads them without that latency, so it gets no such bound."""
     from asynctm import costmodel as cm
 
     ev = inputs["events"]
@@ -371,7 +372,7 @@ def _chain(hp: dict, inputs: dict, per_clause: int, achieved: float, limits: dic
            "achieved_s_per_round": achieved / c["rounds"], "threads": threads,
            "resident_share": threads / gpu["threads"] if gpu.get("threads") else None}
     chase = gpu.get("chase_s")
-    if isinstance(chase, (int, float)) and chase > 0:
+    if isinstance(chase, (int, float)) and chase > 0 and not shared:
         out.update(latency_s=chase, bound_s=c["rounds"] * chase, fraction=c["rounds"] * chase / achieved)
     return out
 
@@ -406,7 +407,8 @@ def gpu_bound_rows(bench: dict, bench_path: Path, limits: dict, results: Path, d
                    "n_clauses": hp["n_clauses"], "words": least.sizes["words"], "achieved_median_epoch_s": achieved,
                    "epochs_timed": len(r.get("epoch_s") or []), "events_per_epoch": inputs["events"]}
             _bounds(row, least, most, host, achieved, None, cpu=False)
-            row["chain"] = _chain(hp, inputs, per_clause, achieved, limits)
+            row["chain"] = _chain(hp, inputs, per_clause, achieved, limits,
+                                  shared=bool((r.get("options") or {}).get("gpu_shared_state")))
             row["feedback_source"] = _feedback_source(inputs["rates"])
             rows.append(row)
     if not rows:
@@ -472,7 +474,8 @@ def gpu_markdown(out: dict) -> str:
            "shorten the chain; more clauses do not, until their threads fill the GPU (threads: clauses x classes x "
            "threads per clause, beside the threads the GPU keeps resident), after which the chain no longer sets the "
            "time. Its bound: rounds x the latency of one dependent load that hits the L2 cache (gpu_limits.py's "
-           "chase_s; – where the limits record has none).", "",
+           "chase_s; – where the limits record has none, or where the build keeps the automata in shared memory, "
+           "`_shared`, and reads them without it).", "",
            "| setting | build | threads (of resident) | rounds per visit | chain rounds per epoch | achieved µs per "
            "round | chain bound | fraction |", "|---|---|---:|---:|---:|---:|---:|---:|"]
     for r in out["rows"]:

@@ -342,6 +342,9 @@ def _gpu_bench(r: dict) -> tuple[str, str]:
             heads.append(f"{s['setting']} vs PyTsetlinMachineCUDA: {text}")
         elif c.get("wide_speedup_vs_warp"):
             heads.append(f"{s['setting']} wide build {_x(c['wide_speedup_vs_warp'])} the warp build")
+        elif c.get("wide_speedups_vs_warp"):  # several wide builds: the fastest
+            best, x = max(c["wide_speedups_vs_warp"].items(), key=lambda item: item[1])
+            heads.append(f"{s['setting']} fastest wide build {best} {_x(x)} the warp build")
     builds = dict.fromkeys(b for s in r["settings"] for b in s["results"])
     return f"{', '.join(s['setting'] for s in r['settings'])}; {', '.join(builds)}", "; ".join(heads)
 

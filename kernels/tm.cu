@@ -7,6 +7,8 @@
 // before any of them gets feedback), QUADRATIC_UPDATE (0: a clause is updated with probability
 // |t - v| / 2T; 1: with probability ((t - v) / T)^2) and STAGGERED_ORDER (0: every clause visits a batch's
 // examples in dataset order; 1: clause g starts at the batch's example g mod its size and wraps around).
+// TM_SHARED_STATE (GPU, asynchronous tallies; default 0): 1 keeps each clause's automata in its block's shared
+// memory for the length of a batch (kernels/README.md, "Automata in shared memory").
 // The rules, the memory layout and the random streams are specified in kernels/README.md.
 #include "tm_portability.cuh"
 #include "tm_rng.cuh"
@@ -19,6 +21,13 @@
 #endif
 #if QUADRATIC_UPDATE && THRESHOLD > 32767
 #error "the quadratic update rule compares err^2 * 2^32 in 64 bits: T must be at most 32767"
+#endif
+
+#ifndef TM_SHARED_STATE
+#define TM_SHARED_STATE 0
+#endif
+#if TM_SHARED_STATE && SYNC_TALLY
+#error "TM_SHARED_STATE keeps a clause's automata for a batch: it needs the asynchronous tallies (SYNC_TALLY 0)"
 #endif
 
 #define WORDS ((LITERALS + 31) / 32)
@@ -400,6 +409,16 @@ TM_DEVICE void tm_train_clause(long long g, tm_u32 *ta_state, const tm_u32 *X, c
     const long long c = g / CLAUSES;
     const int polarity = tm_polarity(g % CLAUSES);
     tm_u32 *state = CLAUSE_STATE(ta_state, g);
+#if TM_SHARED_STATE
+    // The group's copy of the clause's automata in the block's shared memory (one slice of STATE_BITS x WORDS
+    // words per group of the block), for the whole batch: every visit then reads and updates shared memory
+    // instead of the global planes. Each thread copies the words t, t + TM_CLAUSE_THREADS, ... in and out; the
+    // barrier that starts every visit makes the copy visible to the whole group before any of it is read.
+    TM_DYNAMIC_SHARED(tm_u32, tm_clause_planes);
+    tm_u32 *const planes = state;
+    state = tm_clause_planes + (long long)(threadIdx.x / TM_CLAUSE_THREADS) * STATE_BITS * WORDS;
+    for (int k = TM_CLAUSE_THREAD; k < STATE_BITS * WORDS; k += TM_CLAUSE_THREADS) state[k] = planes[k];
+#endif
     const tm_u32 *include = INCLUDE_PLANE(state);
     tm_u32 *stored = clause_output + g * out_words;
     int hint = 0;
@@ -426,6 +445,10 @@ TM_DEVICE void tm_train_clause(long long g, tm_u32 *ta_state, const tm_u32 *X, c
         tm_feedback(g, state, x, o, TM_GROUP_BCAST(tally), y[c * n_examples + e], keys[e], s_pool,
                     feedback_events + TM_EVENTS * g);
     }
+#if TM_SHARED_STATE
+    TM_GROUP_SYNC();  // the group's last feedback is done: every word is final
+    for (int k = TM_CLAUSE_THREAD; k < STATE_BITS * WORDS; k += TM_CLAUSE_THREADS) planes[k] = state[k];
+#endif
 }
 
 // Synchronous tallies (SYNC_TALLY), one example e at a time in two phases with a barrier between them.

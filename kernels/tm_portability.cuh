@@ -50,6 +50,15 @@ typedef unsigned long long tm_u64;
     for (long long g = ((long long)blockIdx.x * blockDim.x + threadIdx.x) / TM_CLAUSE_THREADS;          \
          g < (long long)(n); g += (long long)blockDim.x * gridDim.x / TM_CLAUSE_THREADS)
 #endif
+// A block's shared arrays: TM_SHARED_ARRAY of a size fixed at compile time; TM_DYNAMIC_SHARED, the block's
+// dynamic shared memory, of the size the host gives the launch (`shared=` in PyCUDA). The simulated GPU of the
+// tests (tests/gpu/cuda_warp_sim.hpp) brings its own.
+#ifndef TM_SHARED_ARRAY
+#define TM_SHARED_ARRAY(type, name, n) __shared__ type name[n]
+#endif
+#ifndef TM_DYNAMIC_SHARED
+#define TM_DYNAMIC_SHARED(type, name) extern __shared__ type name[]
+#endif
 #if TM_CLAUSE_THREADS > 1 && TM_CLAUSE_THREADS <= 32
 // The group's threads as a mask of warp lanes (a group never straddles two warps: its size divides 32).
 #define TM_GROUP_MASK                                                                                    \
@@ -83,13 +92,11 @@ TM_DEVICE int tm_group_sum(int v)
 // (bar.sync with a count of 64: the group's two warps, so the other group of the block does not wait; 0 is
 // __syncthreads' barrier, and a block of at most 960 threads stays within the 16 barriers of a block). Both
 // order the memory accesses of the threads they join, as __syncwarp does for a group within a warp.
-// The simulated GPU of the tests (tests/gpu/cuda_warp_sim.hpp) brings its own TM_BAR_SYNC and TM_SHARED_ARRAY.
+// The simulated GPU of the tests (tests/gpu/cuda_warp_sim.hpp) brings its own TM_BAR_SYNC.
 #ifndef TM_BAR_SYNC
 #define TM_BAR_SYNC(id, count) asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory")
 #endif
-#ifndef TM_SHARED_ARRAY
-#define TM_SHARED_ARRAY(type, name, n) __shared__ type name[n]
-#endif
+
 #if TM_CLAUSE_THREADS >= 128
 #define TM_GROUP_SYNC() __syncthreads()
 #else
@@ -162,9 +169,11 @@ extern "C" int tm_get_threads(void) { return tm_cpu_threads; }
 #define TM_FOR_NOWAIT(i, n) \
     _Pragma("omp for schedule(static) nowait") for (long long i = 0; i < (long long)(n); ++i)
 #define TM_BARRIER _Pragma("omp barrier")
-// No warps: one loop iteration per clause, whatever the host asked for the GPU.
+// No warps: one loop iteration per clause, whatever the host asked for the GPU; the automata stay where they are.
 #undef TM_CLAUSE_THREADS
 #define TM_CLAUSE_THREADS 1
+#undef TM_SHARED_STATE
+#define TM_SHARED_STATE 0
 
 #endif
 

@@ -260,7 +260,7 @@ class _TsetlinMachine(BaseEstimator):
 
     def __init__(self, n_clauses=100, T=15, s=3.9, state_bits=8, boost_true_positive=True, append_negated=True,
                  batch_size=100, backend="auto", n_threads=None, seed=None, tally="async", regression_rule="linear",
-                 gpu_threads_per_clause=1, order="dataset", epochs=100, booleanize=None):
+                 gpu_threads_per_clause=1, order="dataset", epochs=100, booleanize=None, gpu_shared_state=False):
         # Parameters are stored as given and checked by fit (scikit-learn's convention: set_params and clone
         # never raise); load checks those of a model file.
         self.n_clauses = n_clauses
@@ -285,6 +285,10 @@ class _TsetlinMachine(BaseEstimator):
         # across them in training, the clauses of a class across them at inference; the same rules, so the same
         # results as 1 wherever the GPU's schedule is deterministic. The CPU build ignores it.
         self.gpu_threads_per_clause = gpu_threads_per_clause
+        # gpu_shared_state: on the GPU, each clause's automata in its block's shared memory for a batch (read and
+        # updated there, written back at the batch's end): the same results, less traffic to the GPU's memory;
+        # asynchronous tallies only, and refused where a block's clauses do not fit. The CPU build ignores it.
+        self.gpu_shared_state = gpu_shared_state
         # order: how each clause walks a batch's examples: "dataset" (all clauses in the data's order, as the
         # paper's kernel) or "staggered" (clause g starts at example g mod the batch's size and wraps around, so
         # that clauses running side by side on a GPU visit different examples). kernels/README.md, "Example order".
@@ -338,6 +342,11 @@ class _TsetlinMachine(BaseEstimator):
         if isinstance(self.gpu_threads_per_clause, bool) or self.gpu_threads_per_clause not in _THREADS_PER_CLAUSE:
             raise ValueError(f"gpu_threads_per_clause must be one of {_THREADS_PER_CLAUSE}, "
                              f"got {self.gpu_threads_per_clause!r}")
+        if not isinstance(self.gpu_shared_state, bool):
+            raise ValueError(f"gpu_shared_state must be True or False, got {self.gpu_shared_state!r}")
+        if self.gpu_shared_state and self.tally == "sync":
+            raise ValueError("gpu_shared_state=True needs tally='async': the synchronous tallies have no batch to keep "
+                             "the automata for")
         if self.seed is not None:
             if isinstance(self.seed, bool) or not isinstance(self.seed, numbers.Integral) or not 0 <= self.seed < 2**64:
                 raise ValueError(f"seed must be None or an integer in [0, 2^64), got {self.seed!r}")
@@ -396,7 +405,8 @@ class _TsetlinMachine(BaseEstimator):
                             T=int(self.T), s=float(self.s), state_bits=self.state_bits,
                             boost_true_positive=bool(self.boost_true_positive), regression=self._regression,
                             tally=self.tally, regression_rule=self.regression_rule,
-                            threads_per_clause=int(self.gpu_threads_per_clause), order=self.order)
+                            threads_per_clause=int(self.gpu_threads_per_clause), order=self.order,
+                            shared_state=self.gpu_shared_state and resolve_backend(self.backend) == "cuda")
 
     def _make_backend(self):
         name = resolve_backend(self.backend)

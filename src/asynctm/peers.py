@@ -99,14 +99,14 @@ PEERS = ("asynctm", "pytm", "pytm_cuda")
 
 
 class AsyncTMPeer(Peer):
-    """This package's estimators (``backend``, ``n_threads``, ``gpu_threads_per_clause`` as in
-    :class:`asynctm.TMClassifier`)."""
+    """This package's estimators (``backend``, ``n_threads``, ``gpu_threads_per_clause``, ``gpu_shared_state`` as
+    in :class:`asynctm.TMClassifier`)."""
 
     library = "asynctm"
     peer = "asynctm"
 
     def __init__(self, *args, backend: str = "cpu", n_threads: int | None = None, gpu_threads_per_clause: int = 1,
-                 **kwargs):
+                 gpu_shared_state: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
         from .estimators import TMClassifier, TMRegressor
 
@@ -114,7 +114,7 @@ class AsyncTMPeer(Peer):
         self.model = cls(n_clauses=self.n_clauses, T=self.T, s=self.s, state_bits=self.state_bits,
                          boost_true_positive=self.boost_true_positive, append_negated=self.append_negated,
                          batch_size=self.batch_size, backend=backend, n_threads=n_threads, seed=self.seed,
-                         gpu_threads_per_clause=gpu_threads_per_clause)
+                         gpu_threads_per_clause=gpu_threads_per_clause, gpu_shared_state=gpu_shared_state)
 
     def prepare(self, X, y) -> dict:
         """Build (or load) the kernels, encode and upload the data, compute the tallies: no training.
@@ -156,6 +156,7 @@ class AsyncTMPeer(Peer):
         meta["threads"] = getattr(be, "n_threads", None) if meta["backend"] == "cpu" else None
         if meta["backend"] == "cuda":
             meta["threads_per_clause"] = self.model.gpu_threads_per_clause
+            meta["shared_state"] = self.model.gpu_shared_state
         meta["driving"] = ("fit(X, y, epochs=1) then fit(X, y, epochs=1, incremental=True) with the same X, y "
                            "objects (encoded once)")
         return meta
@@ -189,11 +190,11 @@ class AsyncTMPeer(Peer):
 def make_peer(name: str, task: str, n_clauses: int, T: int, s: float, *, state_bits: int = 8,
               boost_true_positive: bool = True, append_negated: bool = True, batch_size: int = 100,
               seed: int | None = None, indexed: bool = True, backend: str = "cpu",
-              n_threads: int | None = None, gpu_threads_per_clause: int = 1) -> Peer:
+              n_threads: int | None = None, gpu_threads_per_clause: int = 1, gpu_shared_state: bool = False) -> Peer:
     """A peer by name (one of :data:`PEERS`) with our hyperparameter names (see the module docstring).
 
-    ``indexed`` applies to ``pytm`` classification only; ``backend``, ``n_threads`` and
-    ``gpu_threads_per_clause`` to ``asynctm`` only.
+    ``indexed`` applies to ``pytm`` classification only; ``backend``, ``n_threads``, ``gpu_threads_per_clause``
+    and ``gpu_shared_state`` to ``asynctm`` only.
     Raises ``ImportError`` when the library is missing and
     :class:`asynctm.backends.BackendUnavailableError` when it needs a GPU that is not there.
     """
@@ -201,7 +202,7 @@ def make_peer(name: str, task: str, n_clauses: int, T: int, s: float, *, state_b
               "append_negated": append_negated, "batch_size": batch_size, "seed": seed}
     if name == "asynctm":
         return AsyncTMPeer(task, n_clauses, T, s, backend=backend, n_threads=n_threads,
-                           gpu_threads_per_clause=gpu_threads_per_clause, **common)
+                           gpu_threads_per_clause=gpu_threads_per_clause, gpu_shared_state=gpu_shared_state, **common)
     if name == "pytm":
         from .baselines.pytm import PyTMPeer
 

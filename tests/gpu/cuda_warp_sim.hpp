@@ -8,13 +8,16 @@
 // Groups of several warps (TM_CLAUSE_THREADS 64 to 1,024) also use the block's barriers and shared memory:
 // __syncthreads() is a meeting of every thread of the block, TM_BAR_SYNC(id, count) (bar.sync on a GPU) a
 // meeting of `count` threads of the block at barrier `id`, and TM_SHARED_ARRAY gives each block of the launch its
-// own array (__shared__ on a GPU), filled with 0xA5 bytes as a reminder that shared memory starts undefined.
+// own array (__shared__ on a GPU), filled with 0xA5 bytes as a reminder that shared memory starts undefined;
+// TM_DYNAMIC_SHARED likewise the block's dynamic shared memory, of the bytes the host set for the next launch
+// (sim_set_shared, which the fake PyCUDA calls with a launch's `shared=`).
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -67,6 +70,7 @@ static std::map<std::pair<unsigned long long, unsigned>, Meeting> meetings;  // 
 static std::map<std::pair<unsigned, unsigned>, Barrier> barriers;             // (block, barrier id) -> barrier
 static std::map<std::pair<unsigned, std::string>, std::vector<unsigned char>> shared;  // (block, name) -> bytes
 static std::string error;  // the first failure; once set, no thread waits any more
+static size_t dynamic_shared = 0;  // bytes of dynamic shared memory per block of the launch under way
 
 // Called with `lock` held.
 static void fail(const std::string &what) {
@@ -140,6 +144,16 @@ template <typename T> static T *block_shared(const char *name, size_t n) {
     return reinterpret_cast<T *>(bytes.data());
 }
 
+// This block's dynamic shared memory (extern __shared__ on a GPU); a launch that set none has none to read, a host
+// error that a GPU would answer with garbage or a fault: here the process stops with the reason.
+template <typename T> static T *dynamic_block_shared() {
+    if (dynamic_shared < sizeof(T)) {
+        std::fprintf(stderr, "simulated GPU: a kernel uses dynamic shared memory, but its launch gave none\n");
+        std::abort();
+    }
+    return block_shared<T>("<dynamic>", dynamic_shared / sizeof(T));
+}
+
 // One launch: grid x block threads, each running body() with its own threadIdx and blockIdx.
 static void launch(unsigned grid, unsigned block, const std::function<void()> &body) {
     if (grid == 0 || block == 0 || block > 1024) {  // a GPU refuses such a launch
@@ -169,6 +183,8 @@ static void launch(unsigned grid, unsigned block, const std::function<void()> &b
 static inline void __syncthreads() { sim::barrier(0, blockDim.x); }
 #define TM_BAR_SYNC(id, count) sim::barrier((unsigned)(id), (unsigned)(count))
 #define TM_SHARED_ARRAY(type, name, n) type *name = sim::block_shared<type>(#name, (n))
+#define TM_DYNAMIC_SHARED(type, name) type *name = sim::dynamic_block_shared<type>()
+extern "C" void sim_set_shared(unsigned long long bytes) { sim::dynamic_shared = (size_t)bytes; }
 
 static inline void __syncwarp(unsigned mask) {
     long long v[32];

@@ -86,6 +86,9 @@ def make_fake_pycuda(allocations: list, warps: bool = False):
         def compute_capability(self):
             return (9, 0)
 
+        def get_attribute(self, attr):
+            return {"MAX_SHARED_MEMORY_PER_BLOCK_OPTIN": compiler.shared_per_block_optin}[attr]
+
         def retain_primary_context(self):
             dev = self
             return types.SimpleNamespace(push=lambda: None, pop=lambda: None, get_device=lambda: dev)
@@ -121,6 +124,8 @@ def make_fake_pycuda(allocations: list, warps: bool = False):
     drv.get_driver_version = lambda: 13000
     drv.get_version = lambda: (13, 0, 0)
     drv.Context = types.SimpleNamespace(synchronize=lambda: None)
+    drv.device_attribute = types.SimpleNamespace(MAX_SHARED_MEMORY_PER_BLOCK_OPTIN="MAX_SHARED_MEMORY_PER_BLOCK_OPTIN")
+    drv.function_attribute = types.SimpleNamespace(MAX_DYNAMIC_SHARED_SIZE_BYTES="MAX_DYNAMIC_SHARED_SIZE_BYTES")
 
     compiler = types.ModuleType("pycuda.compiler")
 
@@ -152,10 +157,15 @@ def make_fake_pycuda(allocations: list, warps: bool = False):
         def get_function(self, name):
             fn = getattr(self.lib, f"sim_{name}" if warps else name)
 
-            def launch(*args, block, grid):
+            def launch(*args, block, grid, shared=0):
                 assert len(block) == 3 and len(grid) == 2 and grid[0] >= 1
                 assert block[0] <= launch.max_threads_per_block, f"{name}: a block of {block[0]} threads"
+                assert shared <= max(48 * 1024, launch.dynamic_shared_allowed), \
+                    f"{name}: {shared} bytes of dynamic shared memory, above 48 KiB without the kernel's attribute"
                 launches.append((name, block[0] * grid[0]))
+                compiler.shared.setdefault(name, set()).add(shared)
+                if warps:
+                    self.lib.sim_set_shared(ctypes.c_ulonglong(shared))
                 compiler.blocks.setdefault(name, set()).add(block[0])
                 cargs = [ctypes.c_uint(grid[0]), ctypes.c_uint(block[0])] if warps else []
                 for a in args:
@@ -178,12 +188,23 @@ def make_fake_pycuda(allocations: list, warps: bool = False):
                         alloc.check_guards()
 
             launch.max_threads_per_block = compiler.max_threads_per_block  # pycuda's Function attribute
+            launch.shared_size_bytes = 128 if warps else 0  # the static shared arrays (the group slots)
+            launch.dynamic_shared_allowed = 0
+
+            def set_attribute(attr, value):
+                assert attr == "MAX_DYNAMIC_SHARED_SIZE_BYTES", attr
+                assert value + launch.shared_size_bytes <= compiler.shared_per_block_optin
+                launch.dynamic_shared_allowed = value
+
+            launch.set_attribute = set_attribute
             return launch
 
     compiler.SourceModule = SourceModule
     compiler.launches = launches = []  # (kernel, threads launched), in order
     compiler.blocks = {}  # kernel -> the threads per block it was launched with
     compiler.max_threads_per_block = 1024  # of every kernel, as CUDA's limit (a test may lower it)
+    compiler.shared = {}  # kernel -> the bytes of dynamic shared memory it was launched with
+    compiler.shared_per_block_optin = 227 * 1024  # an H100's most shared memory per block (a test may lower it)
     pycuda = types.ModuleType("pycuda")
     pycuda.driver, pycuda.compiler = drv, compiler
     return pycuda
@@ -596,3 +617,78 @@ def test_simulated_blocks_per_clause_keep_the_tallies_exact(fake_warps):
         np.testing.assert_array_equal(gpu.get_tallies(), stored, err_msg=f"epoch {epoch}")
     assert gpu.feedback_event_counts().sum() > 0 and gpu.get_ta_state()[:, -1].any()  # it learned something
     gpu.close()
+
+
+@pytest.mark.parametrize(("k", "features"), [(1, 300), (4, 300), (32, 8200), (128, 8200)],
+                         ids=["1-19_words", "4-19_words", "32-513_words", "128-513_words"])
+def test_shared_state_one_example_batches_equal_the_cpu(fake_warps, k, features):
+    """Each clause's automata in its block's shared memory for a batch (shared_state): copied in, trained on and
+    copied back, batches of one example (no two groups race on a tally) end where the CPU build's do, step by step.
+    The launch gets one clause's planes per group of its block (with one thread per clause, 128 clauses of 19
+    words: more than the 48 KiB any launch may have, so the kernel is allowed more first)."""
+    from asynctm.backends.cuda import CudaBackend
+
+    cfg = KernelConfig(n_classes=2, n_clauses=4, n_literals=2 * features, T=8, s=3.9)
+    rng = np.random.default_rng(12)
+    X, _ = pack_literals(rng.integers(0, 2, (24, features)))
+    y = rng.integers(-cfg.T, cfg.T + 1, (cfg.n_classes, 24)).astype(np.int32)
+    gpu = CudaBackend(dataclasses.replace(cfg, threads_per_clause=k, shared_state=True))
+    host = cpu.CpuBackend(cfg, n_threads=1)
+    outputs = _one_example_batches_agree(gpu, host, X, y, _sparse_includes(rng, cfg), [0, 5, 23, 5, 11, 2], seed=13)
+    assert (host.feedback_event_counts().sum(axis=0) > 0).all()  # type Ia, Ib and II feedback
+    assert 0 < np.unpackbits(np.asarray(outputs).view(np.uint8)).mean() < 1  # the clauses output 0 and 1
+    import pycuda.compiler
+
+    assert pycuda.compiler.shared["tm_train_batch"] == {gpu.block // k * cfg.state_bits * cfg.n_words * 4}
+    others = {name: sizes for name, sizes in pycuda.compiler.shared.items() if name != "tm_train_batch"}
+    assert "tm_refresh_outputs" in others and all(sizes == {0} for sizes in others.values())  # none elsewhere
+    gpu.close()
+
+
+@pytest.mark.parametrize("k", [32, 128])
+def test_shared_state_whole_batches_equal_the_cpu(fake_warps, k):
+    """One clause (regression), so nothing races on its tally: whole epochs in batches of 7 examples, the automata
+    staying in shared memory across a batch's visits and written back at its end, end where the CPU build does,
+    and so do the stored outputs, the tally and the feedback counts."""
+    from asynctm.backends.cuda import CudaBackend
+
+    cfg = KernelConfig(n_classes=1, n_clauses=1, n_literals=2 * 8200, T=12, s=2.0, regression=True)
+    rng = np.random.default_rng(14)
+    X, _ = pack_literals(rng.integers(0, 2, (30, 8200)))
+    y = rng.integers(0, cfg.T + 1, (1, 30)).astype(np.int32)
+    gpu = CudaBackend(dataclasses.replace(cfg, threads_per_clause=k, shared_state=True))
+    host = cpu.CpuBackend(cfg, n_threads=1)
+    state = _sparse_includes(rng, cfg)
+    state[0, -1, :] = 0  # an empty clause: it outputs 1 and learns from the first visit
+    for be in (gpu, host):
+        be.set_ta_state(state)
+        be.set_training_data(X, y)
+    for epoch in range(3):
+        for be in (gpu, host):
+            be.train_epoch(epoch=epoch, seed=4, batch_size=7)
+        np.testing.assert_array_equal(gpu.get_ta_state(), host.get_ta_state(), err_msg=f"epoch {epoch}")
+    np.testing.assert_array_equal(gpu.get_tallies(), host.get_tallies())
+    np.testing.assert_array_equal(gpu.get_clause_output_bits(), host.get_clause_output_bits())
+    np.testing.assert_array_equal(gpu.feedback_event_counts(), host.feedback_event_counts())
+    assert host.feedback_event_counts().sum() > 0 and not np.array_equal(host.get_ta_state(), state)
+    gpu.close()
+
+
+def test_shared_state_that_does_not_fit_is_refused_in_one_line(fake_warps):
+    """A block whose clauses' automata exceed the GPU's shared memory per block is refused with the sizes and the
+    fixes; the synchronous tallies, which have no batch to keep the automata for, are refused by the config."""
+    import pycuda.compiler
+
+    from asynctm.backends import BackendUnavailableError
+    from asynctm.backends.cuda import CudaBackend
+
+    cfg = KernelConfig(n_classes=2, n_clauses=4, n_literals=2 * 8200, T=8, s=3.9, threads_per_clause=32,
+                       shared_state=True)  # 4 clauses of 8 x 513 words per block of 128 threads: 65,664 bytes
+    pycuda.compiler.shared_per_block_optin = 64 * 1024
+    with pytest.raises(BackendUnavailableError, match=r"needs 65,664 bytes .* at most 65,408 .*shared_state=False"):
+        CudaBackend(cfg)
+    CudaBackend(dataclasses.replace(cfg, threads_per_clause=128)).close()  # one clause per block: 16,416 bytes
+    with pytest.raises(ValueError, match="synchronous tallies"):
+        dataclasses.replace(cfg, tally="sync")
+    with pytest.raises(ValueError, match="True or False"):
+        dataclasses.replace(cfg, shared_state=1)

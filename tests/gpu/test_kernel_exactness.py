@@ -158,9 +158,11 @@ def open_backend():
     opened = []
 
     def _open(kind: str, cfg: KernelConfig, n_threads: int = 1):
-        if kind.startswith("cuda"):  # "cuda<k>": k threads per clause in the training kernels
-            _cuda_or_skip()
-            be = make_backend("cuda", dataclasses.replace(cfg, threads_per_clause=int(kind[4:] or 1)))
+        if kind.startswith("cuda"):  # "cuda<k>": k threads per clause in the training kernels; "cuda<k>s": and
+            _cuda_or_skip()        # each clause's automata in shared memory for a batch (shared_state)
+            k = kind[4:].removesuffix("s")
+            be = make_backend("cuda", dataclasses.replace(cfg, threads_per_clause=int(k or 1),
+                                                          shared_state=kind.endswith("s")))
         else:
             be = make_backend("cpu", cfg, n_threads=n_threads)
         opened.append(be)
@@ -182,6 +184,9 @@ ALL_BUILDS = [
 # so most threads of such a group have none): the same rules, so exact where the one-thread GPU build is.
 GROUP_BUILDS = [pytest.param((f"cuda{k}", None), id=f"cuda-{k}-per-clause", marks=pytest.mark.gpu)
                 for k in (32, 64, 128, 256, 512, 1024)]
+# The same with each clause's automata in its block's shared memory for a batch (asynchronous tallies only).
+SHARED_BUILDS = [pytest.param((f"cuda{k}s", None), id=f"cuda-{k}-per-clause-shared", marks=pytest.mark.gpu)
+                 for k in (1, 32, 128, 1024)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -274,7 +279,7 @@ def test_outputs_and_sums_at_fixed_states(open_backend, build, name):
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("build", ALL_BUILDS + GROUP_BUILDS)
+@pytest.mark.parametrize("build", ALL_BUILDS + GROUP_BUILDS + SHARED_BUILDS)
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_one_feedback_step(open_backend, build, name):
     c = CONFIGS[name]

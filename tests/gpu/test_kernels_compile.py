@@ -24,6 +24,10 @@ CONFIGS = {
                                        threads_per_clause=64),
     "block_1024_per_clause": KernelConfig(n_classes=2, n_clauses=80, n_literals=204352, T=50, s=5.0,
                                           threads_per_clause=1024),
+    "shared_state_block_1024": KernelConfig(n_classes=2, n_clauses=80, n_literals=204352, T=50, s=5.0,
+                                            threads_per_clause=1024, shared_state=True),
+    "shared_state_warp": KernelConfig(n_classes=2, n_clauses=7000, n_literals=10000, T=80, s=27.0,
+                                      threads_per_clause=32, shared_state=True),
     "sync_256_per_clause": KernelConfig(n_classes=1, n_clauses=64, n_literals=100, T=100, s=3.0, regression=True,
                                         tally="sync", regression_rule="quadratic", threads_per_clause=256),
 }

@@ -98,6 +98,11 @@ def test_several_wide_builds_in_one_record_and_the_committed_records_render_as_b
     assert "tm_gpu_block1024" in c and "wide_speedup_vs_warp" not in c
     assert bench.runner("tm_gpu_block512")["options"] == {"backend": "cuda", "gpu_threads_per_clause": 512}
     assert bench.runner("tm_gpu_block")["options"]["gpu_threads_per_clause"] == 128
+    assert bench.runner("tm_gpu_block1024_shared")["options"] == {"backend": "cuda", "gpu_threads_per_clause": 1024,
+                                                                 "gpu_shared_state": True}
+    assert "gpu_shared_state" not in bench.runner("tm_gpu_block1024")["options"]
+    assert bench.IMPLS["tm_gpu_block_shared"] == \
+        "ours (asynctm, CUDA, a block of 128 threads per clause, automata in shared memory)"
     setting = {"setting": "semeval", "metric": "accuracy", "stopped": None, "skipped": {}, "seeds": [0],
                "dataset": {"n_train": 6000, "n_test": 2000, "n_features": 102176},
                "hyperparameters": {"n_clauses": 40, "T": 15, "s": 3.9}, "results": results, "comparison": c,

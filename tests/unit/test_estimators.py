@@ -277,6 +277,8 @@ def test_gpu_memory_is_released_after_del(xor_data):
      r"must be one of \(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024\), got 2048"),
     ({"gpu_threads_per_clause": True}, ValueError, "gpu_threads_per_clause must be one of"),
     ({"gpu_threads_per_clause": "32"}, ValueError, "gpu_threads_per_clause must be one of"),
+    ({"gpu_shared_state": 1}, ValueError, "gpu_shared_state must be True or False"),
+    ({"gpu_shared_state": True, "tally": "sync"}, ValueError, "gpu_shared_state=True needs tally='async'"),
 ])
 def test_impossible_hyperparameters(kwargs, error, match):
     """scikit-learn's convention: the constructor, set_params and clone store any value; fit refuses a bad one
@@ -345,12 +347,14 @@ def test_decision_function_of_two_classes_is_one_column(xor_data):
     assert not hasattr(TMRegressor(), "decision_function")  # scikit-learn: regressors have none
 
 
-def test_cpu_build_ignores_gpu_threads_per_clause(xor_data):
+def test_cpu_build_ignores_the_gpu_options(xor_data):
     X_train, y_train, X_test, _ = xor_data
     one = TMClassifier(10, 15, 3.9, backend="cpu", n_threads=1, seed=3).fit(X_train, y_train, epochs=3)
-    warp = TMClassifier(10, 15, 3.9, backend="cpu", n_threads=1, seed=3, gpu_threads_per_clause=32)
+    warp = TMClassifier(10, 15, 3.9, backend="cpu", n_threads=1, seed=3, gpu_threads_per_clause=32,
+                        gpu_shared_state=True)
     warp.fit(X_train, y_train, epochs=3)
-    assert warp.get_params()["gpu_threads_per_clause"] == 32
+    assert warp.get_params()["gpu_threads_per_clause"] == 32 and warp.get_params()["gpu_shared_state"] is True
+    assert not warp._kernel_config().shared_state  # the CPU build compiles as without it
     np.testing.assert_array_equal(warp.ta_states(), one.ta_states())
     np.testing.assert_array_equal(warp.decision_function(X_test), one.decision_function(X_test))
 

@@ -139,23 +139,29 @@ def test_the_gpu_benchmark_times_the_wide_builds_on_wide_inputs_only(config):
     """The config's rule: the wide builds (a block of 128 to 1,024 threads per clause, one build each) where a clause
     has at least 256 literal words (SemEval's 6,386, IMDb's 313), not on narrower inputs (WSD's 188, Bike Sharing's
     87) nor without the config's key; 128 threads keep the name tm_gpu_block of the records that have it, the others
-    are named after their threads; the GPU builds of the tables stay as they are."""
+    are named after their threads, and the sizes of shared_state follow, named with _shared; the GPU builds of the
+    tables stay as they are."""
     from asynctm.backends import THREADS_PER_CLAUSE
 
     sizes = config["gpu_benchmark"]["wide_build"]["threads_per_clause"]
+    shared = config["gpu_benchmark"]["wide_build"]["shared_state"]
     assert set(sizes) <= set(THREADS_PER_CLAUSE) and min(sizes) > 32 and 128 in sizes and 1024 in sizes
-    builds = {plan.wide_build_name(k): k for k in sizes}
+    assert set(shared) <= set(sizes) and 128 in shared and 1024 in shared
+    builds = {**{plan.wide_build_name(k): k for k in sizes}, **{f"{plan.wide_build_name(k)}_shared": k for k in shared}}
     assert builds[plan.WIDE_BUILD] == 128 and builds["tm_gpu_block1024"] == 1024
+    assert builds["tm_gpu_block_shared"] == 128 and builds["tm_gpu_block1024_shared"] == 1024
+    assert plan.WIDE_SHARED >= {"tm_gpu_block_shared", "tm_gpu_block1024_shared"}
+    assert plan.WIDE_BUILD not in plan.WIDE_SHARED
     assert plan.wide_builds(config, 102176, True) == builds  # SemEval
-    assert list(plan.wide_builds(config, 102176, True).values()) == sizes  # in the config's order
+    assert list(plan.wide_builds(config, 102176, True).values()) == [*sizes, *shared]  # in the config's order
     assert plan.wide_builds(config, 5000, True) == builds  # IMDb
     assert plan.wide_builds(config, 4081, True) == builds  # 256 words: the bound
     assert plan.wide_builds(config, 4080, True) == {}  # 255 words
     assert plan.wide_builds(config, 5000, False) == {}  # 157 words without the negations
     assert plan.wide_builds(config, 3000, True) == {}  # WSD
     assert plan.wide_builds({k: v for k, v in config.items() if k != "gpu_benchmark"}, 102176, True) == {}
-    one = {**config, "gpu_benchmark": {"wide_build": {**config["gpu_benchmark"]["wide_build"],
-                                                      "threads_per_clause": 128}}}
+    before = {k: v for k, v in config["gpu_benchmark"]["wide_build"].items() if k != "shared_state"}
+    one = {**config, "gpu_benchmark": {"wide_build": {**before, "threads_per_clause": 128}}}
     assert plan.wide_builds(one, 102176, True) == {plan.WIDE_BUILD: 128}  # a staged config from before the list
     assert set(plan.WIDE_BUILDS) & (set(plan.GPU_IMPLS) | set(config["impls"])) == set()
 

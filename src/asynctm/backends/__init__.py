@@ -110,6 +110,9 @@ class KernelConfig:
     regression_rule: str = "linear"  # the update probability: "linear" |t - v| / 2T, "quadratic" ((t - v) / T)^2
     threads_per_clause: int = 1  # GPU kernels: a power of two up to 1,024 (a block); the CPU build has 1
     order: str = "dataset"  # the order in which a clause visits a batch's examples: "dataset" or "staggered"
+    # GPU kernels: each clause's automata in its block's shared memory for a batch (kernels/README.md, "Automata in
+    # shared memory"); asynchronous tallies only. The CPU build ignores it.
+    shared_state: bool = False
 
     def __post_init__(self):
         if self.tally not in TALLIES:
@@ -123,6 +126,11 @@ class KernelConfig:
         if self.threads_per_clause not in THREADS_PER_CLAUSE or isinstance(self.threads_per_clause, bool):
             raise ValueError(f"threads_per_clause (GPU) must be one of {THREADS_PER_CLAUSE}, "
                              f"got {self.threads_per_clause!r}")
+        if not isinstance(self.shared_state, bool):
+            raise ValueError(f"shared_state must be True or False, got {self.shared_state!r}")
+        if self.shared_state and self.tally == "sync":
+            raise ValueError("shared_state=True keeps a clause's automata for a batch, which the synchronous tallies "
+                             "(one launch per example) do not have: use tally='async' or shared_state=False")
 
     @property
     def n_words(self) -> int:
@@ -146,6 +154,8 @@ class KernelConfig:
             "QUADRATIC_UPDATE": str(int(self.regression_rule == "quadratic")),
             "STAGGERED_ORDER": str(int(self.order == "staggered")),
             "TM_CLAUSE_THREADS": str(self.threads_per_clause),
+            # only where asked, so that every other build's text (and compiled module) stays as it was
+            **({"TM_SHARED_STATE": "1"} if self.shared_state else {}),
         }
 
 

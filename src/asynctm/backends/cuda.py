@@ -133,6 +133,7 @@ class CudaBackend(FeedbackEvents):
                 raise BackendUnavailableError(
                     f"{name} launches at most {most} threads per block on {self.device}, but threads_per_clause="
                     f"{cfg.threads_per_clause} needs blocks of {self.block}; choose at most {most} threads per clause")
+        self.shared_bytes = self._shared_state_bytes() if cfg.shared_state else 0
         self.state_shape = (cfg.n_clauses_total, cfg.state_bits, cfg.n_words)
         self.ta_state = self._alloc(int(np.prod(self.state_shape)) * 4)
         # Type Ia, Ib and II feedback events of each clause since the backend was made.
@@ -144,6 +145,24 @@ class CudaBackend(FeedbackEvents):
         self.s_pool, self._s_pool_seed = None, None
         self.n_examples = 0
 
+    def _shared_state_bytes(self) -> int:
+        """The dynamic shared memory of a tm_train_batch block that keeps its clauses' automata (shared_state): one
+        clause's planes per group of the block. Refused in one line where the GPU cannot give a block that much
+        beside the kernel's own shared arrays; above the 48 KiB every launch may have, the kernel is allowed more."""
+        cfg, fn = self.cfg, self.fn["tm_train_batch"]
+        need = (self.block // cfg.threads_per_clause) * cfg.state_bits * cfg.n_words * 4
+        dev = context().get_device()
+        most = dev.get_attribute(self.drv.device_attribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN) - fn.shared_size_bytes
+        if need > most:
+            raise BackendUnavailableError(
+                f"shared_state needs {need:,} bytes of shared memory per block ({self.block // cfg.threads_per_clause} "
+                f"clause(s) of {cfg.state_bits} x {cfg.n_words:,} words), but {self.device} gives a block at most "
+                f"{most:,} beside tm_train_batch's own; use shared_state=False, or more threads per clause (fewer "
+                "clauses per block)")
+        if need > 48 * 1024:
+            fn.set_attribute(self.drv.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, need)
+        return need
+
     def _alloc(self, nbytes: int):
         return self.drv.mem_alloc(max(int(nbytes), 4))
 
@@ -153,7 +172,10 @@ class CudaBackend(FeedbackEvents):
             n_items *= self.cfg.threads_per_clause
             block = self.block
         grid = max(1, min((int(n_items) + block - 1) // block, MAX_GRID))
-        self.fn[name](*args, block=(block, 1, 1), grid=(grid, 1))
+        if name == "tm_train_batch" and self.shared_bytes:
+            self.fn[name](*args, block=(block, 1, 1), grid=(grid, 1), shared=self.shared_bytes)
+        else:
+            self.fn[name](*args, block=(block, 1, 1), grid=(grid, 1))
 
     def _free(self, *names):
         for name in names:

@@ -29,17 +29,24 @@ GPU_IMPLS = tuple(GPU_THREADS_PER_CLAUSE)
 # a group of several warps per clause for wide inputs, one build per size the config lists; settings of the
 # benchmark, not implementations of the tables (no records, so not in GPU_THREADS_PER_CLAUSE). WIDE_BUILD, a block of
 # 128 threads per clause, keeps the name the benchmark records have given it from the start; the other sizes are
-# named after their threads (tm_gpu_block256: a block of 256).
+# named after their threads (tm_gpu_block256: a block of 256). A size the config also lists under shared_state is
+# timed a second time with each clause's automata in its block's shared memory, named with SHARED_SUFFIX
+# (tm_gpu_block_shared, tm_gpu_block1024_shared; kernels/README.md, "Automata in shared memory").
 WIDE_BUILD = "tm_gpu_block"
 WIDE_BUILD_SIZES = (64, 128, 256, 512, 1024)  # the sizes the config may list (kernels/README.md)
+SHARED_SUFFIX = "_shared"
 
 
-def wide_build_name(threads: int) -> str:
-    """The benchmark's name of the wide build with ``threads`` threads per clause."""
-    return WIDE_BUILD if int(threads) == 128 else f"{WIDE_BUILD}{int(threads)}"
+def wide_build_name(threads: int, shared: bool = False) -> str:
+    """The benchmark's name of the wide build with ``threads`` threads per clause (``shared``: and the automata in
+    shared memory)."""
+    name = WIDE_BUILD if int(threads) == 128 else f"{WIDE_BUILD}{int(threads)}"
+    return name + SHARED_SUFFIX if shared else name
 
 
-WIDE_BUILDS = {wide_build_name(k): k for k in WIDE_BUILD_SIZES}  # every wide build's name -> its threads per clause
+# every wide build's name -> its threads per clause, and the names of those that keep the automata in shared memory
+WIDE_BUILDS = {wide_build_name(k, shared): k for shared in (False, True) for k in WIDE_BUILD_SIZES}
+WIDE_SHARED = frozenset(wide_build_name(k, True) for k in WIDE_BUILD_SIZES)
 TM_SETTINGS = ("epochs", "state_bits", "boost_true_positive", "batch_size", "append_negated")
 
 _TM_PARAMS = re.compile(r"^n(?P<clauses>\d+)_T(?P<T>\d+)_s(?P<s>\d+(?:\.\d+)?(?:e[+-]?\d+)?)_e(?P<epochs>\d+)$")
@@ -130,16 +137,24 @@ def wide_build_sizes(config: dict) -> tuple[int, ...]:
     return tuple(int(k) for k in (sizes if isinstance(sizes, list | tuple) else [sizes]))
 
 
+def wide_shared_sizes(config: dict) -> tuple[int, ...]:
+    """The sizes of the wide builds that the GPU benchmark also times with the automata in shared memory (config
+    ``gpu_benchmark.wide_build.shared_state``, a list of sizes; none where it has none)."""
+    wide = (config.get("gpu_benchmark") or {}).get("wide_build") or {}
+    return tuple(int(k) for k in wide.get("shared_state") or ())
+
+
 def wide_builds(config: dict, n_features: int, append_negated: bool) -> dict[str, int]:
     """The GPU benchmark's wide builds (:func:`wide_build_name` -> threads per clause) on a setting of ``n_features``
     features; none where the benchmark does not time them: its clauses have fewer literal words (32 literals each,
     the negations with ``append_negated``) than the config's ``gpu_benchmark.wide_build.min_literal_words``, or the
-    config has no wide build."""
+    config has no wide build. The sizes of ``shared_state`` follow, each with the automata in shared memory."""
     sizes = wide_build_sizes(config)
     if not sizes or literal_words(n_features, append_negated) < int(config["gpu_benchmark"]["wide_build"]
                                                                      ["min_literal_words"]):
         return {}
-    return {wide_build_name(k): k for k in sizes}
+    shared = {wide_build_name(k, True): k for k in wide_shared_sizes(config)}
+    return {**{wide_build_name(k): k for k in sizes}, **shared}
 
 
 def is_smoke(config: dict) -> bool:
