@@ -240,6 +240,9 @@ TM_DEVICE void tm_type_i(tm_u32 *TM_RESTRICT state, const tm_u32 *TM_RESTRICT x,
         // m is read only where any_wanted (without boost, wanted covers the literals that are 1, so no
         // draw wanted also means no increment): a chunk where every draw would be a no-op draws nothing.
         if (any_wanted) tm_s_masks(pool32, key, g, w0, n, wanted, m);
+        // A decrement of no lane leaves the planes as they are: it is skipped (with a large s most chunks that
+        // have an automaton above 0 draw no 1/s lane on it).
+        tm_u32 any_down = 0;
         if (o) {
             if (any_x && BOOST_TRUE_POSITIVE) {
                 tm_inc(state, w0, n, xw, 1);  // up, always
@@ -248,11 +251,17 @@ TM_DEVICE void tm_type_i(tm_u32 *TM_RESTRICT state, const tm_u32 *TM_RESTRICT x,
                 tm_inc(state, w0, n, step, 1);
             }
             if (any_wanted) {
-                for (int i = 0; i < n; ++i) step[i] = ~xw[i] & m[i];  // down
-                tm_dec(state, w0, n, step);
+                TM_SIMD_OR(any_down)
+                for (int i = 0; i < n; ++i) {
+                    step[i] = ~xw[i] & m[i];  // down
+                    any_down |= step[i];
+                }
+                if (any_down) tm_dec(state, w0, n, step);
             }
         } else if (any_wanted) {
-            tm_dec(state, w0, n, m);
+            TM_SIMD_OR(any_down)
+            for (int i = 0; i < n; ++i) any_down |= m[i];
+            if (any_down) tm_dec(state, w0, n, m);
         }
     }
 }
