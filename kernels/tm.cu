@@ -240,8 +240,9 @@ TM_DEVICE void tm_type_i(tm_u32 *TM_RESTRICT state, const tm_u32 *TM_RESTRICT x,
         // m is read only where any_wanted (without boost, wanted covers the literals that are 1, so no
         // draw wanted also means no increment): a chunk where every draw would be a no-op draws nothing.
         if (any_wanted) tm_s_masks(pool32, key, g, w0, n, wanted, m);
-        // A decrement of no lane leaves the planes as they are: it is skipped (with a large s most chunks that
-        // have an automaton above 0 draw no 1/s lane on it).
+        // A decrement of no lane leaves the planes as they are: on a GPU (chunks of 2 words) it is skipped, since
+        // with a large s most chunks that have an automaton above 0 draw no 1/s lane on them; a CPU's chunks of
+        // 16 words nearly always have one, so there the test would only cost (TM_SKIP_IDLE_DECREMENT).
         tm_u32 any_down = 0;
         if (o) {
             if (any_x && BOOST_TRUE_POSITIVE) {
@@ -256,12 +257,12 @@ TM_DEVICE void tm_type_i(tm_u32 *TM_RESTRICT state, const tm_u32 *TM_RESTRICT x,
                     step[i] = ~xw[i] & m[i];  // down
                     any_down |= step[i];
                 }
-                if (any_down) tm_dec(state, w0, n, step);
+                if (!TM_SKIP_IDLE_DECREMENT || any_down) tm_dec(state, w0, n, step);
             }
         } else if (any_wanted) {
             TM_SIMD_OR(any_down)
             for (int i = 0; i < n; ++i) any_down |= m[i];
-            if (any_down) tm_dec(state, w0, n, m);
+            if (!TM_SKIP_IDLE_DECREMENT || any_down) tm_dec(state, w0, n, m);
         }
     }
 }

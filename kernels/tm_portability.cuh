@@ -24,6 +24,7 @@ typedef unsigned long long tm_u64;
 #define TM_SIMD
 #define TM_SIMD_OR(var)
 #define TM_CHUNK_PAIRS 1
+#define TM_SKIP_IDLE_DECREMENT 1  // tm_type_i: a chunk whose 1/s mask selects no lane above 0 decrements nothing
 #define TM_RESTRICT __restrict__
 // The tally may be changed by other clause threads at any moment; a volatile read is what
 // Algorithm 1 asks for: the current, possibly stale, value.
@@ -159,6 +160,7 @@ extern "C" int tm_get_threads(void) { return tm_cpu_threads; }
 #define TM_SIMD_OR(var) _Pragma(TM_STR(omp simd reduction(| : var)))
 #define TM_STR(x) #x
 #define TM_CHUNK_PAIRS 8
+#define TM_SKIP_IDLE_DECREMENT 0  // a chunk of 16 words nearly always has a lane to decrement: no test
 #define TM_RESTRICT __restrict__
 #define TM_LOAD_RELAXED(ptr) __atomic_load_n((ptr), __ATOMIC_RELAXED)
 #define TM_POPCOUNT(x) __builtin_popcount(x)
