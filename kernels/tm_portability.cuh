@@ -97,7 +97,6 @@ TM_DEVICE int tm_group_sum(int v)
 #ifndef TM_BAR_SYNC
 #define TM_BAR_SYNC(id, count) asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory")
 #endif
-
 #if TM_CLAUSE_THREADS >= 128
 #define TM_GROUP_SYNC() __syncthreads()
 #else

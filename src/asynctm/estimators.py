@@ -400,19 +400,20 @@ class _TsetlinMachine(BaseEstimator):
         return words
 
     # -- backend -------------------------------------------------------------------------------------
-    def _kernel_config(self) -> KernelConfig:
+    def _kernel_config(self, backend: str | None = None) -> KernelConfig:
+        """The kernels' configuration for ``backend`` (the resolved name; None: resolve ``self.backend``)."""
         return KernelConfig(n_classes=self._n_outputs, n_clauses=self.n_clauses, n_literals=self.n_literals_,
                             T=int(self.T), s=float(self.s), state_bits=self.state_bits,
                             boost_true_positive=bool(self.boost_true_positive), regression=self._regression,
                             tally=self.tally, regression_rule=self.regression_rule,
                             threads_per_clause=int(self.gpu_threads_per_clause), order=self.order,
-                            shared_state=self.gpu_shared_state and resolve_backend(self.backend) == "cuda")
+                            shared_state=self.gpu_shared_state and (backend or resolve_backend(self.backend)) == "cuda")
 
     def _make_backend(self):
         name = resolve_backend(self.backend)
         if self.backend == "auto":
             logger.info("asynctm: backend='auto' picked %r", name)
-        be = make_backend(name, self._kernel_config(), n_threads=self.n_threads)
+        be = make_backend(name, self._kernel_config(name), n_threads=self.n_threads)
         self.backend_ = be.name
         self.device_ = be.device
         return be

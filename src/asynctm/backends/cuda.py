@@ -172,10 +172,8 @@ class CudaBackend(FeedbackEvents):
             n_items *= self.cfg.threads_per_clause
             block = self.block
         grid = max(1, min((int(n_items) + block - 1) // block, MAX_GRID))
-        if name == "tm_train_batch" and self.shared_bytes:
-            self.fn[name](*args, block=(block, 1, 1), grid=(grid, 1), shared=self.shared_bytes)
-        else:
-            self.fn[name](*args, block=(block, 1, 1), grid=(grid, 1))
+        shared = self.shared_bytes if name == "tm_train_batch" else 0  # the automata's slices (shared_state)
+        self.fn[name](*args, block=(block, 1, 1), grid=(grid, 1), shared=shared)
 
     def _free(self, *names):
         for name in names:
