@@ -589,7 +589,7 @@ TM_KERNEL void tm_train_batch(tm_u32 *ta_state, const tm_u32 *X, const int *y, i
         for (int i = 0; i < CLASSES * batch; ++i) delta[i] = 0;
         tm_tally_sync(class_sum, n_examples, start, batch, view, delta);
         int since = 0;
-        TM_FOR_NOWAIT(g, CLAUSES_TOTAL)
+        TM_FOR_DYNAMIC_NOWAIT(g, CLAUSES_TOTAL)
         {
             tm_train_clause(g, ta_state, X, y, class_sum, clause_output, n_examples, start, end, keys, s_pool,
                             view, delta, feedback_events);

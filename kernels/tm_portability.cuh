@@ -163,13 +163,26 @@ extern "C" int tm_get_threads(void) { return tm_cpu_threads; }
 #define TM_RESTRICT __restrict__
 #define TM_LOAD_RELAXED(ptr) __atomic_load_n((ptr), __ATOMIC_RELAXED)
 #define TM_POPCOUNT(x) __builtin_popcount(x)
-// Training batches (tm_train_batch): one parallel region in which each thread takes its static share of
-// the clauses and reaches the shared tallies through a private view (TM_TALLY_VIEWS).
+// Training batches (tm_train_batch): one parallel region in which each thread takes its share of the
+// clauses and reaches the shared tallies through a private view (TM_TALLY_VIEWS).
 #define TM_TALLY_VIEWS 1
 #define TM_PARALLEL_REGION _Pragma("omp parallel num_threads(tm_cpu_threads)")
 #define TM_FOR_NOWAIT(i, n) \
     _Pragma("omp for schedule(static) nowait") for (long long i = 0; i < (long long)(n); ++i)
 #define TM_BARRIER _Pragma("omp barrier")
+// The asynchronous batch's clauses go to the threads in contiguous chunks as each thread frees up (dynamic), so
+// a thread whose core is shared with other work (another process, a busy sibling hyperthread) takes fewer of them
+// instead of holding up the batch's end: at least 4 chunks per thread, at most 8 clauses each (a chunk boundary
+// is the only place two threads touch neighbouring clauses). One thread still runs clause 0, 1, ... in order.
+TM_DEVICE long long tm_clause_chunk(long long n)
+{
+    const long long chunk = n / (4LL * tm_cpu_threads);
+    return chunk < 1 ? 1 : chunk > 8 ? 8 : chunk;
+}
+#define TM_XSTR(x) TM_STR(x)
+#define TM_FOR_DYNAMIC_NOWAIT(i, n)                                              \
+    _Pragma(TM_XSTR(omp for schedule(dynamic, tm_clause_chunk(n)) nowait)) for ( \
+        long long i = 0; i < (long long)(n); ++i)
 // No warps: one loop iteration per clause, whatever the host asked for the GPU; the automata stay where they are.
 #undef TM_CLAUSE_THREADS
 #define TM_CLAUSE_THREADS 1
