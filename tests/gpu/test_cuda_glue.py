@@ -619,8 +619,8 @@ def test_simulated_blocks_per_clause_keep_the_tallies_exact(fake_warps):
     gpu.close()
 
 
-@pytest.mark.parametrize(("k", "features"), [(1, 300), (4, 300), (32, 8200), (128, 8200)],
-                         ids=["1-19_words", "4-19_words", "32-513_words", "128-513_words"])
+@pytest.mark.parametrize(("k", "features"), [(1, 300), (4, 300), (32, 8200), (64, 8200), (128, 8200)],
+                         ids=["1-19_words", "4-19_words", "32-513_words", "64-513_words", "128-513_words"])
 def test_shared_state_one_example_batches_equal_the_cpu(fake_warps, k, features):
     """Each clause's automata in its block's shared memory for a batch (shared_state): copied in, trained on and
     copied back, batches of one example (no two groups race on a tally) end where the CPU build's do, step by step.
@@ -645,7 +645,7 @@ def test_shared_state_one_example_batches_equal_the_cpu(fake_warps, k, features)
     gpu.close()
 
 
-@pytest.mark.parametrize("k", [32, 128])
+@pytest.mark.parametrize("k", [32, 64, 128])
 def test_shared_state_whole_batches_equal_the_cpu(fake_warps, k):
     """One clause (regression), so nothing races on its tally: whole epochs in batches of 7 examples, the automata
     staying in shared memory across a batch's visits and written back at its end, end where the CPU build does,

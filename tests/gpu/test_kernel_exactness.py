@@ -186,7 +186,7 @@ GROUP_BUILDS = [pytest.param((f"cuda{k}", None), id=f"cuda-{k}-per-clause", mark
                 for k in (32, 64, 128, 256, 512, 1024)]
 # The same with each clause's automata in its block's shared memory for a batch (asynchronous tallies only).
 SHARED_BUILDS = [pytest.param((f"cuda{k}s", None), id=f"cuda-{k}-per-clause-shared", marks=pytest.mark.gpu)
-                 for k in (1, 32, 128, 1024)]
+                 for k in (1, 32, 64, 128, 1024)]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -29,9 +29,9 @@ GPU_IMPLS = tuple(GPU_THREADS_PER_CLAUSE)
 # a group of several warps per clause for wide inputs, one build per size the config lists; settings of the
 # benchmark, not implementations of the tables (no records, so not in GPU_THREADS_PER_CLAUSE). WIDE_BUILD, a block of
 # 128 threads per clause, keeps the name the benchmark records have given it from the start; the other sizes are
-# named after their threads (tm_gpu_block256: a block of 256). A size the config also lists under shared_state is
-# timed a second time with each clause's automata in its block's shared memory, named with SHARED_SUFFIX
-# (tm_gpu_block_shared, tm_gpu_block1024_shared; kernels/README.md, "Automata in shared memory").
+# named after their threads (tm_gpu_block256: a block of 256). A size the config lists under shared_state is timed
+# with each clause's automata in its block's shared memory, named with SHARED_SUFFIX (tm_gpu_block64_shared,
+# tm_gpu_block_shared, ...; kernels/README.md, "Automata in shared memory").
 WIDE_BUILD = "tm_gpu_block"
 WIDE_BUILD_SIZES = (64, 128, 256, 512, 1024)  # the sizes the config may list (kernels/README.md)
 SHARED_SUFFIX = "_shared"
