@@ -179,10 +179,9 @@ TM_DEVICE long long tm_clause_chunk(long long n)
     const long long chunk = n / (4LL * tm_cpu_threads);
     return chunk < 1 ? 1 : chunk > 8 ? 8 : chunk;
 }
-#define TM_XSTR(x) TM_STR(x)
-#define TM_FOR_DYNAMIC_NOWAIT(i, n)                                              \
-    _Pragma(TM_XSTR(omp for schedule(dynamic, tm_clause_chunk(n)) nowait)) for ( \
-        long long i = 0; i < (long long)(n); ++i)
+#define TM_XSTR(x) TM_STR(x)  // the macros in x (CLAUSES_TOTAL) expanded before it becomes the pragma's text
+#define TM_FOR_DYNAMIC_NOWAIT(i, n) \
+    _Pragma(TM_XSTR(omp for schedule(dynamic, tm_clause_chunk(n)) nowait)) for (long long i = 0; i < (long long)(n); ++i)
 // No warps: one loop iteration per clause, whatever the host asked for the GPU; the automata stay where they are.
 #undef TM_CLAUSE_THREADS
 #define TM_CLAUSE_THREADS 1
