@@ -3,7 +3,9 @@ and over the epochs (main setting), one line per implementation.
 
 Each figure function takes the records, the config dict and whether this host has a GPU and returns a
 ``Figure`` (a matplotlib figure and its caption). ``save`` writes PNG and PDF byte-stably: a fixed style
-(independent of the user's matplotlibrc), no timestamps or software names in the files' metadata.
+(independent of the user's matplotlibrc), no timestamps or software names in the files' metadata. A PDF embeds the
+subset of its font that fontTools cuts, so its bytes also follow the installed fontTools release (the drawing, and
+the PNG, do not): a rebuild after a fontTools upgrade may rewrite every PDF with nothing else changed.
 An implementation without records is left out of the plot and named in the caption with the reason. Our GPU
 kernels are two implementations, each a line of its own: tm_gpu, the paper's design (one thread per clause), and
 tm_gpu_warp, a warp per clause (another kernel schedule, whose times are not the paper's design's). A GPU build's
