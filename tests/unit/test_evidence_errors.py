@@ -118,6 +118,8 @@ def test_the_record_reads_the_paper_against_our_epochs_and_renders(tmp_path, rep
     assert row["ours_share_range"] == [pytest.approx(0.4), pytest.approx(0.5)] and row["epochs_read"] == 24
     (ours,) = row["ours"]
     assert ours["share_last10"][0] == pytest.approx(0.45) and ours["accuracy"][0] == pytest.approx(90.0)
+    f1s = [_metrics(500, 500, b, a)["f1_binary"] for b, a in [(40, 60), (50, 50)]]
+    assert ours["f1"][0] == pytest.approx(np.mean(f1s))
     paper = {p["implementation"]: p for p in row["the_paper"]}
     assert set(paper) == {"pytm_indexed", "pytm_nonindexed", "tm_gpu"}
     # the paper's IMDb numbers read on a balanced test set: its CUDA pair puts almost every error on class 1
