@@ -130,6 +130,7 @@ def test_the_record_reads_the_paper_against_our_epochs_and_renders(tmp_path, rep
     [table] = evidence.render(tmp_path / "ev", tmp_path / "tables")
     text = table.read_text()
     assert "| IMDb (500 / 500) | paper, tm_gpu (F1 of class 1) |" in text and "**outside**" in text
+    assert f"| 90.00 ± 0.00 | {np.mean(f1s):.2f} ± " in text
     assert "**40-50 %**" in text and "| IMDb | tm_gpu | 89.92 | 88.90 |" in text
 
 

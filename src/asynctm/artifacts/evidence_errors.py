@@ -87,8 +87,8 @@ def f1_range(kind: str, accuracy: float, n1: int, n0: int) -> list[float]:
     """[lowest, highest] F1 (%) of ``kind`` over every split of the errors that accuracy ``accuracy`` (%) leaves."""
     errors = (n1 + n0) * (1 - accuracy / 100)
     lo, hi = split_bounds(errors, n1, n0)
-    values = f1_at(kind, np.linspace(lo, hi, GRID), errors, n1, n0)
-    return [100 * float(values.min()), 100 * float(values.max())]
+    ends = f1_at(kind, np.array([lo, hi]), errors, n1, n0)  # concave in b: lowest at an end, highest at its peak
+    return [100 * float(ends.min()), 100 * float(f1_at(kind, _argmax(kind, lo, hi, errors, n1, n0), errors, n1, n0))]
 
 
 def half_unit(x: float) -> float:
@@ -107,6 +107,18 @@ def possible_within_rounding(kind: str, accuracy: float, f1: float, n1: int, n0:
     return f1 + df >= min(r[0] for r in ranges) and f1 - df <= max(r[1] for r in ranges)
 
 
+def _argmax(kind: str, lo: float, hi: float, errors: float, n1: int, n0: int) -> float:
+    """The misses of class 1 in [lo, hi] at which the F1 of ``kind`` peaks (each is concave in them: the F1 of a
+    class through an affine map of a concave function, the macro F1 as their mean), by ternary search."""
+    for _ in range(200):
+        m1, m2 = lo + (hi - lo) / 3, hi - (hi - lo) / 3
+        if f1_at(kind, m1, errors, n1, n0) < f1_at(kind, m2, errors, n1, n0):
+            lo = m1
+        else:
+            hi = m2
+    return (lo + hi) / 2
+
+
 def implied_shares(kind: str, accuracy: float, f1: float, n1: int, n0: int) -> list[float]:
     """The shares of the errors that are misses of class 1 (``b / E``) at which accuracy ``accuracy`` and F1 ``f1``
     (both %) of ``kind`` hold together: one for the F1 of a class, up to two for the macro F1, none where no split of
@@ -123,6 +135,9 @@ def implied_shares(kind: str, accuracy: float, f1: float, n1: int, n0: int) -> l
     gap = f1_at(kind, grid, errors, n1, n0) - target
     exact = np.abs(gap) <= 1e-12  # a root on the grid (the ends included, where a class has no misses)
     roots = [float(x) for x in grid[exact]]
+    peak = _argmax(kind, lo, hi, errors, n1, n0)  # every F1 here is concave in b: a root may touch its peak
+    if abs(float(f1_at(kind, peak, errors, n1, n0)) - target) <= 1e-9:
+        roots.append(peak)
     for i in np.flatnonzero((np.sign(gap[:-1]) * np.sign(gap[1:]) < 0) & ~exact[:-1] & ~exact[1:]):
         a, c = float(grid[i]), float(grid[i + 1])
         ga = float(gap[i])
@@ -330,7 +345,7 @@ def render_error_split(ev: dict, source: str) -> str:
         for o in row["ours"]:
             share = [None if v is None else 100 * v for v in o["share_last10"]]
             md.append(f"| {label} | ours, {o['impl']} ({o['params']}, {o['records']} runs) | {_pm(o['accuracy'])} | "
-                      f"– | {100 - o['accuracy'][0]:.2f} | {_pm(share, 0)} % | – | "
+                      f"{_pm(o['f1'])} | {100 - o['accuracy'][0]:.2f} | {_pm(share, 0)} % | – | "
                       f"every epoch: {100 * o['share_range'][0]:.0f}-{100 * o['share_range'][1]:.0f} % "
                       f"({o['epochs_read']} epochs) | |")
         md.append(f"| {label} | **ours, every epoch of every run** | | | | "
