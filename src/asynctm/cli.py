@@ -27,6 +27,7 @@ SUBCOMMANDS = {
     "evidence-cost": ("asynctm.artifacts.evidence_cost", "what the paper's Table 4 times imply (cost model)"),
     "evidence-novelty": ("asynctm.artifacts.evidence_novelty", "the novelty MLP stage and the TMs' convergence"),
     "evidence-split": ("asynctm.artifacts.evidence_split", "accuracy over other train/test splits of the same rows"),
+    "evidence-implied": ("asynctm.artifacts.evidence_implied", "the pyTM epoch each of the paper's speed-ups implies"),
     "evidence-errors": ("asynctm.artifacts.evidence_errors", "the error split each accuracy and F1 pair implies"),
 }
 

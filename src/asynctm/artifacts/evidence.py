@@ -18,7 +18,8 @@ Other kinds are built beside this module and rendered by it: ``time_model`` (:mo
 paper's Table 4 times imply under our cost model), ``mlp_stage`` and ``convergence`` (:mod:`.evidence_novelty`) and
 ``host_speedups`` (:mod:`.evidence_host`, pyTsetlinMachine and our GPU builds timed on one GPU machine) and
 ``gpu_fill`` (:mod:`.evidence_fill`, the GPU threads each build launches along a clause sweep) and ``error_split``
-(:mod:`.evidence_errors`, which split of the errors between two classes each accuracy and F1 pair implies).
+(:mod:`.evidence_errors`, which split of the errors between two classes each accuracy and F1 pair implies) and
+``implied_times`` (:mod:`.evidence_implied`, the pyTsetlinMachine epoch each of the paper's speed-ups implies).
 What all share (schema, header, provenance, reading, number formats) lives in :mod:`.evidence_common`.
 
     python -m asynctm.artifacts.evidence runs --name NAME --question TEXT --results results \\
@@ -78,6 +79,7 @@ from .evidence_cost import render_same_gpu, render_time_model
 from .evidence_errors import render_error_split
 from .evidence_fill import render_gpu_fill
 from .evidence_host import render_host_speedups
+from .evidence_implied import render_implied
 from .evidence_novelty import render_convergence, render_mlp_stage
 from .evidence_split import render_split_spread
 from .render import dataset_label
@@ -669,7 +671,8 @@ def render_baselines(ev: dict, source: str) -> str:
 RENDERERS = {"run_groups": render_run_groups, "baselines": render_baselines, "protocols": render_protocols,
              "mlp_stage": render_mlp_stage, "convergence": render_convergence, "time_model": render_time_model,
              "host_speedups": render_host_speedups, "split_spread": render_split_spread, "same_gpu": render_same_gpu,
-             "gpu_fill": render_gpu_fill, "error_split": render_error_split}
+             "gpu_fill": render_gpu_fill, "error_split": render_error_split,
+             "implied_times": render_implied}
 
 
 def render(evidence_dir, tables_dir) -> list[Path]:
