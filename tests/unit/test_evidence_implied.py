@@ -93,6 +93,8 @@ def test_each_speedup_is_read_against_both_cuda_times_and_renders(tmp_path):
     assert apple["with_authors_code"] == {"verdict": "fits", "ratio": pytest.approx(3.0 / 2.5)}
     assert bike["with_authors_code"] == {"verdict": "does not fit", "ratio": pytest.approx(150 * 0.3 / 2.0)}
     assert bike["measured_records"] is None and ev["within_factor"] == 2.0
+    assert ev["sources"]["host_speedups"]["path"] == "evidence/host_speedups.json"
+    assert len(ev["sources"]["table4_same_gpu"]["sha256"]) == 64
     (tmp_path / "ev").mkdir()
     (tmp_path / "ev" / "paper_speedups_implied.json").write_text(json.dumps(ev))
     [table] = evidence.render(tmp_path / "ev", tmp_path / "tables")

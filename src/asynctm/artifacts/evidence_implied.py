@@ -42,6 +42,7 @@ from .evidence_common import (
     HEADER,
     SCHEMA,
     EvidenceError,
+    _sha256,
     check_out,
     folder_records,
     main_params,
@@ -60,13 +61,14 @@ BASELINE = {"Table 3": "pytm_indexed", "Table 5": "pytm_nonindexed"}
 SOURCES = ("host_speedups", "table4_same_gpu")
 
 
-def _sources(results: Path) -> dict:
-    """The evidence records this one reads (their paths relative to ``results``, and their contents)."""
-    out = {}
+def _sources(results: Path) -> tuple[dict, dict]:
+    """The evidence records this one reads: their contents, and their paths (relative to ``results``) and sha256."""
+    out, where = {}, {}
     for name in SOURCES:
         path = results / "evidence" / f"{name}.json"
         out[name] = read_json_object(path, "evidence record", fix=f"build {name} first (docs/results.md)")
-    return out
+        where[name] = {"path": f"evidence/{name}.json", "sha256": _sha256(path)}
+    return out, where
 
 
 def same_host_epoch(host_speedups: dict, experiment: str, baseline: str) -> dict | None:
@@ -142,7 +144,7 @@ def build_implied(results, reference=DEFAULT_REFERENCE, config="config/config.ya
         raise EvidenceError(f"{config}: claims.speedup.within_factor (and its reason) is missing or not a number; "
                             "pass --config config/config.yaml") from None
     frame = read_reference(reference, "; pass --reference paper_tables/reference/paper_numbers.csv")
-    sources = _sources(results)
+    sources, where = _sources(results)
     table4 = {r.dataset: float(r.mean) for r in frame[(frame["implementation"] == "tm_gpu")
                                                       & (frame["metric"] == "train_time")].itertuples()}
     rows = []
@@ -171,7 +173,7 @@ def build_implied(results, reference=DEFAULT_REFERENCE, config="config/config.ya
             "provenance": _provenance("the paper's speed-ups read against its Table 4 times, the authors' CUDA code "
                                       "on our GPUs and pyTsetlinMachine's measured epochs", None, (Path(__file__),),
                                       "asynctm.artifacts.evidence_implied"),
-            "sources": {name: f"evidence/{name}.json" for name in SOURCES}, "within_factor": factor,
+            "sources": where, "within_factor": factor,
             "within_factor_reason": factor_reason, "rows": rows}
 
 
