@@ -6,6 +6,7 @@ records. Pure Python in temporary folders; no pipeline, no GPU."""
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import math
 import subprocess
@@ -451,6 +452,24 @@ def test_gaps_are_within_the_threshold_open_or_explained_with_their_evidence(set
     page = (tmp_path / "out" / "claims.md").read_text()
     assert "explained: the example order (evidence: [evidence_bike_order.md](evidence_bike_order.md))" in page
     assert "gaps: 1 explained" in (tmp_path / "out" / "claims_readme.md").read_text()
+
+
+def test_an_explained_gap_whose_evidence_cites_a_changed_record_stands_as_open(setup, tmp_path):
+    root, _, reference = setup
+    cited = sorted(root.glob("bike_sharing/*/*/seed0.json"))[0]
+    ev = {"rows": [{"paths": [cited.relative_to(root).as_posix()],
+                    "sha256": [hashlib.sha256(cited.read_bytes()).hexdigest()]}]}
+    (root / "evidence").mkdir()
+    (root / "evidence" / "bike_order.json").write_text(json.dumps(ev))
+    _explain(root, [{"claim": "C1", "part": "Bike Sharing", "status": "explained", "cause": "the example order",
+                     "evidence": ["bike_order"]}])
+    assert find(verdicts(root, reference), "C1", part="Bike Sharing").gap == "explained: the example order"
+    cited.write_text(cited.read_text() + "\n")  # the same record, other bytes: no longer what the evidence read
+    row = find(verdicts(root, reference), "C1", part="Bike Sharing")
+    assert row.gap == ("open: the evidence (evidence_bike_order.md) cites records that changed since it was built; "
+                       "rebuild it (python -m asynctm.artifacts.evidence check names them). Until then, as it stood: "
+                       "the example order")
+    assert row.evidence == "evidence_bike_order.md"
 
 
 @pytest.mark.parametrize("entry, message", [

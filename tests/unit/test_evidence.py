@@ -345,3 +345,32 @@ def test_protocols_refuse_records_of_the_wrong_protocol_in_one_line(tmp_path, re
     _write(clean, "bike_sharing/tm_cpu/n8_T8_s1.5_e12/seed1.json", _record(1, [90.0] * 12, protocol="paper"))
     with pytest.raises(evidence.EvidenceError, match=r"field 'dataset.protocol' is \['clean', 'paper'\]"):
         evidence.build_protocols(results, clean, data, repo_root / "paper_tables/reference/paper_numbers.csv", config)
+
+
+def test_the_committed_evidence_records_cite_files_that_still_hold_what_they_read(repo_root):
+    assert evidence.stale_citations(repo_root / "results" / "evidence", repo_root / "results", repo_root) == []
+
+
+def test_a_cited_file_that_changed_or_went_names_its_evidence_record_and_the_fix(tmp_path, capsys):
+    results = tmp_path / "results"
+    (results / "evidence" / "clean" / "x").mkdir(parents=True)
+    (results / "x").mkdir()
+    run, own = results / "x" / "seed0.json", results / "evidence" / "clean" / "x" / "seed1.json"
+    run.write_text("{}")
+    own.write_text("[]")
+    from asynctm.artifacts.evidence_common import _sha256
+
+    ev = {"name": "e", "provenance": {"command": "python -m make e", "code_sha256": {"a.py": "0" * 64}},
+          "rows": [{"paths": ["x/seed0.json"], "sha256": [_sha256(run)]},
+                   {"path": "x/seed1.json", "sha256": _sha256(own)}]}
+    (results / "evidence" / "e.json").write_text(json.dumps(ev))
+    assert evidence.citations(ev) == [("x/seed0.json", _sha256(run)), ("x/seed1.json", _sha256(own))]
+    assert evidence.stale_citations(results / "evidence", results, tmp_path) == []
+    run.write_text('{"changed": 1}')
+    own.unlink()
+    (line,) = evidence.stale_citations(results / "evidence", results, tmp_path)
+    assert line == (f"{results / 'evidence' / 'e.json'}: cites files that no longer hold what it read: 1 changed since "
+                     "(first x/seed0.json); 1 gone (first x/seed1.json); rebuild it with the command in its provenance "
+                     "(python -m make e)")
+    assert evidence.main(["check", "--evidence", str(results / "evidence"), "--results", str(results)]) == 1
+    assert capsys.readouterr().err.strip() == f"error: {line}"

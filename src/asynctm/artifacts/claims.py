@@ -28,7 +28,8 @@ evidence that shows it) or **open** (what is known, and that no evidence settles
 claim, part as in claims.csv, status, cause, evidence); each evidence item is an evidence record
 ``<results>/evidence/<name>.json`` (its table: ``evidence_<name>.md``) or ``ablation`` (the tally ablation). An entry
 for a row that does not exist, that is reproduced or not testable, or whose evidence is missing stops the build with
-one line naming the entry.
+one line naming the entry. A gap whose evidence record cites files (run records, other evidence) that changed or went
+since it was built stands as open, its cause shown as it stood, until that evidence is rebuilt.
 """
 
 from __future__ import annotations
@@ -1097,7 +1098,7 @@ def load_explanations(results_dir) -> list[dict]:
         raise ExplanationsError(f"{path}: not readable YAML ({str(exc).splitlines()[0]}); fix the file") from None
     if not isinstance(entries, list):
         raise ExplanationsError(f"{path}: expected a list of entries (claim, part, status, cause, evidence)")
-    out = []
+    out, digests = [], {}
     for k, entry in enumerate(entries, 1):
         where = f"{path}: entry {k}"
         if not isinstance(entry, dict) or set(entry) != {"claim", "part", "status", "cause", "evidence"}:
@@ -1107,13 +1108,24 @@ def load_explanations(results_dir) -> list[dict]:
         items = entry["evidence"] or []
         if not isinstance(items, list) or (entry["status"] == EXPLAINED and not items):
             raise ExplanationsError(f"{where}: evidence must be a list, and an explained gap needs at least one item")
+        stale = {}
         for item in items:
             source = root / (plan.ABLATION_DIR if item == ABLATION_EVIDENCE else Path("evidence") / f"{item}.json")
             if not source.exists():
                 raise ExplanationsError(f"{where}: its evidence {item!r} has no {source}; build that evidence first "
                                         "(python -m asynctm.artifacts.evidence) or fix the name")
-        out.append({**entry, "evidence": list(items), "where": where})
+            if item != ABLATION_EVIDENCE:
+                stale[item] = _stale_evidence(source, root, digests)
+        out.append({**entry, "evidence": list(items), "where": where, "stale": [i for i, s in stale.items() if s]})
     return out
+
+
+def _stale_evidence(source: Path, root: Path, digests: dict) -> str:
+    """What of the files an evidence record cites changed or went since it was built ('' where none did)."""
+    from .evidence_common import citation_roots, read_json_object, stale_sources
+
+    ev = read_json_object(source, "evidence record", error=ExplanationsError, fix="rebuild this evidence record")
+    return stale_sources(ev, citation_roots(source.parent, root), digests)
 
 
 def apply_explanations(rows: list[Row], entries: list[dict]) -> list[Row]:
@@ -1134,6 +1146,11 @@ def apply_explanations(rows: list[Row], entries: list[dict]) -> list[Row]:
                 raise ExplanationsError(f"{entry['where']}: {row.claim} {row.part!r} is {row.verdict}, so it has no "
                                         "gap to explain; remove the entry")
             row.gap = f"{entry['status']}: {' '.join(str(entry['cause']).split())}"
+            if entry.get("stale"):  # evidence built from files that changed since: it no longer settles the gap
+                names = ", ".join(f"evidence_{item}.md" for item in entry["stale"])
+                row.gap = (f"{OPEN}: the evidence ({names}) cites records that changed since it was built; rebuild it "
+                           "(python -m asynctm.artifacts.evidence check names them). Until then, as it stood: "
+                           f"{' '.join(str(entry['cause']).split())}")
             row.evidence = "; ".join(evidence_page(item) for item in entry["evidence"])
         elif row.level != "claim" and row.verdict == REPRODUCED:
             row.gap = WITHIN
@@ -1212,7 +1229,8 @@ def markdown(rows: list[Row], th: Thresholds, config: dict) -> str:
              f"Gap: where a row is not reproduced, **{EXPLAINED}** (its cause, and the evidence that shows it: an "
              f"evidence table beside this page, built from records under results/evidence/) or **{OPEN}** (what is "
              f"known; no evidence settles it yet); reproduced rows are {WITHIN}. The causes are listed in "
-             f"results/{EXPLANATIONS.as_posix()}.", ""]
+             f"results/{EXPLANATIONS.as_posix()}; a gap whose evidence cites records that changed since it was built "
+             f"stands as {OPEN} until that evidence is rebuilt.", ""]
     if config.get("scale") == "smoke":
         lines += ["**Smoke scale: these records check that every step runs; their verdicts mean nothing.**", ""]
     lines += ["## Verdicts", ""]

@@ -31,8 +31,12 @@ What all share (schema, header, provenance, reading, number formats) lives in :m
     python -m asynctm.artifacts.evidence protocols --results results --clean results/evidence/protocol_clean \\
         --data-dir data --out results/evidence/protocol_paper_vs_clean.json
     python -m asynctm.artifacts.evidence render --evidence results/evidence --tables-dir paper_tables
+    python -m asynctm.artifacts.evidence check --evidence results/evidence --results results
 
-``render`` writes ``paper_tables/evidence_<name>.md`` for every evidence record; the same records give the same
+``check`` compares every file an evidence record cites with its sha256 (run records, the records of the folders
+beside the evidence records, other evidence records, the paper's numbers) against the file there now, and names each
+evidence record whose sources changed or went, with the fix: rebuild it. ``render`` writes
+``paper_tables/evidence_<name>.md`` for every evidence record; the same records give the same
 bytes (no timestamps, no host names in the tables: those live in the records). Run records are read through the
 record store's gate (asynctm.store), as the tables read them. Bad input (a run record the gate refuses, an unreadable
 or incomplete evidence record, a glob that matches nothing, a missing dataset) stops with one line naming the file
@@ -61,6 +65,8 @@ from .evidence_common import (
     _sha256,
     _sig,
     check_out,
+    citation_roots,
+    citations,
     folder_records,
     main_params,
     paper_implementation,
@@ -72,6 +78,7 @@ from .evidence_common import (
     relative,
     run_command,
     setting_records,
+    stale_sources,
     write_record,
 )
 from .evidence_common import provenance as _provenance
@@ -703,6 +710,20 @@ def render(evidence_dir, tables_dir) -> list[Path]:
     return [p for p, _ in out]
 
 
+def stale_citations(evidence_dir, results, repo=None) -> list[str]:
+    """One line per evidence record in ``evidence_dir`` that cites a file no longer there with the content it read
+    (:func:`.evidence_common.stale_sources`), with the fix: rebuild it."""
+    evidence_dir = Path(evidence_dir)
+    roots, digests, lines = citation_roots(evidence_dir, results, repo), {}, []
+    for path in sorted(evidence_dir.glob("*.json")):
+        ev = read_json_object(path, "evidence record", fix="rebuild this evidence record")
+        what = stale_sources(ev, roots, digests)
+        if what:
+            lines.append(f"{path}: cites files that no longer hold what it read: {what}; rebuild it with the "
+                         f"command in its provenance ({ev.get('provenance', {}).get('command', 'docs/results.md')})")
+    return lines
+
+
 # -- command line ----------------------------------------------------------------------------------------------
 
 def main(argv=None) -> int:
@@ -730,6 +751,9 @@ def main(argv=None) -> int:
         baselines.add_argument("--seed", type=int, default=0, help="the regressors' random_state")
         baselines.add_argument("--threads", type=int, default=1, help="OpenMP threads for the regressor")
 
+    check = sub.add_parser("check", help="whether the files every evidence record cites still hold what it read")
+    check.add_argument("--evidence", required=True)
+    check.add_argument("--results", required=True, help="the results root the cited run records lie below")
     rend = sub.add_parser("render", help="paper_tables/evidence_<name>.md from every evidence record")
     rend.add_argument("--evidence", required=True)
     rend.add_argument("--tables-dir", required=True)
@@ -758,6 +782,12 @@ def _command(args) -> None:
         ev = build_protocols(args.results, args.clean, args.data_dir, args.reference, args.config)
         check_out(args.out, ev["name"])
         write_record(args.out, ev)
+    elif args.command == "check":
+        stale = stale_citations(args.evidence, args.results)
+        if stale:
+            raise EvidenceError("\n".join(stale))
+        n = sum(len(citations(read_json_object(p, "evidence record"))) for p in Path(args.evidence).glob("*.json"))
+        print(f"{args.evidence}: every one of the {n} files the evidence records cite holds what they read")
     else:
         for path in render(args.evidence, args.tables_dir):
             print(path)

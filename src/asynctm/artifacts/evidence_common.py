@@ -161,6 +161,55 @@ def folder_records(folder: Path, root, kind: str | None = "tm", fix: str = "pass
     return [(p, read_run_record(p, root, kind, fix, error)) for p in run_record_files(folder)]
 
 
+# -- freshness: do the files an evidence record cites still hold what it read? ----------------------------------
+
+def citations(ev) -> list[tuple[str, str]]:
+    """Every (path, sha256) an evidence record cites: objects with ``path`` and ``sha256``, or with the lists
+    ``paths`` and ``sha256`` (its provenance aside: that names code, not inputs)."""
+    out = []
+
+    def walk(o):
+        if isinstance(o, dict):
+            if isinstance(o.get("path"), str) and isinstance(o.get("sha256"), str):
+                out.append((o["path"], o["sha256"]))
+            if isinstance(o.get("paths"), list) and isinstance(o.get("sha256"), list):
+                out.extend((str(p), str(h)) for p, h in zip(o["paths"], o["sha256"], strict=False))
+            for key, value in o.items():
+                if key != "provenance":
+                    walk(value)
+        elif isinstance(o, list):
+            for value in o:
+                walk(value)
+
+    walk(ev)
+    return out
+
+
+def citation_roots(evidence_dir, results, repo=None) -> list[Path]:
+    """Where a cited path is looked up: below the results root, the repository, and each folder beside the evidence
+    records (the records of their own runs)."""
+    from ..provenance import REPO
+
+    evidence_dir = Path(evidence_dir)
+    folders = sorted(d for d in evidence_dir.iterdir() if d.is_dir()) if evidence_dir.is_dir() else []
+    return [Path(results), Path(repo) if repo is not None else REPO, *folders]
+
+
+def stale_sources(ev: dict, roots: list[Path], digests: dict | None = None) -> str:
+    """What of the files evidence record ``ev`` cites no longer holds what it read ('' where all do): a cited path
+    holds if one of the files it names below ``roots`` has the cited sha256. ``digests`` caches file digests."""
+    digests = {} if digests is None else digests
+    changed, missing = [], []
+    for cited, digest in citations(ev):
+        found = [r / cited for r in roots if (r / cited).is_file()]
+        if not found:
+            missing.append(cited)
+        elif not any(digests.setdefault(f, _sha256(f)) == digest for f in found):
+            changed.append(cited)
+    return "; ".join(part for part in (f"{len(changed)} changed since (first {changed[0]})" if changed else "",
+                                       f"{len(missing)} gone (first {missing[0]})" if missing else "") if part)
+
+
 # -- the configuration, our records of a setting, the paper's numbers -------------------------------------------
 
 @contextlib.contextmanager
