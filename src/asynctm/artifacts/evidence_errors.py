@@ -119,6 +119,19 @@ def _argmax(kind: str, lo: float, hi: float, errors: float, n1: int, n0: int) ->
     return (lo + hi) / 2
 
 
+def _bisect(f, a: float, c: float) -> float:
+    """A root of ``f`` between ``a`` and ``c``, where ``f`` changes sign, by 100 halvings."""
+    fa = f(a)
+    for _ in range(100):
+        m = (a + c) / 2
+        fm = f(m)
+        if (fm < 0) == (fa < 0):
+            a, fa = m, fm
+        else:
+            c = m
+    return (a + c) / 2
+
+
 def implied_shares(kind: str, accuracy: float, f1: float, n1: int, n0: int) -> list[float]:
     """The shares of the errors that are misses of class 1 (``b / E``) at which accuracy ``accuracy`` and F1 ``f1``
     (both %) of ``kind`` hold together: one for the F1 of a class, up to two for the macro F1, none where no split of
@@ -139,16 +152,8 @@ def implied_shares(kind: str, accuracy: float, f1: float, n1: int, n0: int) -> l
     if abs(float(f1_at(kind, peak, errors, n1, n0)) - target) <= 1e-9:
         roots.append(peak)
     for i in np.flatnonzero((np.sign(gap[:-1]) * np.sign(gap[1:]) < 0) & ~exact[:-1] & ~exact[1:]):
-        a, c = float(grid[i]), float(grid[i + 1])
-        ga = float(gap[i])
-        for _ in range(100):
-            m = (a + c) / 2
-            gm = float(f1_at(kind, m, errors, n1, n0)) - target
-            if (gm < 0) == (ga < 0):
-                a, ga = m, gm
-            else:
-                c = m
-        roots.append((a + c) / 2)
+        roots.append(_bisect(lambda b: float(f1_at(kind, b, errors, n1, n0)) - target, float(grid[i]),
+                             float(grid[i + 1])))
     shares = sorted({round(r / errors, 6) for r in roots})
     return [s for i, s in enumerate(shares) if i == 0 or s - shares[i - 1] > 1e-4]
 
@@ -164,11 +169,7 @@ def accuracy_at(kind: str, f1: float, share: float, n1: int, n0: int) -> float |
     most = min(float(n), n1 / share if share > 0 else float(n), n0 / (1 - share) if share < 1 else float(n))
     if gap(most) > 0 or gap(0.0) < 0:
         return None
-    lo, hi = 0.0, most
-    for _ in range(100):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if gap(mid) > 0 else (lo, mid)
-    return 100 * (1 - (lo + hi) / 2 / n)
+    return 100 * (1 - _bisect(gap, 0.0, most) / n)
 
 
 def accuracy_over_shares(kind: str, f1: float, lo: float, hi: float, n1: int, n0: int) -> list[float] | None:
@@ -248,11 +249,13 @@ def _our_splits(results: Path, experiment: str, params_of, n1: int, n0: int) -> 
     """Per implementation of our records of the main setting (``params_of(impl)``: its params folder, which a
     reduced protocol may cut): the share of misses of class 1 per run (its last-10 mean), over the seeds, and its
     range over every epoch of every run."""
+    impls_of: dict[str, set] = {}  # params folder -> the implementations whose main setting it is
+    for impl in (p.name for p in (results / experiment).glob("*") if p.is_dir() and p.name not in NOT_TM):
+        impls_of.setdefault(params_of(impl), set()).add(impl)
     out = []
-    for impl in sorted(p.name for p in (results / experiment).glob("*") if p.is_dir() and p.name not in NOT_TM):
-        params = params_of(impl)
+    for params, impls in impls_of.items():  # each folder's records read once, through the gate
         for row, recs in setting_records(results, experiment, params):
-            if row["impl"] != impl:
+            if row["impl"] not in impls:
                 continue
             per_run, every, last, f1 = [], [], [], []
             for path, rec in recs:
@@ -270,7 +273,7 @@ def _our_splits(results: Path, experiment: str, params_of, n1: int, n0: int) -> 
                         "share_range": [min(every), max(every)], "epochs_read": len(every)})
     if not out:
         raise EvidenceError(f"{results / experiment}: no records of the main setting; run them first")
-    return out
+    return sorted(out, key=lambda o: o["impl"])
 
 
 def _judge(reading: dict, lo: float, hi: float) -> str:

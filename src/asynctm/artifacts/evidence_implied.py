@@ -37,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..store.frame import busy
+from ..store import busy, steady_epoch_time
 from .evidence_common import (
     HEADER,
     SCHEMA,
@@ -79,7 +79,7 @@ def same_host_epoch(host_speedups: dict, experiment: str, baseline: str) -> dict
         run = ((h.get("experiments") or {}).get(experiment) or {}).get(baseline) or {}
         epochs = [float(x) for x in run.get("epochs_s") or []]
         if len(epochs) >= 2:
-            value, basis = math.fsum(epochs[1:]) / (len(epochs) - 1), f"epochs 2-{len(epochs)}"
+            value, basis = steady_epoch_time(epochs), f"epochs 2-{len(epochs)}"
         elif run.get("first_epoch_s"):
             value, basis = float(run["first_epoch_s"]), f"epoch 1 ({run.get('first_epoch_basis') or 'timed'})"
         else:
@@ -101,13 +101,13 @@ def records_epoch(results: Path, config: dict, config_path, experiment: str, bas
     values, hosts, left_out = [], set(), 0
     for _, rec in folder_records(folder, results):
         prov = rec.get("provenance") or {}
-        times = [float(e["train_s"]) for e in rec["epochs"][1:] if e.get("train_s") is not None]
-        if not times:
+        times = [float(e["train_s"]) for e in rec["epochs"] if e.get("train_s") is not None]
+        if len(times) < 2:  # no epoch after the first
             continue
         if busy(prov.get("load_average_1min_at_end"), prov.get("logical_cores")):
             left_out += 1
             continue
-        values.append(float(np.mean(times)))
+        values.append(steady_epoch_time(times))
         hosts.add(f"{prov.get('cpu_model') or 'unknown CPU'} ({prov.get('logical_cores')} cores)")
     if not values:
         return None
