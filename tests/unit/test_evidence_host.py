@@ -254,14 +254,78 @@ def test_render_is_stable_and_lists_the_speedups(tmp_path, built):
 def test_tables_host_speedup(built):
     ev = json.loads(json.dumps(built))
     imdb = ev["hosts"][0]["experiments"]["imdb"]
-    # a pair of our CPU build would be found by lookup, but the tables take only GPU builds' from this record
-    imdb["speedups"]["tm_cpu/pytm_indexed"] = {**imdb["speedups"]["tm_gpu/pytm_indexed"]}
-    assert eh.lookup(ev, "imdb", "tm_cpu", "pytm_indexed") is not None
     s = tables.host_speedup(ev, "imdb", "tm_gpu", "pytm_indexed")
     assert s == eh.lookup(ev, "imdb", "tm_gpu", "pytm_indexed") and s["value"] == pytest.approx(50.0)
-    assert tables.host_speedup(ev, "imdb", "tm_cpu", "pytm_indexed") is None
+    assert tables.host_speedup(ev, "imdb", "tm_cpu", "pytm_indexed") is None  # none of our CPU build here
+    imdb["speedups"]["tm_cpu/pytm_indexed"] = {**imdb["speedups"]["tm_gpu/pytm_indexed"]}
+    assert tables.host_speedup(ev, "imdb", "tm_cpu", "pytm_indexed") == eh.lookup(ev, "imdb", "tm_cpu",
+                                                                                  "pytm_indexed")
+    assert tables.host_speedup(ev, "imdb", "svm", "pytm_indexed") is None  # not a build of ours
     assert tables.host_speedup(None, "imdb", "tm_gpu", "pytm_indexed") is None
     assert "table3_performance" in tables.HOST_TIMING_TABLES and "table5_regression" in tables.HOST_TIMING_TABLES
+
+
+# -- a CPU machine's run (bench_host.py --cpu-host) -----------------------------------------------------------
+
+CPU_CALL = "host_peers_cpu_test_cpu_20260102T000000Z"
+CPU_HOST = "fedcba9876543210fedc"
+
+
+def cpu_machine(campaign: Path) -> None:
+    """A CPU machine's call: SemEval's two pyTsetlinMachine runs (five epochs) and our CPU build (four epochs), and
+    IMDb's indexed one in parts beside our CPU build."""
+    def cpu_run(experiment, impl, walls, **kw):
+        r = run(experiment, impl, walls, host_id=CPU_HOST, **kw)
+        r.update(logical_cores=2, gpu=None)
+        if impl == "tm_cpu":
+            r.update(cpu_asked=None, cpu_affinity=[0, 1], backend="cpu (ours, 2 threads)", threads=2)
+        return r
+
+    write_run(campaign, CPU_CALL, cpu_run("semeval", "pytm_indexed", [50.0, 48.0, 48.0, 48.0, 40.0]))
+    write_run(campaign, CPU_CALL, cpu_run("semeval", "pytm_nonindexed", [30.0, 30.0, 30.0, 30.0, 30.0]))
+    write_run(campaign, CPU_CALL, cpu_run("semeval", "tm_cpu", [1.0, 0.8, 0.8, 0.8]))
+    write_run(campaign, CPU_CALL, cpu_run("imdb", "pytm_indexed", [40.0] * 10, parts=10, n_train=25000))
+    write_run(campaign, CPU_CALL, cpu_run("imdb", "tm_cpu", [20.0, 10.0, 10.0, 10.0], n_train=25000))
+    write_manifest(campaign, CPU_CALL)
+
+
+def test_a_cpu_machines_run_pairs_our_cpu_build_with_pytsetlinmachine(tmp_path, config):
+    campaign = tmp_path / "campaign"
+    two_calls(campaign, CALL_A)
+    cpu_machine(campaign)
+    ev = eh.build(campaign, write_reference(tmp_path / "paper_numbers.csv"), config)
+    hosts = {h["host_id"]: h for h in ev["hosts"]}
+    cpu = hosts[CPU_HOST]
+    assert (cpu["gpu"], cpu["logical_cores"], cpu["calls"]) == (None, 2, [CPU_CALL])
+    semeval = cpu["experiments"]["semeval"]["speedups"]
+    assert set(semeval) == {"tm_cpu/pytm_indexed", "tm_cpu/pytm_nonindexed"}
+    assert (semeval["tm_cpu/pytm_indexed"]["value"], semeval["tm_cpu/pytm_indexed"]["basis"]) == (
+        pytest.approx(48.0 / 0.8), "epochs 2-4")  # the epochs both have: pyTsetlinMachine's fifth is left out
+    imdb = cpu["experiments"]["imdb"]["speedups"]["tm_cpu/pytm_indexed"]
+    assert imdb["value"] == pytest.approx(400.0 / 20.0) and imdb["basis"].startswith("epoch 1 (pyTsetlinMachine's")
+    s = eh.lookup(ev, "semeval", "tm_cpu", "pytm_indexed")
+    assert s["value"] == pytest.approx(60.0) and s["host"] == f"Test CPU (2 cores, no GPU, host {CPU_HOST[:12]})"
+    assert eh.lookup(ev, "semeval", "tm_gpu", "pytm_nonindexed")["host"].endswith(f"Test GPU, host {HOST[:12]})")
+    md = eh.render_host_speedups(ev, "x.json")
+    assert "## Test CPU (2 logical cores, no GPU)" in md and "## Test GPU with Test CPU (16 logical cores)" in md
+    assert "then our CPU build trained alone on all 2" in md
+    assert f"| {DATASET_LABELS['semeval']} | tm_cpu | pytm_indexed | 60.0× | epochs 2-4 | – |" in md
+    assert f"| {DATASET_LABELS['semeval']} | tm_cpu | 4 | 1.000 | 0.800 |  |" in md
+
+
+def test_the_implied_epochs_read_pytsetlinmachine_beside_a_gpu_only(tmp_path, config):
+    """The implied-times evidence compares with pyTsetlinMachine timed beside a GPU: a CPU machine's run, with more
+    epochs of it, is not taken."""
+    from asynctm.artifacts.evidence_implied import same_host_epoch
+
+    campaign = tmp_path / "campaign"
+    two_calls(campaign, CALL_A)
+    write_run(campaign, CALL_A, run("semeval", "pytm_indexed", [9.0, 7.0]))
+    cpu_machine(campaign)
+    ev = eh.build(campaign, write_reference(tmp_path / "paper_numbers.csv"), config)
+    e = same_host_epoch(ev, "semeval", "pytm_indexed")
+    assert (e["seconds"], e["epochs"], e["host_id"]) == (pytest.approx(7.0), 2, HOST[:12])
+    assert same_host_epoch(ev, "wsd_java", "pytm_indexed") is None
 
 
 def test_claims_same_host_speedup(built):

@@ -1,19 +1,23 @@
-"""Speed-ups on one host: pyTsetlinMachine on a GPU machine's own cores, timed while its GPU trained our builds.
+"""Speed-ups on one host: pyTsetlinMachine on a core of a machine, timed beside our builds on that machine.
 
 The paper's speed-ups divide pyTsetlinMachine's time on one core of a machine by its GPU's. Our main records
-cannot give that ratio: every pyTsetlinMachine record ran on a CPU machine and every GPU record on a GPU machine.
-The same-host benchmark (``benchmarks/bench_host.py``, run by the GPU campaign's ``host_peers`` step) times both on one
-GPU machine, in one lease; its raw files are
-``benchmarks/results/campaign/host_peers_<gpu>_<time>/<experiment>_<impl>.json``. This module turns them into one
-evidence record, ``results/evidence/host_speedups.json`` (its table ``paper_tables/evidence_host_speedups.md``), which
-the claims (C2) and the speed-up cells of Tables 3 and 5 read where the main records hold no pair of one host.
+cannot always give that ratio: every pyTsetlinMachine record ran on a CPU machine and every GPU record on a GPU
+machine, and some experiments' CPU-build records ran on other CPU machines than their pyTsetlinMachine records. The
+same-host benchmark (``benchmarks/bench_host.py``) times both on one machine: on a GPU machine, in one lease (the GPU
+campaign's ``host_peers`` step), our GPU builds while pyTsetlinMachine runs on the other cores; on a CPU machine
+(``--cpu-host``), our CPU build on every core once pyTsetlinMachine's runs have ended. Its raw files are
+``benchmarks/results/campaign/host_peers_<gpu or cpu_<cpu>>_<time>/<experiment>_<impl>.json``. This module turns them
+into one evidence record, ``results/evidence/host_speedups.json`` (its table
+``paper_tables/evidence_host_speedups.md``), which the claims (C2) and the speed-up cells of Tables 3 and 5 read
+where the main records hold no pair of one host.
 
-Rule (fixed here, before any ratio is read): per experiment, GPU build and pyTsetlinMachine run of one host (the
-runs' ``host_id``), with ``k`` the full epochs both have, the speed-up is pyTsetlinMachine's mean time over epochs 2
-to ``k`` divided by the GPU build's over the same epochs (the first epoch is left out as everywhere in our tables:
-config ``claims.warm_up_epochs``); where either has fewer than two full epochs, the two first epochs are compared,
-pyTsetlinMachine's estimated from the consecutive parts of it that were timed (their time per example times the
-training examples). A run that finished no unit is listed with the step's reason and gives no ratio.
+Rule (fixed here, before any ratio is read): per experiment, a build of ours (a GPU build, or the CPU build) and a
+pyTsetlinMachine run of one host (the runs' ``host_id``), with ``k`` the full epochs both have, the speed-up is
+pyTsetlinMachine's mean time over epochs 2 to ``k`` divided by our build's over the same epochs (the first epoch is
+left out as everywhere in our tables: config ``claims.warm_up_epochs``); where either has fewer than two full
+epochs, the two first epochs are compared, pyTsetlinMachine's estimated from the consecutive parts of it that were
+timed (their time per example times the training examples). A run that finished no unit is listed with the step's
+reason and gives no ratio.
 
     python -m asynctm.artifacts.evidence_host --campaign benchmarks/results/campaign \\
         --out results/evidence/host_speedups.json
@@ -32,9 +36,10 @@ from .render import dataset_label
 
 NAME = "host_speedups"
 GPU_BUILDS = ("tm_gpu", "tm_gpu_warp")
+BUILDS = (*GPU_BUILDS, "tm_cpu")  # ours: the GPU builds on a GPU machine, the CPU build on a CPU machine
 CPU_PEERS = ("pytm_indexed", "pytm_nonindexed")
-QUESTION = ("How much faster than pyTsetlinMachine (one core) is each GPU build when both run on one machine, as "
-            "the paper's speed-ups are measured?")
+QUESTION = ("How much faster than pyTsetlinMachine (one core) is each build of ours when both run on one machine, "
+            "as the paper's speed-ups are measured?")
 
 
 def _runs(campaign: Path) -> tuple[list[tuple[Path, dict]], list[tuple[Path, dict]]]:
@@ -146,7 +151,7 @@ def build(campaign, reference, config=None) -> dict:
         for name, impls in h["experiments"].items():
             source = "Table 5" if plan.task(config, name) == "regression" else "Table 3"
             speedups = {}
-            for build_ in GPU_BUILDS:
+            for build_ in BUILDS:
                 for base in CPU_PEERS:
                     if build_ in impls and base in impls and impls[base].get("parts") is not None:
                         speedups[f"{build_}/{base}"] = pair(impls[base], impls[build_])
@@ -176,8 +181,8 @@ def lookup(ev: dict | None, experiment: str, build_: str, baseline: str) -> dict
     for h in (ev or {}).get("hosts", []):
         s = ((h.get("experiments") or {}).get(experiment) or {}).get("speedups", {}).get(f"{build_}/{baseline}")
         if s and s.get("value"):
-            host = f"{h.get('cpu_model') or 'unknown CPU'} ({h.get('logical_cores')} cores, {h.get('gpu')}, host " \
-                   f"{str(h.get('host_id'))[:12]})"
+            host = (f"{h.get('cpu_model') or 'unknown CPU'} ({h.get('logical_cores')} cores, "
+                    f"{h.get('gpu') or 'no GPU'}, host {str(h.get('host_id'))[:12]})")
             if best is None or s.get("epochs_compared", 0) > best.get("epochs_compared", 0):
                 best = {**s, "host": host}
     return best
@@ -198,17 +203,23 @@ def untimed(ev: dict | None, experiment: str, build_: str, baseline: str) -> str
 
 
 def render_host_speedups(ev: dict, source: str) -> str:
-    lines = [HEADER.format(source=source), "", "# Speed-ups on one host: pyTsetlinMachine beside our GPU builds", "",
+    lines = [HEADER.format(source=source), "", "# Speed-ups on one host: pyTsetlinMachine beside our builds", "",
              ev["question"], "", ev["rule"], ""]
     for h in ev["hosts"]:
-        lines += [f"## {h['gpu']} with {h['cpu_model']} ({h['logical_cores']} logical cores)", "",
-                  "pyTsetlinMachine ran one process per core, each pinned to a core of its own, all at once, while the "
-                  "GPU builds trained one after the other on another core.", "",
-                  "| dataset | run | epochs timed | epoch 1 (s) | epochs 2 to last, mean (s) | note |",
+        if h.get("gpu"):
+            lines += [f"## {h['gpu']} with {h['cpu_model']} ({h['logical_cores']} logical cores)", "",
+                      "pyTsetlinMachine ran one process per core, each pinned to a core of its own, all at once, while "
+                      "the GPU builds trained one after the other on another core.", ""]
+        else:
+            lines += [f"## {h['cpu_model']} ({h['logical_cores']} logical cores, no GPU)", "",
+                      "pyTsetlinMachine ran one process per core, each pinned to a core of its own, as many at once as "
+                      f"the machine has cores; then our CPU build trained alone on all {h['logical_cores']}, one "
+                      "experiment after the other.", ""]
+        lines += ["| dataset | run | epochs timed | epoch 1 (s) | epochs 2 to last, mean (s) | note |",
                   "|---|---|---:|---:|---:|---|"]
         for name in sorted(h["experiments"], key=dataset_label):
             impls = h["experiments"][name]
-            for impl in (*CPU_PEERS, *GPU_BUILDS):
+            for impl in (*CPU_PEERS, *BUILDS):
                 t = impls.get(impl)
                 if not t:
                     continue
@@ -221,7 +232,7 @@ def render_host_speedups(ev: dict, source: str) -> str:
                 lines.append(f"| {dataset_label(name)} | {impl} | {len(t['epochs_s'])} | "
                              f"{_num(t.get('first_epoch_s'), 3)} | "
                              f"{_num(math.fsum(later) / len(later), 3) if later else '–'} | {note} |")
-        lines += ["", "| dataset | GPU build | over | speed-up | basis | paper (tm_gpu) |",
+        lines += ["", "| dataset | build | over | speed-up | basis | paper (its CUDA TM) |",
                   "|---|---|---|---:|---|---:|"]
         for name in sorted(h["experiments"], key=dataset_label):
             impls = h["experiments"][name]

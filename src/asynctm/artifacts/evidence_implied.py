@@ -72,10 +72,12 @@ def _sources(results: Path) -> tuple[dict, dict]:
 
 
 def same_host_epoch(host_speedups: dict, experiment: str, baseline: str) -> dict | None:
-    """The baseline's epoch in the same-host timing run: the mean of its timed epochs after the first (the host with
-    the most), or its first epoch where fewer than two were timed."""
+    """The baseline's epoch in the same-host timing run on a GPU machine: the mean of its timed epochs after the first
+    (the host with the most), or its first epoch where fewer than two were timed."""
     best = None
     for h in host_speedups.get("hosts", []):
+        if not h.get("gpu"):  # a CPU machine's run: no GPU time beside it
+            continue
         run = ((h.get("experiments") or {}).get(experiment) or {}).get(baseline) or {}
         epochs = [float(x) for x in run.get("epochs_s") or []]
         if len(epochs) >= 2:

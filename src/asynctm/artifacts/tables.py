@@ -36,8 +36,8 @@ IMPL_LABELS = {
     "svm": "SVM",
 }
 SPEEDUP_IMPLS = ("tm_gpu", "tm_gpu_warp", "tm_cpu")
-# Tables whose GPU speed-ups fall back on the same-host timing run (evidence_host_speedups.md) where the main
-# records of a GPU build and of the baseline ran on different hosts
+# Tables whose speed-ups fall back on the same-host timing run (evidence_host_speedups.md) where the main
+# records of a build of ours and of the baseline ran on different hosts
 HOST_TIMING_TABLES = ("table3_performance", "table5_regression")
 # Whether ThunderSVM's published GPU builds can run on the GPU hosts (benchmarks/thundersvm_gpu_builds.py), read by
 # Table 4's note: the paper's SVM times are GPU fits.
@@ -506,11 +506,11 @@ DISTINCT_NOTE = (
 
 
 def host_speedup(host_timing, dataset: str, impl: str, baseline: str) -> dict | None:
-    """A GPU build's speed-up over ``baseline`` from the same-host timing run (:mod:`.evidence_host`), or None."""
-    if not host_timing or impl not in plan.GPU_IMPLS:
-        return None
-    from .evidence_host import lookup
+    """A build's speed-up over ``baseline`` from the same-host timing run (:mod:`.evidence_host`), or None."""
+    from .evidence_host import BUILDS, lookup
 
+    if not host_timing or impl not in BUILDS:
+        return None
     return lookup(host_timing, dataset, impl, baseline)
 
 
