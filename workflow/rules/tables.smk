@@ -41,8 +41,8 @@ ARTIFACTS_CONFIG_KEYS = (
     "smoke",
 )
 ARTIFACTS_LOGS = f"logs/artifacts/{config['scale']}"
-# The same-host timing run (pyTsetlinMachine beside the GPU builds on one GPU machine: asynctm.artifacts.evidence_host),
-# read by Tables 3 and 5 where the main records of a GPU build and its baseline ran on different hosts.
+# The same-host timing run (pyTsetlinMachine beside our builds on one machine: asynctm.artifacts.evidence_host), read by
+# Tables 3 and 5 where the main records of a build of ours and its baseline ran on different hosts.
 _HOST_TIMING = lambda name: (
     [p for p in (f"{RESULTS}/evidence/host_speedups.json",) if Path(p).is_file()] if name in HOST_TIMING_TABLES else []
 )
