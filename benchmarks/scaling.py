@@ -23,6 +23,13 @@ average), ``<out>.md`` and ``<out>.png`` / ``.pdf`` (efficiency against threads)
         --out benchmarks/results/cpu_scaling_nvidia_h200_host_summary \\
         --host-note "the GPU machine's own CPU, its GPU idle"
 
+With ``--limits`` the measuring run first measures the host's limits at its thread counts (``host_limits.py``, into
+the folder's ``host_limits.json``), and every summary of a folder that holds them bounds each row of our CPU build
+read from a record as ``bound.py`` does (``asynctm.costmodel`` on those limits, the feedback events from the run
+records under ``--results``): the fraction bound / achieved for the least and for all the work, and the efficiency
+the limits allow, the one-thread bound over the threads times the row's bound (all work): below 1 where the limit
+that binds grows more slowly than the threads (memory bandwidth, shared cores).
+
 Every number comes from those files; a log read where no record was written is marked so in the record, and a count
 timed while other work held cores its threads needed is marked busy (``asynctm.store.busy`` on the load before it
 plus its threads).
@@ -56,6 +63,8 @@ EPOCHS = {"apple": 4, "semeval": 2, "imdb": 2}
 ROWS = {"semeval": (5000, 1000), "imdb": (5000, 1000)}
 KILL_GRACE_S = 5  # a process is killed this long before the deadline
 MIN_START_S = 10  # no process starts with less time than this before the deadline
+LIMITS = "host_limits.json"  # --limits: the host's limits at the run's thread counts, measured before the counts
+LIMITS_REPS = 3  # host_limits.py passes per measurement (its default 5 takes longer on many cores)
 
 
 class ScalingError(ValueError):
@@ -125,6 +134,47 @@ def from_log(path: Path) -> dict:
     return out
 
 
+def bounds(folder: Path, per: dict, results: Path, data_dir: Path | None) -> dict:
+    """Where ``folder`` holds the host's limits (:data:`LIMITS`): each row of our CPU build read from a record gets
+    ``bound`` (the least- and all-work bounds at its thread count and their fractions of its median epoch, by
+    ``bound.bound_rows``); returns the facts for the page: the limits' path and what they measured, or a note where
+    the bounds could not be computed."""
+    path = folder / LIMITS
+    if not path.is_file():
+        return {}
+    sys.path.insert(0, str(HERE))
+    import bound
+
+    try:
+        limits = json.loads(path.read_text(encoding="utf-8"))
+        counts = sorted(int(t) for t in limits.get("measurements") or {})
+    except (OSError, ValueError) as exc:
+        return {"bounds_note": f"No bounds: {path.name} cannot be read ({exc}); measure again with --limits."}
+    skipped = []
+    for setting, impls in per.items():
+        for threads, r in (impls.get("asynctm") or {}).items():
+            source = folder / r["source"]
+            if not r["source"].endswith(".json") or threads not in counts:
+                skipped.append(f"{setting} {threads}t")
+                continue
+            try:
+                rows = bound.bound_rows(json.loads(source.read_text(encoding="utf-8")), source, limits, results,
+                                        data_dir, {})
+            except (bound.BoundError, OSError, ValueError) as exc:
+                skipped.append(f"{setting} {threads}t ({exc})")
+                continue
+            row = next(x for x in rows if x["threads"] == threads)
+            r["bound"] = {"least_work_s": row["least_work"]["bound_s"], "all_work_s": row["all_work"]["bound_s"],
+                          "least_work_fraction": row["least_work"]["fraction"],
+                          "all_work_fraction": row["all_work"]["fraction"], "limit": row["all_work"]["limit"]}
+    facts = {"limits": {"path": f"{folder.name}/{LIMITS}", "sha256": bound._sha256(path),
+                        "what": f"threads {', '.join(map(str, counts))}, by the CPU clock"}}
+    if skipped:
+        facts["bounds_note"] = ("No bound for: " + "; ".join(skipped) + " (no record, no limits at that thread "
+                                "count, or no run records of the setting).")
+    return facts
+
+
 def summarise(per: dict, cores: int | None = None) -> dict:
     """Speed-up over one thread and parallel efficiency per thread count; with ``cores`` (logical), whether the
     count ran on a busy machine: the load before it plus its threads beyond the cores (asynctm.store.busy)."""
@@ -141,6 +191,9 @@ def summarise(per: dict, cores: int | None = None) -> dict:
                 if one:
                     r["speedup_vs_1"] = one / r["median_epoch_s"]
                     r["efficiency"] = r["speedup_vs_1"] / threads
+                one_bound = (by_threads.get(1, {}).get("bound") or {}).get("all_work_s")
+                if one_bound and r.get("bound"):
+                    r["bound"]["efficiency_allowed"] = one_bound / (threads * r["bound"]["all_work_s"])
                 load = r.get("load_before")
                 r["busy"] = busy(load + threads, cores) if load is not None and cores else None
                 rows.append(r)
@@ -149,6 +202,7 @@ def summarise(per: dict, cores: int | None = None) -> dict:
 
 
 def render(summary: dict, facts: dict) -> str:
+    bounded = any(r.get("bound") for impls in summary.values() for rows in impls.values() for r in rows)
     cpu = facts.get("cpu") or {}
     physical, note = cpu.get("physical_cores"), facts.get("host_note")
     lines = ["<!-- generated by `python benchmarks/scaling.py` from the files named below; do not edit by hand -->",
@@ -168,16 +222,30 @@ def render(summary: dict, facts: dict) -> str:
              f"load before: the {facts.get('load_measure', 'load')}. busy: the load before and the count's threads "
              "exceed the logical cores by more than one, so the count shared cores with other work.", "",
              "| setting | implementation | training rows | threads | s/epoch | speed-up | efficiency | load before "
-             "| from |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+             "| from |" + (" fraction of the bound, least / all work | limit (all work) | efficiency the limits allow |"
+                           if bounded else ""),
+             "|---|---|---:|---:|---:|---:|---:|---:|---|" + ("---:|---|---:|" if bounded else "")]
     for setting, impls in summary.items():
         for impl, rows in impls.items():
             for r in rows:
                 load = r.get("load_before")
                 load_cell = "–" if load is None else f"{load:.2f}" + (" (busy)" if r.get("busy") else "")
-                lines.append(f"| {setting} | {IMPLS.get(impl, impl)} | {r['rows']} | {r['threads']} | "
-                             f"{r['median_epoch_s']:.4g} | {r.get('speedup_vs_1', float('nan')):.2f}× | "
-                             f"{r.get('efficiency', float('nan')):.2f} | {load_cell} | {r['source']} |")
+                line = (f"| {setting} | {IMPLS.get(impl, impl)} | {r['rows']} | {r['threads']} | "
+                        f"{r['median_epoch_s']:.4g} | {r.get('speedup_vs_1', float('nan')):.2f}× | "
+                        f"{r.get('efficiency', float('nan')):.2f} | {load_cell} | {r['source']} |")
+                if bounded:
+                    b = r.get("bound") or {}
+                    allowed = b.get("efficiency_allowed")
+                    line += (f" {b['least_work_fraction']:.1%} / {b['all_work_fraction']:.1%} | {b['limit']} | "
+                             f"{'–' if allowed is None else f'{allowed:.2f}'} |" if b else " – | – | – |")
+                lines.append(line)
+    if bounded:
+        lines += ["", f"Bound: the cost model's (`asynctm.costmodel`, as `bound.py` computes it) on the host's limits "
+                      f"measured in this run ({facts['limits']['path']}: {facts['limits']['what']}); feedback events "
+                      "estimated from the run records of the setting. fraction = bound / achieved. The efficiency "
+                      "the limits allow: the one-thread bound over the threads times the row's bound (all work)."]
+    if facts.get("bounds_note"):
+        lines += ["", facts["bounds_note"]]
     return "\n".join(lines) + "\n"
 
 
@@ -267,7 +335,7 @@ def jobs(settings: list[str], threads: list[int], pytm_parallel_python: str | No
 
 def measure(folder: Path, settings: list[str], threads: list[int], *, data_dir: str, config: str | None = None,
             bind: str = "cores", pytm_parallel_python: str | None = None, deadline: float | None = None,
-            epochs: int | None = None, say=print) -> dict:
+            epochs: int | None = None, limits: bool = False, say=print) -> dict:
     """Run the scaling processes into ``folder`` (each killed at ``deadline``, a time.time()); returns and writes
     ``measure.json``: per process its command, the CPUs it was given, its exit status (None: killed at the deadline)
     and the cores in use just before it.
@@ -275,7 +343,9 @@ def measure(folder: Path, settings: list[str], threads: list[int], *, data_dir: 
     ``bind="cores"``: a process of n threads may use only the first n CPUs of :func:`cpu_order` (its affinity, which
     its threads inherit), so up to the physical core count no two of its threads share a core. Not OpenMP's own
     binding (``OMP_PROC_BIND``): what it does depends on the order in which the process loads its OpenMP runtimes
-    (:mod:`asynctm.affinity`), pyTsetlinMachineParallel's included, where an affinity holds for all of them."""
+    (:mod:`asynctm.affinity`), pyTsetlinMachineParallel's included, where an affinity holds for all of them.
+    With ``limits`` the host's limits at the thread counts come first (``host_limits.py``, :data:`LIMITS`; its
+    threads where the system puts them)."""
     folder.mkdir(parents=True, exist_ok=True)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))  # a stop still kills the child
     order = cpu_order()
@@ -284,6 +354,32 @@ def measure(folder: Path, settings: list[str], threads: list[int], *, data_dir: 
     def write():
         (folder / "measure.json").write_text(json.dumps(log, indent=1, sort_keys=True) + "\n")
 
+    def run(cmd: list[str], out: Path, timeout: float | None, cpus: list[int] | None = None) -> int | None:
+        with open(out, "w") as sink:
+            # its own process group, killed with its workers at the deadline, or when this process is told to stop
+            proc = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.STDOUT, process_group=0,
+                                    preexec_fn=None if cpus is None else lambda: os.sched_setaffinity(0, cpus))
+            try:
+                return proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                return None
+            finally:
+                if proc.poll() is None:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+
+    if limits:
+        left = None if deadline is None else deadline - time.time()
+        cmd = [sys.executable, str(HERE / "host_limits.py"), "--threads", ",".join(map(str, sorted(set(threads)))),
+               "--reps", str(LIMITS_REPS), "--out", str(folder / LIMITS)]
+        if left is not None and left < MIN_START_S:
+            log["limits"] = {"started": False, "reason": "no time left before the deadline"}
+        else:
+            say(f"host limits at {sorted(set(threads))} threads")
+            rc = run(cmd, folder / "host_limits.txt", None if left is None else max(1.0, left - KILL_GRACE_S))
+            log["limits"] = {"started": True, "command": cmd[1:], "returncode": rc}
+            say(f"host limits: exit {rc if rc is not None else 'killed at the deadline'}")
+        write()
     for name, setting, t, options in jobs(settings, threads, pytm_parallel_python):
         left = None if deadline is None else deadline - time.time()
         if left is not None and left < MIN_START_S:
@@ -299,18 +395,7 @@ def measure(folder: Path, settings: list[str], threads: list[int], *, data_dir: 
         busy_before = cores_in_use()
         say(f"{name}: on CPUs {cpus}; {busy_before if busy_before is None else round(busy_before, 2)} cores in use "
             "before it")
-        with open(folder / f"{name}.txt", "w") as out:
-            # its own process group, killed with its workers at the deadline, or when this process is told to stop
-            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, process_group=0,
-                                    preexec_fn=lambda cpus=cpus: os.sched_setaffinity(0, cpus))
-            try:
-                rc = proc.wait(timeout=None if left is None else max(1.0, left - KILL_GRACE_S))
-            except subprocess.TimeoutExpired:
-                rc = None
-            finally:
-                if proc.poll() is None:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait()
+        rc = run(cmd, folder / f"{name}.txt", None if left is None else max(1.0, left - KILL_GRACE_S), cpus)
         log["processes"][name] = {"started": True, "command": cmd[1:], "cpus": cpus, "returncode": rc,
                                   "cores_in_use_before": busy_before}
         say(f"{name}: exit {rc if rc is not None else 'killed at the deadline'}")
@@ -368,6 +453,10 @@ def main(argv=None) -> int:
     m.add_argument("--pytm-parallel-python", default=None,
                    help="python of pyTsetlinMachineParallel's environment: also time it on apple at each count")
     m.add_argument("--deadline", type=float, default=None, help="a time.time() at which a running process is killed")
+    m.add_argument("--limits", action="store_true",
+                   help=f"first measure the host's limits at the thread counts (host_limits.py, into {LIMITS})")
+    ap.add_argument("--results", default="results",
+                    help="the run records, for the bounds' feedback counts (where the folder holds the limits)")
     args = ap.parse_args(argv)
     folder = Path(args.folder)
     try:
@@ -382,8 +471,9 @@ def main(argv=None) -> int:
             settings = [s.strip() for s in args.settings.split(",") if s.strip()]
             measure(folder, settings, list(dict.fromkeys(threads)), data_dir=args.data_dir, config=args.config,
                     bind=args.bind, pytm_parallel_python=args.pytm_parallel_python, deadline=args.deadline,
-                    epochs=args.epochs)
+                    epochs=args.epochs, limits=args.limits)
         per, facts = collect(folder)
+        facts.update(bounds(folder, per, Path(args.results), Path(args.data_dir)))
     except (ScalingError, OSError, ValueError, KeyError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

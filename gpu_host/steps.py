@@ -477,7 +477,8 @@ def step_host_peers(step: Step, select: str | None = None, order=PAPER_ORDER,
 
 def step_scaling(step: Step, select: str | None = None) -> None:
     """Our CPU build's core scaling on the GPU machine's own CPU while its GPU idles (``benchmarks/scaling.py
-    --measure``): threads bound one per physical core, 1, 2, 4, ... up to the logical cores and the physical count,
+    --measure --limits``): first the CPU's limits at the thread counts (``host_limits.py``, for the cost model's
+    bounds), then threads bound one per physical core, 1, 2, 4, ... up to the logical cores and the physical count,
     on SemEval, IMDb and WSD apple (``--select``: some of them), pyTsetlinMachineParallel beside on apple where its
     wheel is staged, until the step's end less a margin; the run's files and their summary come back under
     ``benchmarks/results/``."""
@@ -498,7 +499,7 @@ def step_scaling(step: Step, select: str | None = None) -> None:
                 parallel.chmod(0o755)
     summary = folder.parent / f"{name}_summary"
     rc = step.children([([PY, str(REPO / "benchmarks" / "scaling.py"), str(folder), "--measure", "--data-dir",
-                          str(step.campaign_dir / "data"), "--out", str(summary), "--host-note",
+                          str(step.campaign_dir / "data"), "--limits", "--out", str(summary), "--host-note",
                           "the GPU machine's own CPU, its GPU idle", "--deadline",
                           f"{step.deadline - STOP_MARGIN_S:.0f}", *(["--settings", select] if select else []),
                           *(["--pytm-parallel-python", str(parallel)] if parallel else [])],

@@ -148,3 +148,58 @@ def test_a_count_that_shared_the_cores_with_other_work_is_marked_busy(scaling):
     rows = scaling.summarise(per, cores=16)["imdb"]["asynctm"]
     assert [r["busy"] for r in rows] == [False, True]  # 2.5 + 16 > 16 + 1; 2.5 + 1 is not
     assert "2.50 (busy)" in scaling.render({"imdb": {"asynctm": rows}}, {"cpu": {"logical_cores": 16}})
+
+
+def test_a_run_with_the_hosts_limits_bounds_each_row_as_bound_py_does(scaling, tmp_path):
+    """A folder with the host's limits: each row of our CPU build gets the cost model's bound at its thread count,
+    the same fractions bound.py gives that benchmark, and the efficiency the limits allow (1 at one thread)."""
+    from tests.helpers import REPO
+
+    results = REPO / "benchmarks" / "results"
+    bench = json.loads((results / "cpu_asynctm_amd_epyc_89a2018e3286.json").read_text())
+    expected = {(r["setting"], r["threads"]): r for r in json.loads(
+        (results / "cpu_asynctm_amd_epyc_89a2018e3286_bound.json").read_text())["rows"]}
+    run = tmp_path / "run"
+    run.mkdir()
+    bike = next(s for s in bench["settings"] if s["setting"] == "bike")  # regression: no dataset needed for classes
+    for r in bike["results"]:
+        t = r["options"]["n_threads"]
+        (run / f"scaling_bike_t{t}.json").write_text(json.dumps({**bench, "settings": [{**bike, "results": [r]}]}))
+    (run / "scaling_semeval_t2.txt").write_text(LOG)  # read from a log: no record, so no bound
+    out = tmp_path / "summary"
+    assert scaling.main([str(run), "--out", str(out), "--results", str(REPO / "results")]) == 0
+    assert "fraction of the bound" not in out.with_suffix(".md").read_text()  # no limits in the folder: none
+    (run / scaling.LIMITS).write_bytes((results / "host_limits_amd_epyc_89a2018e3286_2c.json").read_bytes())
+    assert scaling.main([str(run), "--out", str(out), "--results", str(REPO / "results")]) == 0
+    rec = json.loads(out.with_suffix(".json").read_text())
+    rows = {r["threads"]: r for r in rec["settings"]["bike"]["asynctm"]}
+    for t, r in rows.items():
+        want = expected[("bike", t)]
+        assert r["bound"]["all_work_fraction"] == pytest.approx(want["all_work"]["fraction"])
+        assert r["bound"]["least_work_fraction"] == pytest.approx(want["least_work"]["fraction"])
+        assert r["bound"]["limit"] == want["all_work"]["limit"]
+    assert rows[1]["bound"]["efficiency_allowed"] == pytest.approx(1.0)
+    assert rows[2]["bound"]["efficiency_allowed"] == pytest.approx(
+        rows[1]["bound"]["all_work_s"] / (2 * rows[2]["bound"]["all_work_s"]))
+    assert "bound" not in rec["settings"]["semeval"]["asynctm"][0]
+    assert rec["limits"]["path"] == f"run/{scaling.LIMITS}" and len(rec["limits"]["sha256"]) == 64
+    md = out.with_suffix(".md").read_text()
+    b2 = rows[2]["bound"]
+    assert (f"| {b2['least_work_fraction']:.1%} / {b2['all_work_fraction']:.1%} | {b2['limit']} | "
+            f"{b2['efficiency_allowed']:.2f} |") in md
+    assert "No bound for: semeval 1t; semeval 2t" in md
+
+
+def test_measuring_with_limits_measures_them_first(scaling, tmp_path, monkeypatch):
+    fake = tmp_path / "fake"
+    fake.mkdir()
+    (fake / "bench_tm.py").write_text(FAKE_BENCH)
+    (fake / "host_limits.py").write_text(
+        "import json, sys\nargs = sys.argv[1:]\nout = args[args.index('--out') + 1]\n"
+        "json.dump({'threads': args[args.index('--threads') + 1], 'measurements': {}}, open(out, 'w'))\n")
+    monkeypatch.setattr(scaling, "HERE", fake)
+    monkeypatch.setattr(scaling, "cores_in_use", lambda: 0.0)
+    log = scaling.measure(tmp_path / "run", ["fast"], [2, 1], data_dir="data", limits=True, say=lambda m: None)
+    assert log["limits"]["returncode"] == 0 and "--reps" in log["limits"]["command"]
+    assert json.loads((tmp_path / "run" / scaling.LIMITS).read_text())["threads"] == "1,2"
+    assert json.loads((tmp_path / "run" / "measure.json").read_text())["limits"]["started"] is True

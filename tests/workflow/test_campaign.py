@@ -444,8 +444,8 @@ def test_dress_rehearsal_on_the_simulated_gpu(tmp_path):
 
 
 def test_the_scaling_step_times_each_thread_count_on_cores_of_its_own(tmp_path):
-    """Our CPU build's core scaling on the GPU machine's CPU: one process per thread count on that many CPUs, the
-    run's files and their summary packed under benchmarks/results/."""
+    """Our CPU build's core scaling on the GPU machine's CPU: the CPU's limits, then one process per thread count on
+    that many CPUs, the run's files and their summary packed under benchmarks/results/."""
     import os
 
     camp = tmp_path / "c"
@@ -467,9 +467,11 @@ def test_the_scaling_step_times_each_thread_count_on_cores_of_its_own(tmp_path):
     assert summary["bind"] == "cores" and summary["host_note"] == "the GPU machine's own CPU, its GPU idle"
     measured = json.loads(next(step.work.glob("benchmarks/results/cpu_scaling_*/measure.json")).read_text())
     assert [p["cpus"] for p in measured["processes"].values()] == [scaling.cpu_order()[:t] for t in counts]
+    assert measured["limits"]["returncode"] == 0  # the CPU's limits first, for the bounds
     with tarfile.open(tarball) as tar:
         names = tar.getnames()
     assert step.manifest["done"][0] in names and any(n.endswith("/scaling_apple_t1.json") for n in names)
+    assert any(n.endswith(f"/{scaling.LIMITS}") for n in names)
 
 
 def _stand_in_thundersvm_wheel(folder: Path) -> Path:
