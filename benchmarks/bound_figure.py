@@ -35,6 +35,15 @@ def records(paths) -> list[Path]:
     return sorted({p for pattern in PATTERNS for p in (HERE / "results").glob(pattern)})
 
 
+def _limits_host(path: str | None) -> str:
+    """The host id (12 characters) of a CPU limits record named by a bound record (relative to the repository),
+    which tells apart hosts that report one CPU model; '' where the record or its id is missing."""
+    try:
+        return str(json.loads((HERE.parent / path).read_text(encoding="utf-8"))["host_id"])[:12]
+    except (OSError, TypeError, KeyError, ValueError):
+        return ""
+
+
 def rows_of(path: Path) -> list[dict]:
     """Per row of a bound record: its host, setting, build and the two fractions."""
     fix = "rebuild it with benchmarks/bound.py"
@@ -46,7 +55,8 @@ def rows_of(path: Path) -> list[dict]:
         raise BoundFigureError(f"{path}: not a benchmarks/bound.py record with rows; {fix}")
     gpu = rec.get("gpu_limits")
     cpu = rec.get("host_limits") or {}
-    host = gpu["gpu"] if gpu else f"{cpu.get('cpu_model') or 'CPU'} ({cpu.get('usable_cores', '?')} cores)"
+    host = gpu["gpu"] if gpu else f"{cpu.get('cpu_model') or 'CPU'} ({cpu.get('usable_cores', '?')} cores" + (
+        f", host {cpu_host}" if (cpu_host := _limits_host(cpu.get("path"))) else "") + ")"
     out = []
     for r in rec["rows"]:
         try:

@@ -270,3 +270,19 @@ def test_the_fractions_figure_reads_every_bound_record(bound, gpu_inputs, tmp_pa
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "other.json: not a benchmarks/bound.py record" in err
     assert not list(tmp_path.glob("none*"))
+
+
+def test_the_fractions_figure_tells_apart_cpu_hosts_of_one_model():
+    """Two 2-core hosts that both report "AMD EPYC": each CPU row names its host by the limits record's host id."""
+    from tests.helpers import REPO, load_benchmark_script
+
+    figure = load_benchmark_script("bound_figure")
+    results = REPO / "benchmarks" / "results"
+    hosts = set()
+    for name in ("cpu_asynctm_amd_epyc_2c_bound.json", "cpu_asynctm_amd_epyc_89a2018e3286_bound.json"):
+        limits = json.loads((REPO / json.loads((results / name).read_text())["host_limits"]["path"]).read_text())
+        rows = figure.rows_of(results / name)
+        assert {r["host"] for r in rows} == {f"AMD EPYC (2 cores, host {limits['host_id'][:12]})"}
+        hosts |= {r["host"] for r in rows}
+    assert len(hosts) == 2
+    assert figure._limits_host("benchmarks/results/none.json") == "" and figure._limits_host(None) == ""
