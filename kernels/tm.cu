@@ -64,6 +64,9 @@ TM_DEVICE int tm_clip(int v) { return v > THRESHOLD ? THRESHOLD : (v < -THRESHOL
 // over no literals), 0 at inference. Called with a constant, so training does no emptiness bookkeeping.
 // `hint` (training; null at inference) is the word where the clause last found an included literal that
 // is 0: checked first, since the same literal tends to rule the clause out again, and updated.
+// The chunk's OR is a plain loop, which the compiler vectorises with the reduction in registers; with an
+// `omp simd` reduction GCC kept the lanes in memory and read them back after every chunk: a store and a reload
+// per chunk of every clause visit.
 TM_DEVICE int tm_clause_output(const tm_u32 *TM_RESTRICT include, const tm_u32 *TM_RESTRICT x, int empty_output,
                                int *hint)
 {
@@ -72,7 +75,6 @@ TM_DEVICE int tm_clause_output(const tm_u32 *TM_RESTRICT include, const tm_u32 *
     for (int w0 = 0; w0 < WORDS; w0 += CHUNK_WORDS) {
         const int n = TM_MIN(CHUNK_WORDS, WORDS - w0);
         tm_u32 violated = 0;
-        TM_SIMD_OR(violated)
         for (int i = 0; i < n; ++i) violated |= include[w0 + i] & ~x[w0 + i];
         if (violated) {
             if (hint) {
@@ -207,6 +209,21 @@ TM_DEVICE void tm_s_masks(const tm_u32 *TM_RESTRICT pool32, tm_u64 key, long lon
     const tm_u64 d = tm_draw(key, tm_ctr((tm_u64)g, TM_PURPOSE_MASK, (tm_u64)(p0 / TM_MASK_BLOCK_PAIRS)));
     // The chunk's pairs in the pool, as 32-bit halves (a pool block always has both halves of a pair).
     const tm_u32 *half = pool32 + 2 * ((d >> (64 - (S_POOL_BITS - 3))) * TM_MASK_BLOCK_PAIRS + slot0);
+#if TM_CHUNK_PAIRS == TM_MASK_BLOCK_PAIRS
+    // A CPU's chunk is a whole block (slot0 is 0): each pair is rotated as one 64-bit value, the same bits as
+    // below, and the chunk's masks are read back as its 32-bit halves, low half first (the CPU build is
+    // little-endian). Contiguous loads and 64-bit rotations: the per-word halves below compile to gathers there.
+    tm_u64 rotated[TM_CHUNK_PAIRS];
+    for (int p = 0; p < TM_CHUNK_PAIRS; ++p) {
+        tm_u64 pair;
+        __builtin_memcpy(&pair, half + 2 * p, sizeof pair);
+        const int r = (int)(d >> (6 * p)) & 63;
+        rotated[p] = (pair << r) | (pair >> ((64 - r) & 63));
+    }
+    tm_u32 halves[2 * TM_CHUNK_PAIRS];
+    __builtin_memcpy(halves, rotated, sizeof halves);
+    for (int i = 0; i < n; ++i) mask[i] = halves[i] & wanted[i];
+#else
     TM_SIMD
     for (int i = 0; i < n; ++i) {
         const int r = (int)(d >> (6 * (slot0 + (i >> 1)))) & 63;
@@ -214,6 +231,7 @@ TM_DEVICE void tm_s_masks(const tm_u32 *TM_RESTRICT pool32, tm_u64 key, long lon
         const tm_u32 a = (r & 32) ? half[i ^ 1] : half[i], b = (r & 32) ? half[i] : half[i ^ 1];
         mask[i] = ((a << q) | ((b >> 1) >> (31 - q))) & wanted[i];
     }
+#endif
 }
 
 // Type I feedback (Table 1): o = 1 memorises the literals that are 1 (with probability (s-1)/s, or
@@ -238,8 +256,13 @@ TM_DEVICE void tm_type_i(tm_u32 *TM_RESTRICT state, const tm_u32 *TM_RESTRICT x,
             any_x |= xw[i];
         }
         // m is read only where any_wanted (without boost, wanted covers the literals that are 1, so no
-        // draw wanted also means no increment): a chunk where every draw would be a no-op draws nothing.
-        if (any_wanted) tm_s_masks(pool32, key, g, w0, n, wanted, m);
+        // draw wanted also means no increment): a chunk where every draw would be a no-op draws nothing, and its
+        // m is what the draws would give there, 0 (set, so that no compiler sees it read unset).
+        if (any_wanted) {
+            tm_s_masks(pool32, key, g, w0, n, wanted, m);
+        } else {
+            for (int i = 0; i < n; ++i) m[i] = 0;
+        }
         // A decrement of no lane leaves the planes as they are: on a GPU (chunks of 2 words) it is skipped, since
         // with a large s most chunks that have an automaton above 0 draw no 1/s lane on them; a CPU's chunks of
         // 16 words nearly always have one, so there the test would only cost (TM_SKIP_IDLE_DECREMENT).
