@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import subprocess
 import sys
 import time
@@ -171,12 +170,11 @@ def cpu_host(config: dict, data_dir: Path, experiments: list[str], out_root: Pat
     from datetime import UTC, datetime
 
     from asynctm.io import write_json_atomic
-    from asynctm.provenance import cpu_info, git_info, host_id
+    from asynctm.provenance import cpu_info, git_info, host_id, slug
 
     cpu_jobs, _ = jobs(config, experiments)
     cores = sorted(os.sched_getaffinity(0))
-    model = re.sub(r"[^a-z0-9]+", "_", str(cpu_info().get("model") or "cpu").lower()).strip("_")
-    name = f"host_peers_cpu_{model}_{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}"
+    name = f"host_peers_cpu_{slug(cpu_info().get('model'))}_{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}"
     folder, manifest_path = out_root / name, out_root / f"{name}.json"
     (folder / "logs").mkdir(parents=True, exist_ok=True)
     ours_jobs = [(e, CPU_BUILD) for e in experiments]

@@ -180,7 +180,8 @@ def gpu_info() -> dict | None:
 
 
 def slug(text: str) -> str:
-    """``text`` (a GPU's name) as part of a file name: lower case, each run of other characters one underscore."""
+    """``text`` (a GPU's or a CPU's name) as part of a file name: lower case, each run of other characters one
+    underscore."""
     return re.sub(r"[^a-z0-9]+", "_", (text or "unknown").lower()).strip("_") or "unknown"
 
 
