@@ -59,14 +59,24 @@ TM_DEVICE int tm_clip(int v) { return v > THRESHOLD ? THRESHOLD : (v < -THRESHOL
 #define CHUNK_WORDS (2 * TM_CHUNK_PAIRS)
 #define TM_MIN(a, b) ((a) < (b) ? (a) : (b))
 
+// Whether words 0 .. n-1 of a chunk have an included literal that is 0 in x: a whole chunk by a test of vectors where the portability layer has one
+// (TM_WHOLE_CHUNK_VIOLATED), otherwise a plain loop, which the compiler vectorises with the reduction in
+// registers (with an `omp simd` reduction GCC kept the lanes in memory and read them back after every chunk).
+TM_DEVICE int tm_chunk_violated(const tm_u32 *TM_RESTRICT include, const tm_u32 *TM_RESTRICT x, int n)
+{
+#ifdef TM_WHOLE_CHUNK_VIOLATED
+    if (n == CHUNK_WORDS) return TM_WHOLE_CHUNK_VIOLATED(include, x);
+#endif
+    tm_u32 violated = 0;
+    for (int i = 0; i < n; ++i) violated |= include[i] & ~x[i];
+    return violated != 0;
+}
+
 // C_j(X): 0 at the first chunk of words with an included literal that is 0 (chunks vectorise on a
 // CPU); otherwise 1, except for an empty clause, which outputs `empty_output`: 1 in training (the AND
 // over no literals), 0 at inference. Called with a constant, so training does no emptiness bookkeeping.
 // `hint` (training; null at inference) is the word where the clause last found an included literal that
 // is 0: checked first, since the same literal tends to rule the clause out again, and updated.
-// The chunk's OR is a plain loop, which the compiler vectorises with the reduction in registers; with an
-// `omp simd` reduction GCC kept the lanes in memory and read them back after every chunk: a store and a reload
-// per chunk of every clause visit.
 TM_DEVICE int tm_clause_output(const tm_u32 *TM_RESTRICT include, const tm_u32 *TM_RESTRICT x, int empty_output,
                                int *hint)
 {
@@ -74,9 +84,7 @@ TM_DEVICE int tm_clause_output(const tm_u32 *TM_RESTRICT include, const tm_u32 *
     tm_u32 any = 0;
     for (int w0 = 0; w0 < WORDS; w0 += CHUNK_WORDS) {
         const int n = TM_MIN(CHUNK_WORDS, WORDS - w0);
-        tm_u32 violated = 0;
-        for (int i = 0; i < n; ++i) violated |= include[w0 + i] & ~x[w0 + i];
-        if (violated) {
+        if (tm_chunk_violated(include + w0, x + w0, n)) {
             if (hint) {
                 int w = w0;
                 while (!(include[w] & ~x[w])) ++w;
@@ -201,27 +209,32 @@ TM_DEVICE tm_u32 tm_nonzero(const tm_u32 *TM_RESTRICT state, int w0, int n, tm_u
 // a 64-bit pair left by r gives half h the bits (a << q) | (b >> (32 - q)), q = r % 32, where a is half h
 // and b the other half (swapped when r >= 32). So every word is computed in its own 32-bit lane, with no
 // round trip through 64-bit values.
-TM_DEVICE void tm_s_masks(const tm_u32 *TM_RESTRICT pool32, tm_u64 key, long long g, int w0, int n,
+// The draw d of the mask block of the chunk at word w0 of clause g, and where d's block starts in the pool (as
+// 32-bit halves: a pool block always has both halves of a pair).
+TM_DEVICE tm_u64 tm_mask_draw(tm_u64 key, long long g, int w0)
+{
+    return tm_draw(key, tm_ctr((tm_u64)g, TM_PURPOSE_MASK, (tm_u64)(w0 / 2 / TM_MASK_BLOCK_PAIRS)));
+}
+TM_DEVICE const tm_u32 *tm_pool_block(const tm_u32 *TM_RESTRICT pool32, tm_u64 d)
+{
+    return pool32 + 2 * (d >> (64 - (S_POOL_BITS - 3))) * TM_MASK_BLOCK_PAIRS;
+}
+
+TM_DEVICE void tm_s_masks(const tm_u32 *TM_RESTRICT pool32, tm_u64 d, int w0, int n,
                           const tm_u32 *TM_RESTRICT wanted, tm_u32 *TM_RESTRICT mask)
 {
-    const int p0 = w0 / 2;  // the chunk's first pair; the whole chunk lies in block p0 / 8
-    const int slot0 = p0 % TM_MASK_BLOCK_PAIRS;
-    const tm_u64 d = tm_draw(key, tm_ctr((tm_u64)g, TM_PURPOSE_MASK, (tm_u64)(p0 / TM_MASK_BLOCK_PAIRS)));
-    // The chunk's pairs in the pool, as 32-bit halves (a pool block always has both halves of a pair).
-    const tm_u32 *half = pool32 + 2 * ((d >> (64 - (S_POOL_BITS - 3))) * TM_MASK_BLOCK_PAIRS + slot0);
+    const int slot0 = (w0 / 2) % TM_MASK_BLOCK_PAIRS;  // the chunk's first pair in its block
+    const tm_u32 *half = tm_pool_block(pool32, d) + 2 * slot0;  // the chunk's pairs in the pool
 #if TM_CHUNK_PAIRS == TM_MASK_BLOCK_PAIRS
-    // A CPU's chunk is a whole block (slot0 is 0): each pair is rotated as one 64-bit value, the same bits as
-    // below, and the chunk's masks are read back as its 32-bit halves, low half first (the CPU build is
-    // little-endian). Contiguous loads and 64-bit rotations: the per-word halves below compile to gathers there.
-    tm_u64 rotated[TM_CHUNK_PAIRS];
-    for (int p = 0; p < TM_CHUNK_PAIRS; ++p) {
-        tm_u64 pair;
-        __builtin_memcpy(&pair, half + 2 * p, sizeof pair);
-        const int r = (int)(d >> (6 * p)) & 63;
-        rotated[p] = (pair << r) | (pair >> ((64 - r) & 63));
-    }
-    tm_u32 halves[2 * TM_CHUNK_PAIRS];
-    __builtin_memcpy(halves, rotated, sizeof halves);
+    // A CPU's chunk is a whole block (slot0 is 0): its 8 pairs are rotated as one vector of 64-bit lanes, the
+    // same bits as below, and the chunk's masks are read back as its 32-bit halves, low half first (the CPU build
+    // is little-endian). One contiguous load and one vector of rotations: the per-word halves below compile to
+    // gathers there, and pairs rotated one by one reach the masks through scalar stores that a vector load cannot
+    // take from the store buffer (a stall on every chunk).
+    tm_v8u64 pairs;
+    __builtin_memcpy(&pairs, half, sizeof pairs);
+    const tm_v8u64 r = ((tm_v8u64){d, d, d, d, d, d, d, d} >> (tm_v8u64){0, 6, 12, 18, 24, 30, 36, 42}) & 63;
+    const tm_v16u32 halves = (tm_v16u32)((pairs << r) | (pairs >> ((64 - r) & 63)));
     for (int i = 0; i < n; ++i) mask[i] = halves[i] & wanted[i];
 #else
     TM_SIMD
@@ -242,24 +255,46 @@ TM_DEVICE void tm_s_masks(const tm_u32 *TM_RESTRICT pool32, tm_u64 key, long lon
 TM_DEVICE void tm_type_i(tm_u32 *TM_RESTRICT state, const tm_u32 *TM_RESTRICT x, int o, tm_u64 key, long long g,
                           const tm_u32 *TM_RESTRICT pool32)
 {
+#if TM_CHUNK_PAIRS == TM_MASK_BLOCK_PAIRS
+    // A CPU core fetches the pool block of the next chunk while it works on this one: the blocks are random, and
+    // a wide clause's automata push the pool out of the core's caches.
+    tm_u64 d_next = tm_mask_draw(key, g, 0);
+    __builtin_prefetch(tm_pool_block(pool32, d_next));
+#endif
     for (int w0 = TM_CLAUSE_THREAD * CHUNK_WORDS; w0 < WORDS; w0 += TM_CLAUSE_THREADS * CHUNK_WORDS) {
         const int n = TM_MIN(CHUNK_WORDS, WORDS - w0);
+#if TM_CHUNK_PAIRS == TM_MASK_BLOCK_PAIRS
+        const tm_u64 d = d_next;
+        if (w0 + CHUNK_WORDS < WORDS) {
+            d_next = tm_mask_draw(key, g, w0 + CHUNK_WORDS);
+            __builtin_prefetch(tm_pool_block(pool32, d_next));
+        }
+#endif
         tm_u32 xw[CHUNK_WORDS], nz[CHUNK_WORDS], wanted[CHUNK_WORDS], m[CHUNK_WORDS], step[CHUNK_WORDS];
-        tm_nonzero(state, w0, n, nz);
         // The lanes whose 1/s draw can change something: decrements only where the automaton is above
-        // 0; without boost, o = 1 also needs the draw of the literals that are 1 (increment unless m).
-        tm_u32 any_wanted = 0, any_x = 0;
-        for (int i = 0; i < n; ++i) {
-            xw[i] = x[w0 + i] & WORD_MASK(w0 + i);
-            wanted[i] = o ? (~xw[i] & nz[i]) | (BOOST_TRUE_POSITIVE ? 0u : xw[i]) : nz[i];
-            any_wanted |= wanted[i];
-            any_x |= xw[i];
+        // 0 (o = 0: nz itself, no copy); without boost, o = 1 also needs the draw of the literals that are 1
+        // (increment unless m).
+        tm_u32 any_wanted = tm_nonzero(state, w0, n, nz), any_x = 0;
+        const tm_u32 *want = nz;
+        if (o) {
+            any_wanted = 0;
+            for (int i = 0; i < n; ++i) {
+                xw[i] = x[w0 + i] & WORD_MASK(w0 + i);
+                wanted[i] = (~xw[i] & nz[i]) | (BOOST_TRUE_POSITIVE ? 0u : xw[i]);
+                any_wanted |= wanted[i];
+                any_x |= xw[i];
+            }
+            want = wanted;
         }
         // m is read only where any_wanted (without boost, wanted covers the literals that are 1, so no
         // draw wanted also means no increment): a chunk where every draw would be a no-op draws nothing, and its
         // m is what the draws would give there, 0 (set, so that no compiler sees it read unset).
         if (any_wanted) {
-            tm_s_masks(pool32, key, g, w0, n, wanted, m);
+#if TM_CHUNK_PAIRS == TM_MASK_BLOCK_PAIRS
+            tm_s_masks(pool32, d, w0, n, want, m);
+#else
+            tm_s_masks(pool32, tm_mask_draw(key, g, w0), w0, n, want, m);  // drawn only where wanted
+#endif
         } else {
             for (int i = 0; i < n; ++i) m[i] = 0;
         }

@@ -13,6 +13,7 @@ Failures name the first differing (clause, literal) / (class, example) / (clause
 from __future__ import annotations
 
 import dataclasses
+import platform
 
 import numpy as np
 import pytest
@@ -44,6 +45,10 @@ CONFIGS = {
                             boost=True, regression=False),
     "2cls-64lit-plain": dict(n_classes=2, n_clauses=6, n_features=64, negated=False, T=5, s=10.0, bits=8,
                              boost=False, regression=False),
+    # 35 words: two whole chunks of 16 words on a CPU (its vector tests of a chunk, the 1/s masks of a whole mask
+    # block) and a last chunk of 3 with padding lanes.
+    "2cls-wide-1100lit": dict(n_classes=2, n_clauses=6, n_features=550, negated=True, T=8, s=3.9, bits=8,
+                              boost=True, regression=False),
 }
 
 
@@ -231,6 +236,18 @@ def test_host_pool_equals_the_reference_pool():
         assert int(host.sum()) == ref.s_pool_ones(s)
 
 
+@pytest.mark.parametrize("shape,dtype", [((1 << 10,), np.uint64), ((3, 7), np.uint32), ((5,), np.uint8)])
+def test_cache_line_aligned_copy(shape, dtype):
+    """The CPU build's copy of the pool: equal to the original, starting on a 64-byte line, a copy."""
+    from asynctm.backends.cpu import cache_line_aligned
+
+    a = np.arange(int(np.prod(shape)), dtype=dtype).reshape(shape)
+    for _ in range(4):  # different allocations, different offsets
+        b = cache_line_aligned(a)
+        assert b.ctypes.data % 64 == 0 and b.dtype == a.dtype and np.array_equal(b, a)
+        assert not np.shares_memory(a, b)
+
+
 # ---------------------------------------------------------------------------------------------
 # Fixed TA states: initial state, clause outputs, tallies, inference class sums
 # ---------------------------------------------------------------------------------------------
@@ -312,6 +329,23 @@ def test_one_feedback_step(open_backend, build, name):
 @pytest.mark.parametrize("init", ["random", "initial"])
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_cpu_one_thread_reproduces_reference(open_backend, name, init):
+    reproduce_reference_with_one_thread(open_backend, name, init)
+
+
+# The CPU build's portable code, where the default build (-march=native) has vector instructions in its place:
+# what a CPU without AVX runs.
+PORTABLE_FLAGS = "-O3 -march=x86-64 -fopenmp -fPIC -shared -std=c++17 -x c++"
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="the portable flags name an x86-64 CPU")
+@pytest.mark.parametrize("name", ["2cls-wide-1100lit", "3cls-noboost-34lit"])
+def test_cpu_build_without_avx_reproduces_reference(open_backend, monkeypatch, name):
+    monkeypatch.setenv("ASYNCTM_CPU_FLAGS", PORTABLE_FLAGS)
+    reproduce_reference_with_one_thread(open_backend, name, "random")
+
+
+def reproduce_reference_with_one_thread(open_backend, name: str, init: str):
+    """Trains the CPU build with one thread and the reference side by side: equal after every batch."""
     c = CONFIGS[name]
     n, batch_size, epochs, seed = 50, 16, 3, 77
     F, X, y_target, states = _problem(c, n, seed=3, init=init)

@@ -186,6 +186,17 @@ def default_threads() -> int:
     return len(cpus) if cpus else os.cpu_count() or 1
 
 
+def cache_line_aligned(a: np.ndarray, line: int = 64) -> np.ndarray:
+    """A copy of ``a`` that starts on a cache line (NumPy aligns to 16 bytes): the kernels read the 1/s pool a
+    block of 64 bytes at a time (kernels/README.md, "The 1/s pool"), one cache line each where the pool starts on
+    one, two otherwise."""
+    buf = np.empty(a.nbytes + line, dtype=np.uint8)
+    start = -buf.ctypes.data % line
+    out = buf[start:start + a.nbytes].view(a.dtype).reshape(a.shape)
+    out[...] = a
+    return out
+
+
 def _ptr(a: np.ndarray) -> int:
     return a.ctypes.data
 
@@ -209,6 +220,7 @@ class CpuBackend(FeedbackEvents):
         # Type Ia, Ib and II feedback events of each clause since the backend was made (kernels/README.md).
         self.feedback_events = np.zeros((cfg.n_clauses_total, 3), dtype=np.uint64)
         self.X = self.y = self.class_sum = self.clause_output = self.keys = None
+        self._pool, self._pool_for = None, None
 
     def _threads(self):
         self.lib.tm_set_threads(self.n_threads)
@@ -245,7 +257,10 @@ class CpuBackend(FeedbackEvents):
 
     def train_batch(self, start: int, end: int, epoch: int, seed: int) -> None:
         self._threads()
-        pool = s_mask_pool(seed, self.cfg.s, self.cfg.s_pool_bits)
+        if self._pool_for != seed:
+            self._pool = cache_line_aligned(s_mask_pool(seed, self.cfg.s, self.cfg.s_pool_bits))
+            self._pool_for = seed
+        pool = self._pool
         if self._keys_for != (seed, epoch):
             self.lib.tm_epoch_keys(int(seed) % 2**64, int(epoch) % 2**64, self.X.shape[0], _ptr(self.keys))
             self._keys_for = (seed, epoch)
@@ -315,4 +330,4 @@ class CpuBackend(FeedbackEvents):
         return unpack_literals(bits, n)
 
     def close(self) -> None:
-        self.X = self.y = self.class_sum = self.clause_output = self.keys = None
+        self.X = self.y = self.class_sum = self.clause_output = self.keys = self._pool = self._pool_for = None
