@@ -101,7 +101,9 @@ def draw(rows: list[dict], out: Path) -> None:
     ax.set_xlabel("fraction of the bound (bar: least work; mark: all work)")
     ax.axvline(1.0, color="grey", lw=0.8, ls="--")
     handles = [plt.Rectangle((0, 0), 1, 1, color=colours[h]) for h in hosts]
-    ax.legend([*handles, ax.collections[0]], [*hosts, "all work"], fontsize=7, loc="lower right")
+    # Above the bars, which may reach either edge.
+    ax.legend([*handles, ax.collections[0]], [*hosts, "all work"], fontsize=7, loc="lower left",
+              bbox_to_anchor=(0.0, 1.0), ncol=2, frameon=False)
     fig.tight_layout()
     for suffix in (".png", ".pdf"):
         fig.savefig(out.with_suffix(suffix), dpi=150, metadata={"CreationDate": None} if suffix == ".pdf" else None)
