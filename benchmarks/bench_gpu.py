@@ -9,13 +9,15 @@ data``) and the configuration (``--config``, checked as the pipeline checks it);
 
 The GPU settings of the benchmark harness :mod:`asynctm.benchmarking` (its per-epoch loop and pooling of seeds): ours
 as ``tm_gpu`` (one thread per clause, the paper's design) and ``tm_gpu_warp`` (a warp per clause) beside
-PyTsetlinMachineCUDA, the wide builds (a block per clause, config ``gpu_benchmark.wide_build``) on wide inputs, and our
-CPU build where the accuracies are compared with it. Per setting (an experiment's main setting, data from the staged
-folders) and seed, one warm-up epoch (compilation, encoding and upload, reported apart), then the timed epochs
-(:func:`timed_epochs`) round-robin, the metric after each outside the timed region, the literals per
-clause after the last; the median epoch over all seeds, the metric averaged over seeds, the speed-up over
-PyTsetlinMachineCUDA and, for :data:`GOAL_SETTINGS`, the goal (ours >= 2x at accuracy within 1 point). Writes
-``<name>.json`` and ``<name>.md`` after every setting; no round starts where it would end after ``--deadline``.
+PyTsetlinMachineCUDA, the wide builds (a block per clause, config ``gpu_benchmark.wide_build``) on wide inputs, and
+our CPU build where the accuracies are compared with it. tmu's CUDA clause bank (``tmu_cuda``: a worker process of
+tmu's own environment, ``benchmarks/worker_peers.py``, ``--tmu-python``) runs only where named in ``--impls``. Per
+setting (an experiment's main setting, data from the staged folders) and seed, one warm-up epoch (compilation,
+encoding and upload, reported apart), then the timed epochs (:func:`timed_epochs`) round-robin, the metric after each
+outside the timed region, the literals per clause after the last; the median epoch over all seeds, the metric averaged
+over seeds, the speed-up over PyTsetlinMachineCUDA and, for :data:`GOAL_SETTINGS`, the goal (ours >= 2x at accuracy
+within 1 point). Writes ``<name>.json`` and ``<name>.md`` after every setting; no round starts where it would end
+after ``--deadline``.
 """
 
 from __future__ import annotations
@@ -57,7 +59,11 @@ IMPLS = {"tm_gpu": "ours (asynctm, CUDA)", "tm_gpu_warp": "ours (asynctm, CUDA, 
             f"ours (asynctm, CUDA, {'a block of ' if k >= 128 else ''}{k} threads per clause"
             f"{', automata in shared memory' if name in plan.WIDE_SHARED else ''})"
             for name, k in plan.WIDE_BUILDS.items()},
-         "pytm_cuda": "PyTsetlinMachineCUDA", "tm_cpu": "ours (asynctm, CPU threads)"}
+         "pytm_cuda": "PyTsetlinMachineCUDA", "tmu_cuda": "tmu 0.8.3 (CUDA clause bank)",
+         "tm_cpu": "ours (asynctm, CPU threads)"}
+# Timed only where named (--impls): tmu lives in an environment of its own (NumPy < 2), and its epochs are long.
+NAMED_ONLY = ("tmu_cuda",)
+SLOW_PEERS = ("pytm_cuda", "tmu_cuda")  # where one of them is timed, a setting gets TIMED_EPOCHS
 OURS_GPU = dict(plan.GPU_THREADS_PER_CLAUSE)  # our GPU implementations and their threads per clause
 CPU_SETTINGS = ("wsd_apple",)  # our CPU build beside them: tm_gpu's accuracy within the spread of tm_cpu's
 HYPERPARAMETERS = ("n_clauses", "T", "s", *benchmarking.TM_SETTINGS)
@@ -75,17 +81,19 @@ def runner(impl: str) -> dict:
         return {"label": impl, "peer": "asynctm", "options": {"backend": "cpu"}}
     if impl in ("pytm_indexed", "pytm_nonindexed"):
         return {"label": impl, "peer": "pytm", "options": {"indexed": impl == "pytm_indexed"}}
+    if impl == "tmu_cuda":
+        return {"label": impl, "peer": "tmu_cuda", "options": {}}
     return {"label": impl, "peer": "pytm_cuda", "options": {}}
 
 
 def timed_epochs(name: str, impls, smoke: bool = False) -> int:
     """The timed epochs of setting ``name`` with the builds ``impls``: :data:`TIMED_EPOCHS` (5 where it has none)
-    where PyTsetlinMachineCUDA is timed, at least :data:`OURS_TIMED_EPOCHS` where only our builds are; 1 at smoke
-    scale."""
+    where PyTsetlinMachineCUDA or tmu is timed, at least :data:`OURS_TIMED_EPOCHS` where only our builds are; 1 at
+    smoke scale."""
     if smoke:
         return 1
     n = TIMED_EPOCHS.get(name, 5)
-    return n if "pytm_cuda" in impls else max(n, OURS_TIMED_EPOCHS)
+    return n if any(p in impls for p in SLOW_PEERS) else max(n, OURS_TIMED_EPOCHS)
 
 
 def peer(impl: str, task: str, h: dict, seed: int):
@@ -94,8 +102,11 @@ def peer(impl: str, task: str, h: dict, seed: int):
     return benchmarking.build_peer(runner(impl), task, {k: h[k] for k in HYPERPARAMETERS}, seed)
 
 
-def literals_per_clause(peer) -> dict:
-    """Included literals per clause over every clause: ``{"mean", "mean_nonempty", "empty_clauses", "clauses"}``."""
+def literals_per_clause(peer) -> dict | None:
+    """Included literals per clause over every clause: ``{"mean", "mean_nonempty", "empty_clauses", "clauses"}``;
+    None for a library in a worker process (tmu), whose automata stay there."""
+    if peer.peer in benchmarking.WORKER_PEERS:
+        return None
     if peer.peer == "asynctm":
         counts = np.asarray(peer.model.clauses_, dtype=bool).sum(axis=-1).ravel()
     else:
@@ -128,15 +139,17 @@ def result(rows: list[dict]) -> dict:
     res.setdefault("per_seed", [{k: v for k, v in r.items() if k not in ("label", "peer", "options", "metadata")}
                                 for r in rows])
     timed = [len(r["epoch_s"]) for r in rows if r["epoch_s"]]
+    counted = [r["literals_per_clause"] for r in rows if r.get("literals_per_clause")]
     return {"median_epoch_s": None, "final_metric": None, "final_metric_std": 0.0, **res,
             "timed_epochs": min(timed) if timed else 0,
-            "literals_per_clause": float(np.mean([r["literals_per_clause"]["mean"] for r in rows])),
-            "literals_per_nonempty_clause": float(np.mean([r["literals_per_clause"]["mean_nonempty"] for r in rows]))}
+            "literals_per_clause": float(np.mean([c["mean"] for c in counted])) if counted else None,
+            "literals_per_nonempty_clause": float(np.mean([c["mean_nonempty"] for c in counted])) if counted else None}
 
 
 def run_setting(config: dict, data_dir: Path, name: str, seeds, epochs: int, deadline: float, say=print,
-                impls=tuple(IMPLS)) -> dict:
-    """One setting, every implementation of ``impls`` that runs there."""
+                impls=tuple(IMPLS), workers: dict | None = None) -> dict:
+    """One setting, every implementation of ``impls`` that runs there; ``workers``: the factories of the peers in
+    worker processes (:func:`worker_peers.factories`)."""
     from asynctm.peers import dense01
 
     base = plan.tm_run_settings(config, name, "tm_gpu", plan.main_params(config, name), seeds[0])
@@ -160,7 +173,7 @@ def run_setting(config: dict, data_dir: Path, name: str, seeds, epochs: int, dea
             stopped = f"the step's budget would have run out in seed {seed}'s first epochs"
             break
         rows, skips = benchmarking.train_seed(task, data, dense, runners, {k: h[k] for k in HYPERPARAMETERS}, seed,
-                                              epochs, "every", deadline=deadline,
+                                              epochs, "every", workers=workers, deadline=deadline,
                                               finish=lambda p: {"literals_per_clause": literals_per_clause(p)})
         for r in rows:
             per.setdefault(r["label"], []).append(r)
@@ -198,6 +211,10 @@ def compare(name: str, task: str, key: str, results: dict) -> dict:
         if warp and warp["median_epoch_s"] and results[build]["median_epoch_s"]:
             out.setdefault("wide_speedups_vs_warp", {})[build] = (warp["median_epoch_s"]
                                                                   / results[build]["median_epoch_s"])
+    tmu = results.get("tmu_cuda")
+    if tmu and tmu["median_epoch_s"]:  # each of our GPU builds against tmu's CUDA clause bank, by build
+        for build in [b for b in (*OURS_GPU, *plan.WIDE_BUILDS) if (results.get(b) or {}).get("median_epoch_s")]:
+            out.setdefault("speedups_vs_tmu_cuda", {})[build] = tmu["median_epoch_s"] / results[build]["median_epoch_s"]
     return out
 
 
@@ -273,8 +290,8 @@ def markdown(record: dict) -> str:
             med = f"{r['median_epoch_s']:.4f}" if r["median_epoch_s"] else "–"
             metric = ("–" if r["final_metric"] is None
                       else f"{r['final_metric']:.2f} ± {r['final_metric_std']:.2f}")
-            lines.append(f"| {label} | {med} | {r['warmup_s']:.2f} | {metric} | {r['literals_per_clause']:.1f} | "
-                         f"{r['timed_epochs']} |")
+            lits = "–" if r["literals_per_clause"] is None else f"{r['literals_per_clause']:.1f}"
+            lines.append(f"| {label} | {med} | {r['warmup_s']:.2f} | {metric} | {lits} | {r['timed_epochs']} |")
         lines.append("")
         for ours in (*OURS_GPU, *plan.WIDE_BUILDS):
             c = s["comparison"] if ours == "tm_gpu" else s["comparison"].get(ours)
@@ -296,6 +313,9 @@ def markdown(record: dict) -> str:
                                  + goal_miss(c, key)
                                  + (f" with {n} seed{'s' if n > 1 else ''} of the {len(SEEDS)} it asks for."
                                     if n < len(SEEDS) else "."))
+        if s["comparison"].get("speedups_vs_tmu_cuda"):
+            lines.append("Speed-up over tmu's CUDA clause bank: " + ", ".join(
+                f"{IMPLS[b]} {x:.2f}x" for b, x in s["comparison"]["speedups_vs_tmu_cuda"].items()) + ".")
         if s["comparison"].get("warp_speedup_vs_one_thread"):
             lines.append(f"A warp per clause against one thread per clause: "
                          f"{s['comparison']['warp_speedup_vs_one_thread']:.2f}x the speed.")
@@ -338,6 +358,17 @@ def inputs(args) -> tuple[dict, Path]:
     return config, Path(args.data_dir)
 
 
+def workers(args) -> dict | None:
+    """The worker peers' factories where tmu_cuda is timed (``benchmarks/worker_peers.py``, found beside this
+    script), with ``--tmu-python``."""
+    if "tmu_cuda" not in args.impls.split(","):
+        return None
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import worker_peers
+
+    return worker_peers.factories({"tmu_cuda": args.tmu_python} if args.tmu_python else {})
+
+
 def main(argv=None) -> int:
     from asynctm.provenance import code_digests, cpu_info, git_info, gpu_info, versions
 
@@ -351,7 +382,12 @@ def main(argv=None) -> int:
     ap.add_argument("--name", required=True)
     ap.add_argument("--deadline", type=float, default=float("inf"), help="UNIX time after which no epoch starts")
     ap.add_argument("--settings", default=",".join(TIMED_EPOCHS), help="comma-separated experiments")
-    ap.add_argument("--impls", default=",".join(IMPLS), help="the builds to time, comma-separated (default all)")
+    ap.add_argument("--impls", default=",".join(i for i in IMPLS if i not in NAMED_ONLY),
+                    help=f"the builds to time, comma-separated (default all but {', '.join(NAMED_ONLY)})")
+    ap.add_argument("--tmu-python", default=os.environ.get("ASYNCTM_TMU_PYTHON"),
+                    help="with tmu_cuda: the python of tmu's environment (default $ASYNCTM_TMU_PYTHON or "
+                         "benchmarks/.venv-tmu/bin/python; `bash benchmarks/setup_tm_peers.sh tmu` builds it, PyCUDA "
+                         "added there)")
     args = ap.parse_args(argv)
     config, data_dir = inputs(args)
     smoke = plan.is_smoke(config)
@@ -372,7 +408,7 @@ def main(argv=None) -> int:
         seeds = plan.seeds(config) if smoke else list(SEEDS_BY_SETTING.get(name, SEEDS))
         record["settings"].append(run_setting(config, data_dir, name, seeds,
                                               timed_epochs(name, args.impls.split(","), smoke), args.deadline,
-                                              impls=args.impls.split(",")))
+                                              impls=args.impls.split(","), workers=workers(args)))
         done = {**record, "settings": [s for s in record["settings"] if "results" in s]}
         write_json_atomic(out, done, sort_keys=False)
         with atomic_open(out.with_suffix(".md")) as fh:

@@ -121,7 +121,7 @@ def run_setting(name: str, args, config: dict, gpu: bool) -> dict:
     opts = benchmarking.Options(data_dir=Path(args.data_dir), seeds=list(args.seeds_list), subsample_seed=args.seed,
                                 threads=args.threads_list, peers=args.peers_set, gpu=gpu,
                                 parallel_threads=args.parallel_threads, parallel=parallel,
-                                workers=worker_peers.factories({"tmu_cpu": args.tmu_python,
+                                workers=worker_peers.factories({"tmu_cpu": args.tmu_python, "tmu_cuda": args.tmu_python,
                                                                 "green_tsetlin": args.green_tsetlin_python}))
     evaluate = args.eval or spec.get("evaluate", "every")
     setting = benchmarking.run_setting(name, exp, epochs, max_train, max_test, evaluate, opts)
@@ -171,8 +171,8 @@ def parse_args(argv=None):
                         "others every)")
     p.add_argument("--peers", default=DEFAULT_PEERS,
                    help="which implementations: asynctm (CPU), pytm, pytm_parallel, tmu_cpu, green_tsetlin, "
-                        "asynctm_cuda, pytm_cuda (GPU ones only when a GPU is present; default all but tmu_cpu and "
-                        "green_tsetlin)")
+                        "asynctm_cuda, pytm_cuda, tmu_cuda (GPU ones only when a GPU is present; default all but "
+                        "tmu_cpu, tmu_cuda and green_tsetlin)")
     p.add_argument("--parallel-threads", type=int, default=None,
                    help=f"OpenMP threads of pyTsetlinMachineParallel (default: all usable cores, {default_threads()})")
     p.add_argument("--pytm-parallel-python",

@@ -174,6 +174,8 @@ def _row_name(r: dict) -> str:
         return "pyTMParallel"
     if r["peer"] == "tmu_cpu":
         return "tmu (CPU)"
+    if r["peer"] == "tmu_cuda":
+        return "tmu (CUDA)"
     if r["peer"] == "green_tsetlin":
         n = r["options"].get("n_threads")
         return f"green-tsetlin, {n} thread{'s' if n != 1 else ''}"
@@ -181,7 +183,8 @@ def _row_name(r: dict) -> str:
 
 
 def _row_order(r: dict) -> tuple:
-    order = {"asynctm": 0, "pytm": 1, "pytm_parallel": 2, "tmu_cpu": 3, "green_tsetlin": 4, "pytm_cuda": 5}
+    order = {"asynctm": 0, "pytm": 1, "pytm_parallel": 2, "tmu_cpu": 3, "green_tsetlin": 4, "pytm_cuda": 5,
+             "tmu_cuda": 6}
     return (order.get(r["peer"], 9), r["options"].get("backend") == "cuda", r["options"].get("n_threads") or 0,
             not r["options"].get("indexed", False))
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env python
-"""Worker process of the ``tmu_cpu`` benchmark peer: tmu (cair/tmu) on its ``platform="CPU"`` clause bank, run by
-the python of its own environment (``benchmarks/setup_tm_peers.sh tmu`` builds ``benchmarks/.venv-tmu``; tmu
-0.8.3 needs NumPy < 2, which our environment does not have). The client is ``benchmarks/worker_peers.py``; the
-protocol is ``worker_protocol.py``'s.
+"""Worker process of the ``tmu_cpu`` and ``tmu_cuda`` benchmark peers: tmu (cair/tmu) on its ``platform="CPU"``
+clause bank or its ``platform="CUDA"`` one (PyCUDA and a GPU), run by the python of its own environment
+(``benchmarks/setup_tm_peers.sh tmu`` builds ``benchmarks/.venv-tmu``; tmu 0.8.3 needs NumPy < 2, which our
+environment does not have; on a lent GPU host the staged one, ``python -m gpu_host stage --tmu``). The client is
+``benchmarks/worker_peers.py``; the protocol is ``worker_protocol.py``'s.
 
 One epoch is one ``fit(X, y)`` call (tmu's ``fit`` trains exactly one epoch, visiting the examples in a fresh
 shuffle of its seeded ``RandomState``); predictions are ``predict(X)``. X is converted once to the dense uint32
@@ -38,9 +39,13 @@ class TmuWorker(Worker):
     library = "tmu"
 
     def build(self) -> dict:
-        if self.arguments.get("platform") != "CPU":
-            raise ValueError(f"this worker runs tmu's CPU clause bank only, got {self.arguments.get('platform')!r}")
+        platform = self.arguments.get("platform")
+        if platform not in ("CPU", "CUDA"):
+            raise ValueError(f"this worker runs tmu's CPU or CUDA clause bank, got platform={platform!r}")
         classifier, regressor, cuda = _import_tmu()
+        if platform == "CUDA" and not cuda:
+            raise ValueError("tmu's CUDA clause bank needs PyCUDA and a GPU, and its import of PyCUDA failed in this "
+                             "environment: install PyCUDA there, or run on a machine with a GPU")
         cls = classifier if self.task == "classification" else regressor
         self.model = cls(**self.arguments)
         return {"class": f"{cls.__module__}.{cls.__name__}", "pycuda_found": cuda, "threads": 1}

@@ -1,6 +1,7 @@
-"""Benchmark peers that run in a worker process of their own virtual environment: tmu (``tmu_cpu``) and
-green-tsetlin (``green_tsetlin``). Benchmark-only code: ``bench_tm.py`` hands :func:`factories` to
-:mod:`asynctm.benchmarking` (``Options.workers``), which builds these peers like the package's own.
+"""Benchmark peers that run in a worker process of their own virtual environment: tmu (``tmu_cpu``, and
+``tmu_cuda`` on a GPU) and green-tsetlin (``green_tsetlin``). Benchmark-only code: ``bench_tm.py`` and
+``bench_gpu.py`` hand :func:`factories` to :mod:`asynctm.benchmarking` (``Options.workers``), which builds these
+peers like the package's own.
 
 tmu 0.8.3 needs NumPy < 2 and green-tsetlin 1.1.0 compiles a C++ extension, so neither is installed beside our
 package: ``benchmarks/setup_tm_peers.sh`` builds ``benchmarks/.venv-tmu`` and ``benchmarks/.venv-green-tsetlin``
@@ -25,6 +26,11 @@ Hyperparameters, ours -> tmu 0.8.3 ``TMClassifier`` / ``TMRegressor``; green-tse
   gets it + k, the feedback block and the executor's per-epoch shuffle get it).
 - threads: tmu 1 (its CPU clause bank is single-threaded); green-tsetlin ``Trainer(n_jobs=)``, that many clause
   blocks on a thread pool, joined after every example.
+
+tmu's GPU peer (``tmu_cuda``) is the same model on tmu's ``platform="CUDA"`` clause bank (PyCUDA kernels that tmu
+compiles at start; the host launches them example by example and waits for each), from the same environment with
+PyCUDA added (``benchmarks/.venv-tmu/bin/pip install pycuda`` on a GPU workstation; on a lent GPU host ``python -m
+gpu_host stage --tmu`` stages that environment).
 
 Left at the libraries' defaults: tmu ``platform="CPU"`` (dense clause bank), ``weighted_clauses=False``, no
 clause or literal drop, no literal budget; green-tsetlin ``literal_budget=None`` (no budget) and
@@ -66,6 +72,7 @@ class WorkerEnv:
 
 ENVS = {
     "tmu_cpu": WorkerEnv("tmu", "0.8.3", HERE / ".venv-tmu", HERE / "tmu_worker.py", "tmu"),
+    "tmu_cuda": WorkerEnv("tmu", "0.8.3", HERE / ".venv-tmu", HERE / "tmu_worker.py", "tmu"),
     "green_tsetlin": WorkerEnv("green-tsetlin", "1.1.0", HERE / ".venv-green-tsetlin",
                                HERE / "green_tsetlin_worker.py", "green_tsetlin"),
 }
@@ -125,13 +132,14 @@ class TmuPeer(WorkerPeer):
     peer = "tmu_cpu"
     library = "tmu"
     env = ENVS["tmu_cpu"]
+    platform = "CPU"
 
     def check(self) -> None:
         if self.n_threads != 1:
             raise ValueError(f"tmu's CPU clause bank runs on 1 thread, got n_threads={self.n_threads}")
 
     def library_arguments(self) -> dict:
-        return {"number_of_clauses": self.n_clauses, "T": self.T, "s": self.s, "platform": "CPU",
+        return {"number_of_clauses": self.n_clauses, "T": self.T, "s": self.s, "platform": self.platform,
                 "boost_true_positive_feedback": int(self.boost_true_positive),
                 "number_of_state_bits_ta": self.state_bits, "feature_negation": self.append_negated,
                 "weighted_clauses": False, "seed": self.library_seed()}
@@ -149,6 +157,21 @@ class TmuPeer(WorkerPeer):
                                   f"seed + 1 = {self.library_seed()}: tmu 0.8.3 seeds xorshift128+ with the value "
                                   "itself, and 0 leaves it at state zero, where the literal draw of the first Type I "
                                   "feedback never ends")
+        return meta
+
+
+class TmuCudaPeer(TmuPeer):
+    """tmu's ``TMClassifier`` / ``TMRegressor`` on its CUDA clause bank (PyCUDA, one GPU)."""
+
+    peer = "tmu_cuda"
+    env = ENVS["tmu_cuda"]
+    platform = "CUDA"
+
+    def metadata(self) -> dict:
+        meta = super().metadata()
+        meta["mapping"] = meta["mapping"].replace("platform CPU (dense clause bank, 1 thread)",
+                                                  "platform CUDA (its PyCUDA clause bank: kernels launched per "
+                                                  "example, the host waiting for each)")
         return meta
 
 
@@ -203,7 +226,7 @@ class GreenTsetlinPeer(WorkerPeer):
         return meta
 
 
-PEER_CLASSES = {"tmu_cpu": TmuPeer, "green_tsetlin": GreenTsetlinPeer}
+PEER_CLASSES = {"tmu_cpu": TmuPeer, "tmu_cuda": TmuCudaPeer, "green_tsetlin": GreenTsetlinPeer}
 
 
 def factories(pythons: dict[str, str | os.PathLike] | None = None) -> dict:

@@ -37,6 +37,7 @@ def load_calls(path: Path | None = None) -> tuple[dict, list[tuple[int, list[str
     try:
         doc = yaml.safe_load(path.read_text())
         lease = {k: int(doc[k]) for k in ("lease_s", "start_s", "command_limit_s")}
+        lease["stage"] = str(doc.get("stage") or "")  # the stage command's options beyond data_dir, if any
         calls = [(int(c["seconds"]), [str(s) for s in c["steps"]]) for c in doc["calls"]]
     except (OSError, yaml.YAMLError, KeyError, TypeError, ValueError) as exc:
         raise CallsError(f"{path} is not a calls list (lease_s, start_s, command_limit_s, calls: [{{seconds, steps}}])"
@@ -82,7 +83,10 @@ def commands(say=print, calls_file: Path | None = None) -> None:
     git = git_info()
     lease, calls = load_calls(calls_file)
     say("# 1. here: commit, then stage (the records name the commit; the staged folder must be current)")
-    say("python -m gpu_host stage --config data_dir=data")
+    extra = lease["stage"]
+    if extra.startswith("--config "):  # more overrides: the one --config takes them all
+        extra = extra.removeprefix("--config ")
+    say("python -m gpu_host stage --config data_dir=data" + (f" {extra}" if extra else ""))
     say(f'# 2. the device tool\'s run, once per line below, with kind="nvidia-h100-x1" (or "nvidia-h200"), '
         f'carry=["{STAGE_DIR}"]; each call at once after the one')
     say("#    before (the machine goes back when idle); then here, for each reply:")
@@ -112,6 +116,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--no-cpu-peers", action="store_true", help="build no pyTsetlinMachine wheels for host_peers")
     p.add_argument("--thundersvm-wheel", default=None,
                    help="ThunderSVM's GPU build for the svm step (benchmarks/thundersvm_gpu_wheel.py)")
+    p.add_argument("--tmu", action="store_true",
+                   help="stage tmu 0.8.3 with the NumPy < 2 it needs, packed, for the bench step's tmu_cuda")
     p = sub.add_parser("commands", help="print the device-tool commands, in order")
     p.add_argument("--calls", default=None, help=f"the calls of a lease (default {CALLS_FILE})")
     p = sub.add_parser("step", help="run one step on the GPU machine")
@@ -154,7 +160,7 @@ def main(argv=None) -> int:
 
             stage(load_config(args.config), dest=path["dest"], wheels=path["wheels"], sdist=path["sdist"],
                   cpu_peer_wheels=not args.no_cpu_peers,
-                  thundersvm_wheel=Path(args.thundersvm_wheel) if args.thundersvm_wheel else None)
+                  thundersvm_wheel=Path(args.thundersvm_wheel) if args.thundersvm_wheel else None, tmu=args.tmu)
         elif args.cmd == "commands":
             commands(calls_file=path["calls"])
         elif args.cmd == "step":

@@ -9,6 +9,8 @@ Layout of ``.campaign/``::
     parallel/*.whl    pyTsetlinMachineParallel, apart (it installs a top-level libTM extension too)
     extra/*.whl       jsonschema and its dependencies (benchmarks/bench_tm.py checks its configuration with it)
     svm/thundersvm-*.whl   ThunderSVM's GPU build from its source, where given (--thundersvm-wheel: the svm step)
+    tmu/site.tar.xz   with --tmu: tmu 0.8.3 and the NumPy < 2 it needs, installed for the GPU machine's CPython and
+                      packed (the bench step's tmu_cuda)
     data/processed/<dataset>/<protocol>/{train,test[,novel]}.npz, meta.json   (the pipeline's, already compact)
     campaign.json     the configuration the steps run, the commit, every file's size and sha256
 
@@ -47,6 +49,12 @@ CPU_PEERS = {"wheels": "pyTsetlinMachine==0.6.6", "parallel": "pyTsetlinMachineP
 # the record gate's schema checks. Staged at the version installed here.
 RUNTIME_WHEELS = ("fastjsonschema",)
 BENCH_WHEELS = ("jsonschema", "jsonschema-specifications", "referencing", "rpds-py")  # the GPU machine's python lacks
+# tmu 0.8.3 needs NumPy < 2 (the GPU machine has NumPy 2) and SciPy built for it; its compiled clause bank is a cffi
+# module. Installed together, as tested with tmu's CPU and CUDA imports, for the GPU machine's CPython. Of SciPy only
+# the subpackages tmu's imports load are kept: the wheels (56 MB) would leave little of the 64 MiB that travel.
+TMU_SITE = ("tmu==0.8.3", "numpy==1.26.4", "scipy==1.13.1", "cffi==2.1.1", "pycparser==3.12")
+TMU_SCIPY = ("_lib", "linalg", "sparse")  # scipy.sparse and what it imports (tmu.models.base imports it)
+TMU_DROP = ("examples", "test", "numpy/f2py", "numpy/distutils")  # tmu's wheel installs its examples and tests on top
 
 
 class StageError(RuntimeError):
@@ -196,6 +204,45 @@ def _wheel_from_sdist(sdist: Path, wheels: Path) -> Path:
     return out
 
 
+def tmu_site(tag: str, dest: Path, say=print) -> Path:
+    """:data:`TMU_SITE` installed for the GPU machine's CPython ``tag`` (by a python of that version here, which
+    takes the wheels for this platform), less what tmu never imports (:func:`trim_tmu_site`), packed as
+    ``dest/tmu/site.tar.xz``."""
+    python = tag_python(tag)
+    if python is None:
+        raise StageError(f"--tmu: no python of {tag} here to install tmu's packages for the GPU machine; install one "
+                         "(e.g. with pyenv) or stage without --tmu")
+    build = dest / "tmu-build"
+    r = subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", "--only-binary=:all:", "--no-compile",
+                        "--target", str(build), *TMU_SITE], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise StageError(f"--tmu: pip could not install {' '.join(TMU_SITE)} for {tag}: "
+                         f"{(r.stderr or r.stdout).strip()[-300:]}")
+    trim_tmu_site(build)
+    (dest / "tmu").mkdir()
+    out = dest / "tmu" / "site.tar.xz"
+    with tarfile.open(out, "w:xz") as tar:
+        for p in sorted(build.rglob("*")):
+            if p.is_file() and not p.is_symlink():
+                tar.add(p, arcname=p.relative_to(build).as_posix())
+    shutil.rmtree(build)
+    say(f"  tmu staged: {', '.join(TMU_SITE)} for {tag} ({_mib(out.stat().st_size)} packed)")
+    return out
+
+
+def trim_tmu_site(site: Path) -> None:
+    """Drop from an installed :data:`TMU_SITE` what tmu's imports never load: SciPy's subpackages but
+    :data:`TMU_SCIPY`, every ``tests`` and ``testing`` folder, the byte-code caches and :data:`TMU_DROP`."""
+    for sub in (site / "scipy").iterdir():
+        if sub.is_dir() and sub.name not in TMU_SCIPY and not sub.name.startswith("__"):
+            shutil.rmtree(sub)
+    for name in TMU_DROP:
+        shutil.rmtree(site / name, ignore_errors=True)
+    for folder in sorted((p for p in site.rglob("*") if p.is_dir() and p.name in ("tests", "testing", "__pycache__")),
+                         key=lambda p: len(p.parts)):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def _copy_dataset(data_dir: Path, dataset: str, protocol: str, dest: Path) -> None:
     src, out = data_dir / "processed" / dataset / protocol, dest / "data" / "processed" / dataset / protocol
     if not (src / "meta.json").is_file():
@@ -235,7 +282,7 @@ def svm_wheel(path: Path, dest: Path) -> None:
 
 def stage(config: dict, dest: Path | None = None, wheels: Path | None = None, sdist: Path | None = None,
           budget_bytes: int = TRAVEL_BUDGET_BYTES, say=print, cpu_peer_wheels: bool = False,
-          thundersvm_wheel: Path | None = None) -> dict:
+          thundersvm_wheel: Path | None = None, tmu: bool = False) -> dict:
     """Build the campaign folder ``dest`` (default ``.campaign/`` in the checkout); returns campaign.json."""
     dest = Path(dest) if dest else REPO / STAGE_DIR
     data_dir = Path.cwd() / config["data_dir"]  # an absolute data_dir stays itself
@@ -261,6 +308,8 @@ def stage(config: dict, dest: Path | None = None, wheels: Path | None = None, sd
         cpu_peers = _cpu_peer_wheels(tag, tmp, say) if cpu_peer_wheels else []
         if thundersvm_wheel is not None:
             svm_wheel(thundersvm_wheel, tmp)
+        if tmu:
+            tmu_site(tag, tmp, say)
         for dataset, protocol in needed:
             _copy_dataset(data_dir, dataset, protocol, tmp)
         files = {p.relative_to(tmp).as_posix(): {"bytes": p.stat().st_size, "sha256": sha256_file(p)}
@@ -268,6 +317,7 @@ def stage(config: dict, dest: Path | None = None, wheels: Path | None = None, sd
         staged, tree, git = sum(f["bytes"] for f in files.values()), travelling_tree_bytes(), git_info()
         meta = {"generated_by": "python -m gpu_host stage", "config": config, "experiments": experiments,
                 "datasets": [f"{d}/{p}" for d, p in needed], "python_tag": tag, "cpu_peers": cpu_peers,
+                "tmu": list(TMU_SITE) if tmu else None,
                 "source": {"commit": git["commit"], "tracked_files_modified": git["tracked_files_modified"]},
                 "staged_bytes": staged, "checkout_bytes": tree, "files": files}
         (tmp / "campaign.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")

@@ -46,6 +46,7 @@ SITE = Path("/tmp/asynctm-site")
 EXTRA_SITE = Path("/tmp/asynctm-site-extra")  # jsonschema for the CPU benchmark (the scaling step)
 PARALLEL_SITE = Path("/tmp/asynctm-site-parallel")  # pyTsetlinMachineParallel apart: its libTM is pyTM's name
 SVM_SITE = Path("/tmp/asynctm-site-svm")  # ThunderSVM's GPU build apart (the step's runs only)
+TMU_SITE = Path("/tmp/asynctm-site-tmu")  # tmu with its NumPy < 2, for tmu's worker only (the bench step's tmu_cuda)
 SVM_STEP_LIBRARY = "thundersvm-gpu"  # the SVM library the svm step forces (asynctm.baselines.thundersvm.LIBRARIES)
 WORK_ROOT = Path("/tmp/asynctm-campaign")  # the steps' work folders, one per step, kept while the machine is warm
 PY = sys.executable
@@ -410,9 +411,11 @@ def step_bench(step: Step, select: str | None = None) -> None:
             step.manifest["done"].extend(f"benchmarks/results/{p.name}" for p in out.glob("host_limits_*.json"))
         else:
             step.say(f"the GPU's limits were not measured (exit status {rc}; see the log); benchmarking on")
+    tmu = tmu_python(step) if "tmu_cuda" in (step.impl or "").split(",") else None
     rc = step.child([PY, str(REPO / "benchmarks" / "bench_gpu.py"), "--campaign-dir", str(step.campaign_dir),
                      "--out-dir", str(out), "--name", name, "--deadline", f"{step.deadline - STOP_MARGIN_S:.0f}",
-                     *(["--settings", select] if select else []), *(["--impls", step.impl] if step.impl else [])])
+                     *(["--settings", select] if select else []), *(["--impls", step.impl] if step.impl else []),
+                     *(["--tmu-python", str(tmu)] if tmu else [])])
     if rc is None:
         step.stop("the benchmark ran past the budget (what it wrote per setting is packed)")
     elif rc != 0:
@@ -421,6 +424,26 @@ def step_bench(step: Step, select: str | None = None) -> None:
         step.manifest["done"].append(f"benchmarks/results/{name}.json")
     if (out / f"{name}.md").is_file():
         print((out / f"{name}.md").read_text(), flush=True)  # the device tool's reply shows the end of stdout
+
+
+def tmu_python(step: Step) -> Path | None:
+    """A python for tmu's worker: this machine's python with the staged tmu site (``stage --tmu``: tmu and its
+    NumPy < 2) first and the staged PyCUDA after it; None, said, where none was staged (the benchmark then skips
+    tmu_cuda with the setup line)."""
+    packed = step.campaign_dir / "tmu" / "site.tar.xz"
+    if not packed.is_file():
+        step.say("tmu_cuda: no tmu staged (python -m gpu_host stage --tmu); the benchmark skips it")
+        return None
+    if not TMU_SITE.is_dir():  # unpacked beside it, renamed when complete: a call cut short leaves no half site
+        part = TMU_SITE.with_name(TMU_SITE.name + ".partial")
+        shutil.rmtree(part, ignore_errors=True)
+        with tarfile.open(packed) as tar:
+            tar.extractall(part, filter="data")
+        os.replace(part, TMU_SITE)
+    python = TMU_SITE.with_name(TMU_SITE.name + "-python")
+    python.write_text(f'#!/bin/sh\nPYTHONPATH={TMU_SITE}:{SITE} exec {PY} -s "$@"\n')
+    python.chmod(0o755)
+    return python
 
 
 def step_host_peers(step: Step, select: str | None = None, order=PAPER_ORDER,

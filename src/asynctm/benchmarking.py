@@ -28,10 +28,10 @@ import numpy as np
 import scipy.sparse as sp
 
 TM_SETTINGS = ("state_bits", "boost_true_positive", "append_negated", "batch_size")
-PEERS = ("asynctm", "pytm", "pytm_parallel", "asynctm_cuda", "pytm_cuda", "tmu_cpu", "green_tsetlin")
+PEERS = ("asynctm", "pytm", "pytm_parallel", "asynctm_cuda", "pytm_cuda", "tmu_cpu", "tmu_cuda", "green_tsetlin")
 # Peers built by the benchmark's own code (each in a worker process of its own environment), not by this package:
 # the caller passes their factories in Options.workers (benchmarks/worker_peers.py).
-WORKER_PEERS = ("tmu_cpu", "green_tsetlin")
+WORKER_PEERS = ("tmu_cpu", "tmu_cuda", "green_tsetlin")
 
 
 @dataclass(frozen=True)
@@ -157,6 +157,8 @@ def planned_runners(task: str, threads: list[int], peers: set[str], gpu: bool,
         plan.append({"label": "asynctm cuda", "peer": "asynctm", "options": {"backend": "cuda"}})
     if gpu and "pytm_cuda" in peers:
         plan.append({"label": "PyTsetlinMachineCUDA", "peer": "pytm_cuda", "options": {}})
+    if gpu and "tmu_cuda" in peers:
+        plan.append({"label": "tmu CUDA", "peer": "tmu_cuda", "options": {}})
     return plan
 
 

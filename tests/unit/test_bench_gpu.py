@@ -152,3 +152,54 @@ def test_the_report_renders_its_records_under_each_name_it_had():
     record = {"name": "x", "date_utc": "2026-12-05", "git": {}, "gpu": {}, "settings": []}
     for name in (bench.GENERATOR, "python -m gpu_host.bench", "python -m asynctm.campaign.bench"):
         assert report.render({**record, "generated_by": name}) == bench.markdown(record)
+
+
+# --- tmu's CUDA clause bank as a peer (tmu_cuda) ---------------------------------------------------------------
+
+def test_tmu_cuda_is_timed_only_where_named_and_compared_with_each_of_our_builds():
+    assert bench.runner("tmu_cuda") == {"label": "tmu_cuda", "peer": "tmu_cuda", "options": {}}
+    args = bench.argparse.Namespace(impls="tm_gpu,tm_gpu_warp", tmu_python=None)
+    assert bench.workers(args) is None  # not named: no worker factories at all
+    assert bench.timed_epochs("imdb", ["tm_gpu_warp"]) == bench.OURS_TIMED_EPOCHS
+    assert bench.timed_epochs("imdb", ["tm_gpu_warp", "tmu_cuda"]) == bench.TIMED_EPOCHS["imdb"]  # its epochs are long
+
+    def res(median, finals=(90.0,)):
+        return {"median_epoch_s": median, "timed_epochs": 1, "seeds": [0], "final_metric": float(np.mean(finals)),
+                "final_metric_std": 0.0, "warmup_s": 1.0, "literals_per_clause": None,
+                "literals_per_nonempty_clause": None}
+
+    results = {"tm_gpu": res(2.0), "tm_gpu_warp": res(0.5), "tmu_cuda": res(10.0)}
+    c = bench.compare("imdb", "classification", "accuracy", results)
+    assert c["speedups_vs_tmu_cuda"] == {"tm_gpu": 5.0, "tm_gpu_warp": 20.0}
+    assert "speedups_vs_tmu_cuda" not in bench.compare("imdb", "classification", "accuracy",
+                                                       {"tm_gpu": res(2.0), "tmu_cuda": res(None)})
+    setting = {"setting": "imdb", "metric": "accuracy", "hyperparameters": {"n_clauses": 10, "T": 5, "s": 3.0},
+               "dataset": {"n_train": 10, "n_test": 5, "n_features": 7}, "seeds": [0], "stopped": None,
+               "skipped": {}, "results": results, "comparison": c}
+    md = bench.markdown({"name": "x", "date_utc": "2026-12-06", "git": {"commit": "abc"}, "gpu": {},
+                         "settings": [setting]})
+    assert "| tmu 0.8.3 (CUDA clause bank) | 10.0000 | 1.00 | 90.00 ± 0.00 | – | 1 |" in md
+    assert ("Speed-up over tmu's CUDA clause bank: ours (asynctm, CUDA) 5.00x, ours (asynctm, CUDA, a warp per "
+            "clause) 20.00x.") in md
+
+
+def test_a_worker_peers_result_has_no_literal_counts():
+    row = {"label": "tmu_cuda", "peer": "tmu_cuda", "options": {}, "metadata": {}, "seed": 0, "epoch_s": [3.0],
+           "epoch_cpu_s": [3.0], "load1_after_epoch": [0.0], "metric_per_epoch": [80.0], "eval_s": [0.1],
+           "warmup_s": 4.0, "warmup_cpu_s": 4.0, "warmup_metric": 70.0, "literals_per_clause": None}
+    agg = bench.result([row])
+    assert agg["literals_per_clause"] is None and agg["median_epoch_s"] == 3.0
+    assert bench.literals_per_clause(type("P", (), {"peer": "tmu_cuda"})()) is None
+
+
+def test_tmu_cuda_without_its_environment_is_skipped_with_the_setup_command(tmp_path):
+    from asynctm import benchmarking
+
+    args = bench.argparse.Namespace(impls="tm_gpu,tmu_cuda", tmu_python=str(tmp_path / "none" / "python"))
+    workers = bench.workers(args)
+    hp = {"n_clauses": 10, "T": 10, "s": 3.0, "state_bits": 8, "boost_true_positive": True, "append_negated": True,
+          "batch_size": 100}
+    with pytest.raises(FileNotFoundError, match="setup_tm_peers.sh tmu`$"):
+        benchmarking.build_peer(bench.runner("tmu_cuda"), "classification", hp, 0, workers=workers)
+    peer_cls = sys.modules["worker_peers"].PEER_CLASSES["tmu_cuda"]
+    assert peer_cls.platform == "CUDA" and peer_cls.env.worker.name == "tmu_worker.py"

@@ -754,3 +754,60 @@ def test_every_step_command_of_a_lease_parses(tmp_path):
     assert all(a.until == 1900000000 for a in parsed)
     assert [(a.later, a.impl, a.select) for a in parsed[-4:-1]] == [(0.0, "tm_gpu_warp", None), (300.0, None, None),
                                                                     (0.0, None, "wsd_apple")]
+
+
+def test_the_staged_tmu_site_keeps_what_tmus_imports_load(tmp_path):
+    site = tmp_path / "site"
+    for rel in ("tmu/__init__.py", "tmu/models/base.py", "numpy/__init__.py", "numpy/core/tests/test_x.py",
+                "numpy/testing/__init__.py", "numpy/f2py/__init__.py", "numpy.libs/libopenblas.so",
+                "scipy/__init__.py", "scipy/_lib/_util.py", "scipy/linalg/_basic.py", "scipy/sparse/_base.py",
+                "scipy/sparse/tests/test_base.py", "scipy/special/_ufuncs.py", "scipy/stats/_stats.py",
+                "scipy/__pycache__/x.pyc", "examples/classification/x.py", "test/test_tmu.py", "cffi/api.py"):
+        (site / rel).parent.mkdir(parents=True, exist_ok=True)
+        (site / rel).write_text("")
+    stage_mod.trim_tmu_site(site)
+    kept = sorted(p.relative_to(site).as_posix() for p in site.rglob("*") if p.is_file())
+    assert kept == ["cffi/api.py", "numpy.libs/libopenblas.so", "numpy/__init__.py", "scipy/__init__.py",
+                    "scipy/_lib/_util.py", "scipy/linalg/_basic.py", "scipy/sparse/_base.py", "tmu/__init__.py",
+                    "tmu/models/base.py"]
+    assert stage_mod.TMU_SITE[0] == "tmu==0.8.3" and any(p.startswith("numpy==1.") for p in stage_mod.TMU_SITE)
+
+
+def test_the_bench_step_gives_tmu_a_python_that_sees_the_staged_site_first(tmp_path, monkeypatch):
+    said = []
+    step = type("S", (), {"campaign_dir": tmp_path / "campaign", "say": lambda self, m: said.append(m)})()
+    monkeypatch.setattr(steps_mod, "TMU_SITE", tmp_path / "site-tmu")
+    assert steps_mod.tmu_python(step) is None and "stage --tmu" in said[0]  # none staged: said, then skipped
+    (tmp_path / "campaign" / "tmu").mkdir(parents=True)
+    (tmp_path / "pkg" / "tmu").mkdir(parents=True)
+    (tmp_path / "pkg" / "tmu" / "__init__.py").write_text("VERSION = '0.8.3'\n")
+    with tarfile.open(tmp_path / "campaign" / "tmu" / "site.tar.xz", "w:xz") as tar:
+        tar.add(tmp_path / "pkg" / "tmu" / "__init__.py", arcname="tmu/__init__.py")
+    python = steps_mod.tmu_python(step)
+    assert (tmp_path / "site-tmu" / "tmu" / "__init__.py").is_file()
+    assert not (tmp_path / "site-tmu.partial").exists()
+    code = f"import sys, tmu; print(tmu.VERSION, sys.path.index({str(tmp_path / 'site-tmu')!r}))"
+    out = subprocess.run([str(python), "-c", code], capture_output=True, text=True, env={"PATH": os.environ["PATH"]})
+    assert out.returncode == 0 and out.stdout.split()[0] == "0.8.3", out.stderr
+    assert steps_mod.tmu_python(step) == python  # a second call keeps the unpacked site
+
+
+def test_the_tmu_lease_stages_tmu_and_names_its_peer():
+    """profiles/gpu-host/calls-tmu.yaml: its stage line carries its options (tmu, the two datasets), its call names
+    tmu_cuda on the bench step, and every step command parses."""
+    from gpu_host.__main__ import commands, load_calls, parser
+
+    path = REPO / "profiles" / "gpu-host" / "calls-tmu.yaml"
+    lease, calls = load_calls(path)
+    lines = []
+    commands(say=lines.append, calls_file=path)
+    stage_line = next(ln for ln in lines if ln.startswith("python -m gpu_host stage"))
+    assert stage_line == ("python -m gpu_host stage --config data_dir=data 'datasets=[wsd_apple, imdb]' --tmu "
+                          "--no-cpu-peers")
+    args = parser().parse_args(["stage", "--config", "data_dir=data", "datasets=[wsd_apple, imdb]", "--tmu",
+                                "--no-cpu-peers"])
+    assert args.tmu and args.no_cpu_peers and load_config(args.config)["datasets"] == ["wsd_apple", "imdb"]
+    (_, steps), = calls
+    assert steps == ["bench --select wsd_apple,imdb --impl tm_gpu,tm_gpu_warp,tmu_cuda"]
+    assert "tmu_cuda" in load_benchmark_script("bench_gpu").IMPLS
+    assert load_calls(None)[0]["stage"] == ""  # the default lease stages as before
