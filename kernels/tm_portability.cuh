@@ -143,7 +143,7 @@ TM_DEVICE int tm_group_combine(int v, int take_min)
 #endif
 #include <stdlib.h>
 #include <omp.h>
-#if defined(__AVX__)
+#if defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
@@ -169,10 +169,10 @@ typedef tm_u32 tm_v16u32 __attribute__((vector_size(16 * sizeof(tm_u32))));
 #define TM_SKIP_IDLE_DECREMENT 0  // a chunk of 16 words nearly always has a lane to decrement: no test
 #define TM_RESTRICT __restrict__
 #define TM_LOAD_RELAXED(ptr) __atomic_load_n((ptr), __ATOMIC_RELAXED)
-// Whether a whole chunk of 16 words has an included literal that is 0 in x, where the CPU has AVX: include & ~x
+// Whether a whole chunk of 16 words has an included literal that is 0 in x, where the CPU has AVX2: include & ~x
 // in two 256-bit halves, their OR, and one test of it (vptest) instead of reducing the chunk's words to one, half
 // the instructions of the scan that decides every clause output (tm_chunk_violated: the plain loop elsewhere).
-#if defined(__AVX__)
+#if defined(__AVX2__)
 TM_DEVICE int tm_avx_chunk_violated(const tm_u32 *TM_RESTRICT include, const tm_u32 *TM_RESTRICT x)
 {
     const __m256i *inc = (const __m256i *)include, *xv = (const __m256i *)x;
