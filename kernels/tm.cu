@@ -59,9 +59,10 @@ TM_DEVICE int tm_clip(int v) { return v > THRESHOLD ? THRESHOLD : (v < -THRESHOL
 #define CHUNK_WORDS (2 * TM_CHUNK_PAIRS)
 #define TM_MIN(a, b) ((a) < (b) ? (a) : (b))
 
-// Whether words 0 .. n-1 of a chunk have an included literal that is 0 in x: a whole chunk by a test of vectors where the portability layer has one
-// (TM_WHOLE_CHUNK_VIOLATED), otherwise a plain loop, which the compiler vectorises with the reduction in
-// registers (with an `omp simd` reduction GCC kept the lanes in memory and read them back after every chunk).
+// Whether words 0 .. n-1 of a chunk have an included literal that is 0 in x: a whole chunk by a test of vectors
+// where the portability layer has one (TM_WHOLE_CHUNK_VIOLATED), otherwise a plain loop, which the compiler
+// vectorises with the reduction in registers (with an `omp simd` reduction GCC kept the lanes in memory and read
+// them back after every chunk).
 TM_DEVICE int tm_chunk_violated(const tm_u32 *TM_RESTRICT include, const tm_u32 *TM_RESTRICT x, int n)
 {
 #ifdef TM_WHOLE_CHUNK_VIOLATED
@@ -204,11 +205,6 @@ TM_DEVICE tm_u32 tm_nonzero(const tm_u32 *TM_RESTRICT state, int w0, int n, tm_u
 #error "a chunk of words must lie in one mask block, and the pool needs 3..19 index bits"
 #endif
 
-// Word i of the chunk is the low (even i) or high (odd i) half of its pair's rotated pool word. The
-// rotation is done on the 32-bit halves (the pool is read as little-endian 32-bit words, `pool32`): rotating
-// a 64-bit pair left by r gives half h the bits (a << q) | (b >> (32 - q)), q = r % 32, where a is half h
-// and b the other half (swapped when r >= 32). So every word is computed in its own 32-bit lane, with no
-// round trip through 64-bit values.
 // The draw d of the mask block of the chunk at word w0 of clause g, and where d's block starts in the pool (as
 // 32-bit halves: a pool block always has both halves of a pair).
 TM_DEVICE tm_u64 tm_mask_draw(tm_u64 key, long long g, int w0)
@@ -220,6 +216,11 @@ TM_DEVICE const tm_u32 *tm_pool_block(const tm_u32 *TM_RESTRICT pool32, tm_u64 d
     return pool32 + 2 * (d >> (64 - (S_POOL_BITS - 3))) * TM_MASK_BLOCK_PAIRS;
 }
 
+// Word i of the chunk is the low (even i) or high (odd i) half of its pair's rotated pool word. The
+// rotation is done on the 32-bit halves (the pool is read as little-endian 32-bit words, `pool32`): rotating
+// a 64-bit pair left by r gives half h the bits (a << q) | (b >> (32 - q)), q = r % 32, where a is half h
+// and b the other half (swapped when r >= 32). So every word is computed in its own 32-bit lane, with no
+// round trip through 64-bit values.
 TM_DEVICE void tm_s_masks(const tm_u32 *TM_RESTRICT pool32, tm_u64 d, int w0, int n,
                           const tm_u32 *TM_RESTRICT wanted, tm_u32 *TM_RESTRICT mask)
 {
