@@ -434,11 +434,15 @@ def tmu_python(step: Step) -> Path | None:
     if not packed.is_file():
         step.say("tmu_cuda: no tmu staged (python -m gpu_host stage --tmu); the benchmark skips it")
         return None
-    if not TMU_SITE.is_dir():  # unpacked beside it, renamed when complete: a call cut short leaves no half site
-        part = TMU_SITE.with_name(TMU_SITE.name + ".partial")
-        shutil.rmtree(part, ignore_errors=True)
+    digest = hashlib.sha256(packed.read_bytes()).hexdigest()
+    marker = TMU_SITE / ".staged-sha256"
+    if not marker.is_file() or marker.read_text() != digest:  # none yet, or another staging's: unpack this one
+        part = TMU_SITE.with_name(TMU_SITE.name + ".partial")  # beside it, renamed when complete: a call cut short
+        shutil.rmtree(part, ignore_errors=True)              # leaves no half site
         with tarfile.open(packed) as tar:
             tar.extractall(part, filter="data")
+        (part / marker.name).write_text(digest)
+        shutil.rmtree(TMU_SITE, ignore_errors=True)
         os.replace(part, TMU_SITE)
     python = TMU_SITE.with_name(TMU_SITE.name + "-python")
     python.write_text(f'#!/bin/sh\nPYTHONPATH={TMU_SITE}:{SITE} exec {PY} -s "$@"\n')

@@ -790,6 +790,11 @@ def test_the_bench_step_gives_tmu_a_python_that_sees_the_staged_site_first(tmp_p
     out = subprocess.run([str(python), "-c", code], capture_output=True, text=True, env={"PATH": os.environ["PATH"]})
     assert out.returncode == 0 and out.stdout.split()[0] == "0.8.3", out.stderr
     assert steps_mod.tmu_python(step) == python  # a second call keeps the unpacked site
+    (tmp_path / "pkg" / "tmu" / "__init__.py").write_text("VERSION = '0.8.4'\n")  # staged again, another tmu
+    with tarfile.open(tmp_path / "campaign" / "tmu" / "site.tar.xz", "w:xz") as tar:
+        tar.add(tmp_path / "pkg" / "tmu" / "__init__.py", arcname="tmu/__init__.py")
+    steps_mod.tmu_python(step)
+    assert "0.8.4" in (tmp_path / "site-tmu" / "tmu" / "__init__.py").read_text()
 
 
 def test_the_tmu_lease_stages_tmu_and_names_its_peer():
