@@ -402,10 +402,18 @@ TM_KERNEL void tm_refresh_outputs(const tm_u32 *ta_state, const tm_u32 *X, int n
     {
         const long long g = i / out_words, ow = i % out_words;
         const tm_u32 *include = INCLUDE_PLANE(CLAUSE_STATE(ta_state, g));
+        // A clause with no included literal (every clause of a new model) outputs 1 on every example: found by one
+        // pass over its words, which stops at its first included literal, instead of a full pass per example.
+        int empty = 1;
+        for (int w0 = 0; w0 < WORDS && empty; w0 += CHUNK_WORDS) {
+            tm_u32 any = 0;
+            for (int w = w0; w < TM_MIN(w0 + CHUNK_WORDS, WORDS); ++w) any |= include[w];
+            empty = any == 0;
+        }
         tm_u32 bits = 0;
         for (int b = 0; b < 32; ++b) {
             const long long e = ow * 32 + b;
-            if (e < n_examples && tm_clause_output(include, X + e * WORDS, 1, 0)) bits |= 1u << b;
+            if (e < n_examples && (empty || tm_clause_output(include, X + e * WORDS, 1, 0))) bits |= 1u << b;
         }
         clause_output[i] = bits;
     }
