@@ -401,6 +401,7 @@ def main(argv=None) -> int:
                         "1 warm-up epoch per implementation and seed reported apart; timed epochs round-robin",
               "settings": []}
     out = Path(args.out_dir) / f"{args.name}.json"
+    factories = workers(args)
     for name in [n for n in args.settings.split(",") if n in plan.active_experiments(config)]:
         if time.time() > args.deadline:
             record["settings"].append({"setting": name, "stopped": "not started: the step's budget ran out"})
@@ -408,7 +409,7 @@ def main(argv=None) -> int:
         seeds = plan.seeds(config) if smoke else list(SEEDS_BY_SETTING.get(name, SEEDS))
         record["settings"].append(run_setting(config, data_dir, name, seeds,
                                               timed_epochs(name, args.impls.split(","), smoke), args.deadline,
-                                              impls=args.impls.split(","), workers=workers(args)))
+                                              impls=args.impls.split(","), workers=factories))
         done = {**record, "settings": [s for s in record["settings"] if "results" in s]}
         write_json_atomic(out, done, sort_keys=False)
         with atomic_open(out.with_suffix(".md")) as fh:

@@ -72,7 +72,6 @@ class WorkerEnv:
 
 ENVS = {
     "tmu_cpu": WorkerEnv("tmu", "0.8.3", HERE / ".venv-tmu", HERE / "tmu_worker.py", "tmu"),
-    "tmu_cuda": WorkerEnv("tmu", "0.8.3", HERE / ".venv-tmu", HERE / "tmu_worker.py", "tmu"),
     "green_tsetlin": WorkerEnv("green-tsetlin", "1.1.0", HERE / ".venv-green-tsetlin",
                                HERE / "green_tsetlin_worker.py", "green_tsetlin"),
 }
@@ -164,8 +163,7 @@ class TmuCudaPeer(TmuPeer):
     """tmu's ``TMClassifier`` / ``TMRegressor`` on its CUDA clause bank (PyCUDA, one GPU)."""
 
     peer = "tmu_cuda"
-    env = ENVS["tmu_cuda"]
-    platform = "CUDA"
+    platform = "CUDA"  # the environment and worker are tmu_cpu's
 
     def metadata(self) -> dict:
         meta = super().metadata()
@@ -235,8 +233,10 @@ def factories(pythons: dict[str, str | os.PathLike] | None = None) -> dict:
     pythons = pythons or {}
 
     def make(name):
+        cls = PEER_CLASSES[name]
+
         def build(task, n_clauses, T, s, **kwargs):
-            return PEER_CLASSES[name](task, n_clauses, T, s, python=pythons.get(name) or ENVS[name].python, **kwargs)
+            return cls(task, n_clauses, T, s, python=pythons.get(name) or cls.env.python, **kwargs)
         return build
 
     return {name: make(name) for name in PEER_CLASSES}

@@ -83,10 +83,7 @@ def commands(say=print, calls_file: Path | None = None) -> None:
     git = git_info()
     lease, calls = load_calls(calls_file)
     say("# 1. here: commit, then stage (the records name the commit; the staged folder must be current)")
-    extra = lease["stage"]
-    if extra.startswith("--config "):  # more overrides: the one --config takes them all
-        extra = extra.removeprefix("--config ")
-    say("python -m gpu_host stage --config data_dir=data" + (f" {extra}" if extra else ""))
+    say("python -m gpu_host stage --config data_dir=data" + (f" {lease['stage']}" if lease["stage"] else ""))
     say(f'# 2. the device tool\'s run, once per line below, with kind="nvidia-h100-x1" (or "nvidia-h200"), '
         f'carry=["{STAGE_DIR}"]; each call at once after the one')
     say("#    before (the machine goes back when idle); then here, for each reply:")
@@ -108,8 +105,9 @@ def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m gpu_host", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("stage", help="stage wheels, sdist and datasets into one folder that travels")
-    p.add_argument("--config", nargs="*", default=[], metavar="KEY=VALUE",
-                   help="overrides of config/config.yaml, as snakemake --config (e.g. data_dir=data)")
+    p.add_argument("--config", nargs="*", action="extend", default=[], metavar="KEY=VALUE",
+                   help="overrides of config/config.yaml, as snakemake --config (e.g. data_dir=data); "
+                        "repeated, they add up")
     p.add_argument("--wheels", default=None, help="folder of PyCUDA wheels (default ../shared/gpu/wheels-cp312)")
     p.add_argument("--sdist", default=None, help="PyTsetlinMachineCUDA-0.1.9.tar.gz (default: pip download)")
     p.add_argument("--dest", default=None, help=f"the staged folder (default {STAGE_DIR}/ in the checkout)")

@@ -12,6 +12,7 @@ import io
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -807,11 +808,11 @@ def test_the_tmu_lease_stages_tmu_and_names_its_peer():
     lines = []
     commands(say=lines.append, calls_file=path)
     stage_line = next(ln for ln in lines if ln.startswith("python -m gpu_host stage"))
-    assert stage_line == ("python -m gpu_host stage --config data_dir=data 'datasets=[wsd_apple, imdb]' --tmu "
-                          "--no-cpu-peers")
-    args = parser().parse_args(["stage", "--config", "data_dir=data", "datasets=[wsd_apple, imdb]", "--tmu",
-                                "--no-cpu-peers"])
-    assert args.tmu and args.no_cpu_peers and load_config(args.config)["datasets"] == ["wsd_apple", "imdb"]
+    assert stage_line == ("python -m gpu_host stage --config data_dir=data --config 'datasets=[wsd_apple, imdb]' "
+                          "--tmu --no-cpu-peers")
+    args = parser().parse_args(shlex.split(stage_line)[3:])  # the printed line, as a shell passes it
+    assert args.tmu and args.no_cpu_peers and args.config == ["data_dir=data", "datasets=[wsd_apple, imdb]"]
+    assert load_config(args.config)["datasets"] == ["wsd_apple", "imdb"]
     (_, steps), = calls
     assert steps == ["bench --select wsd_apple,imdb --impl tm_gpu,tm_gpu_warp,tmu_cuda"]
     assert "tmu_cuda" in load_benchmark_script("bench_gpu").IMPLS
