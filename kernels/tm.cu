@@ -393,14 +393,17 @@ TM_KERNEL void tm_init_state(tm_u32 *ta_state)
     }
 }
 
-// Stored training outputs of every clause on every example, from scratch: one item per clause and word of
-// 32 examples (a clause's words in order, so a CPU thread keeps one clause's automata in cache).
+// Stored training outputs of every clause on every example, from scratch: one item per clause and
+// TM_REFRESH_OUT_WORDS words of 32 examples (a clause's items in order, so a CPU thread keeps one clause's
+// automata in cache).
 TM_KERNEL void tm_refresh_outputs(const tm_u32 *ta_state, const tm_u32 *X, int n_examples, tm_u32 *clause_output)
 {
     const int out_words = (n_examples + 31) / 32;
-    TM_PARALLEL_FOR(i, (long long)CLAUSES_TOTAL * out_words)
+    const int items = (out_words + TM_REFRESH_OUT_WORDS - 1) / TM_REFRESH_OUT_WORDS;  // per clause
+    TM_PARALLEL_FOR(i, (long long)CLAUSES_TOTAL * items)
     {
-        const long long g = i / out_words, ow = i % out_words;
+        const long long g = i / items;
+        const int ow0 = (int)(i % items) * TM_REFRESH_OUT_WORDS;
         const tm_u32 *include = INCLUDE_PLANE(CLAUSE_STATE(ta_state, g));
         // A clause with no included literal (every clause of a new model) outputs 1 on every example: found by one
         // pass over its words, which stops at its first included literal, instead of a full pass per example.
@@ -410,28 +413,45 @@ TM_KERNEL void tm_refresh_outputs(const tm_u32 *ta_state, const tm_u32 *X, int n
             for (int w = w0; w < TM_MIN(w0 + CHUNK_WORDS, WORDS); ++w) any |= include[w];
             empty = any == 0;
         }
-        tm_u32 bits = 0;
-        for (int b = 0; b < 32; ++b) {
-            const long long e = ow * 32 + b;
-            if (e < n_examples && (empty || tm_clause_output(include, X + e * WORDS, 1, 0))) bits |= 1u << b;
+        for (int ow = ow0; ow < TM_MIN(ow0 + TM_REFRESH_OUT_WORDS, out_words); ++ow) {
+            const int n = TM_MIN(32, n_examples - 32 * ow);  // examples in this word
+            tm_u32 bits = 0;
+            if (empty) {
+                bits = n == 32 ? 0xFFFFFFFFu : (1u << n) - 1u;
+            } else {
+                for (int b = 0; b < n; ++b)
+                    if (tm_clause_output(include, X + ((long long)ow * 32 + b) * WORDS, 1, 0)) bits |= 1u << b;
+            }
+            clause_output[g * out_words + ow] = bits;
         }
-        clause_output[i] = bits;
     }
 }
 
-// Voting tallies from the stored outputs: class_sum[c, e] = sum_j polarity_j * o*_{j,e}.
+// Voting tallies from the stored outputs: class_sum[c, e] = sum_j polarity_j * o*_{j,e}. One item per class and
+// TM_TALLY_EXAMPLES examples of one word of stored outputs, so that each clause's word is read once per item: on a
+// CPU a whole word (32 examples, summed as a vector); on a GPU one example per thread. Bits past the last example are
+// 0 and their sums are not stored.
+#if 32 % TM_TALLY_EXAMPLES != 0
+#error "TM_TALLY_EXAMPLES must divide 32: an item's examples lie in one word of stored outputs"
+#endif
 TM_KERNEL void tm_compute_tallies(const tm_u32 *clause_output, int n_examples, int *class_sum)
 {
     const int out_words = (n_examples + 31) / 32;
-    TM_PARALLEL_FOR(i, (long long)CLASSES * n_examples)
+    const int items = (n_examples + TM_TALLY_EXAMPLES - 1) / TM_TALLY_EXAMPLES;  // per class
+    TM_PARALLEL_FOR(i, (long long)CLASSES * items)
     {
-        const long long c = i / n_examples, e = i % n_examples;
-        int sum = 0;
+        const long long c = i / items;
+        const int e0 = (int)(i % items) * TM_TALLY_EXAMPLES, shift = e0 & 31;
+        int sum[TM_TALLY_EXAMPLES];
+        for (int b = 0; b < TM_TALLY_EXAMPLES; ++b) sum[b] = 0;
         for (int j = 0; j < CLAUSES; ++j) {
-            const tm_u32 word = clause_output[(c * CLAUSES + j) * out_words + (e >> 5)];
-            sum += tm_polarity(j) * (int)((word >> (e & 31)) & 1u);
+            const tm_u32 word = clause_output[(c * CLAUSES + j) * out_words + (e0 >> 5)] >> shift;
+            const int polarity = tm_polarity(j);
+            TM_SIMD
+            for (int b = 0; b < TM_TALLY_EXAMPLES; ++b) sum[b] += polarity * (int)((word >> b) & 1u);
         }
-        class_sum[i] = sum;
+        for (int b = 0; b < TM_MIN(TM_TALLY_EXAMPLES, n_examples - e0); ++b)
+            class_sum[c * n_examples + e0 + b] = sum[b];
     }
 }
 

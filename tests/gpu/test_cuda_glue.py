@@ -507,6 +507,25 @@ def _sparse_includes(rng, cfg, per_clause=(1, 5)) -> np.ndarray:
     return state
 
 
+def test_simulated_gpu_stored_outputs_over_many_examples(fake_warps):
+    """The stored outputs from scratch on 4,141 examples: a GPU thread's work item is one word of 32 examples and a
+    CPU thread's 64 such words (2,048 examples), so the builds split the work differently; they agree, the empty
+    clauses (every fourth: 1 on every example) included."""
+    from asynctm.backends.cuda import CudaBackend
+
+    cfg = KernelConfig(n_classes=2, n_clauses=6, n_literals=2 * 300, T=8, s=3.9)
+    rng = np.random.default_rng(21)
+    X, _ = pack_literals(rng.integers(0, 2, (4141, 300)))
+    state = _sparse_includes(rng, cfg, per_clause=(1, 3))
+    gpu, host = CudaBackend(cfg), cpu.CpuBackend(cfg, n_threads=2)
+    for be in (gpu, host):
+        be.set_ta_state(state)
+    outputs = host.training_clause_outputs(X)
+    np.testing.assert_array_equal(gpu.training_clause_outputs(X), outputs)
+    assert outputs[3::4].all() and 0 < outputs.mean() < 1
+    gpu.close()
+
+
 @pytest.mark.parametrize("k", [32, 64, 128])
 def test_simulated_warps_wide_clauses_equal_the_cpu(fake_warps, k):
     """Clauses of 513 words, more than a group of 128 threads takes in one round (256 words): every thread of a

@@ -291,6 +291,27 @@ def test_outputs_and_sums_at_fixed_states(open_backend, build, name):
     assert_backend_equals_reference(be, tm, len(X), " after set_training_data")
 
 
+@pytest.mark.parametrize("build", ALL_BUILDS)
+@pytest.mark.parametrize("name", ["2cls-boost-40lit", "2cls-wide-1100lit"])
+def test_stored_outputs_over_many_examples(open_backend, build, name):
+    # 4,141 examples: a CPU thread computes the stored outputs of a clause 2,048 examples at a time
+    # (TM_REFRESH_OUT_WORDS), so a clause has two whole work items, a last one of 45 examples and a partial last
+    # word; every third clause is empty (1 on every example), one includes every literal.
+    c = CONFIGS[name]
+    F, X, y_target, states = _problem(c, 2 * 2048 + 45, seed=5)
+    tm = _reference(c, X.shape[1])
+    tm.ta_state[:] = states
+    tm.ta_state[::3] = (1 << (c["bits"] - 1)) - 1
+    tm.ta_state[1] = (1 << c["bits"]) - 1
+    be = open_backend(build[0], _kernel_config(c, X.shape[1]), build[1] or 1)
+    be.set_ta_state(_to_planes(tm.ta_state, c["bits"]))
+    assert_same("training clause outputs", be.training_clause_outputs(_pack_bits(X)), tm.clause_outputs(X, True),
+                ("clause", "example"))
+    tm.init_training(X, y_target)
+    be.set_training_data(_pack_bits(X), y_target.astype(np.int32))
+    assert_backend_equals_reference(be, tm, len(X), " after set_training_data")
+
+
 # ---------------------------------------------------------------------------------------------
 # One feedback step with the draws fixed: a batch of one example right after a fresh tally
 # ---------------------------------------------------------------------------------------------

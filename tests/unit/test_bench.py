@@ -394,3 +394,40 @@ def test_micro_feedback_driver_compiles_against_the_kernels(tmp_path):
     proc = subprocess.run(build, check=False, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (tmp_path / "micro").is_file()
+
+
+def test_micro_setup_times_both_cases_for_every_kernel_folder(tmp_path):
+    """benchmarks/micro_setup.py on the tiny dataset, with two kernel folders (a copy of the kernels and the
+    kernels, as a before/after pair names two checkouts'): a row per thread count, case and folder, the same
+    stored outputs from both; the kernel folder in the environment is as it was afterwards; a folder without tm.cu
+    stops it in one line before anything is trained."""
+    import os
+    import shutil
+
+    micro = _load_script("micro_setup")
+    data_dir, config = tiny_wsd_apple(tmp_path)
+    copy = tmp_path / "old" / "kernels"
+    shutil.copytree(REPO / "kernels", copy)
+    out = tmp_path / "setup.json"
+    common = ["--experiment", "wsd_apple", "--data-dir", str(data_dir), "--config", str(config), "--out", str(out)]
+    before = os.environ.get("ASYNCTM_KERNEL_DIR")
+    assert micro.main([*common, "--threads", "1,2", "--trained-rows", "60", "--reps", "2",
+                       "--kernels", f"{copy},{REPO / 'kernels'}"]) == 0
+    assert os.environ.get("ASYNCTM_KERNEL_DIR") == before
+    record = json.loads(out.read_text())
+    rows = record["rows"]
+    assert len(rows) == 8 and {(r["threads"], r["case"]) for r in rows} == {
+        (t, case) for t in (1, 2) for case in ("new", "trained")}
+    assert {r["kernels"] for r in rows} == {str(copy), str(REPO / "kernels")}
+    assert all(len(r["seconds"]) == 2 and r["fastest_s"] == min(r["seconds"]) for r in rows)
+    for t in (1, 2):  # two threads may train different automata (they share the tallies); one thread may not
+        for case in ("new", "trained"):
+            a, b = (r for r in rows if r["threads"] == t and r["case"] == case)
+            same = a["states_digest"] == b["states_digest"]
+            assert same or (t, case) == (2, "trained")
+            assert not same or a["outputs_digest"] == b["outputs_digest"]
+    assert record["dataset"]["n_train"] == 120 and record["trained_case"] == {"rows": 60, "epochs": 1}
+    out.unlink()
+    with pytest.raises(SystemExit, match="has no tm.cu"):
+        micro.main([*common, "--kernels", str(tmp_path)])
+    assert not out.exists()
