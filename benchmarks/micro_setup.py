@@ -25,6 +25,7 @@ import contextlib
 import hashlib
 import os
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -104,6 +105,7 @@ def main(argv=None) -> int:
     data = subsample(data, args.max_train or None, None, args.seed)
     X, y = dense_uint8(data["X_train"]), np.asarray(data["y_train"])
     first = min(args.trained_rows, len(y))
+    started = time.gmtime()
 
     rows = []
     for t in threads:
@@ -140,6 +142,7 @@ def main(argv=None) -> int:
     record = {
         "generated_by": "benchmarks/micro_setup.py",
         "command": "python " + " ".join([os.path.relpath(__file__), *(argv if argv is not None else sys.argv[1:])]),
+        "date_utc": time.strftime("%Y-%m-%d", started), "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", started),
         "git": git_info(), "versions": versions(), "cpu": cpu_info(), "host_id": host_id(),
         "load_average_after": list(os.getloadavg()),
         "experiment": args.experiment, "hyperparameters": hp, "seed": args.seed,

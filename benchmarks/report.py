@@ -392,6 +392,16 @@ def _micro_inference(r: dict) -> tuple[str, str]:
             f"compacted {_x(r['dense_over_compact'])} faster than the plane scan")
 
 
+def _micro_setup(r: dict) -> tuple[str, str]:
+    folders = list(dict.fromkeys(row["kernels"] for row in r["rows"]))
+    cells = {}
+    for row in r["rows"]:
+        cells.setdefault((row["threads"], row["case"]), []).append(f"{row['fastest_s']:.3g}")
+    return (f"{r['experiment']}, {r['hyperparameters']['n_clauses']} clauses, {r['dataset']['n_train']:,} rows; "
+            f"kernels {' then '.join(Path(f).parent.name + '/' + Path(f).name for f in folders)}",
+            "; ".join(f"{case} {t}t {' / '.join(v)} s" for (t, case), v in cells.items()))
+
+
 def _opcount(r: dict) -> tuple[str, str]:
     return "epochs " + ", ".join(str(s["counts_for_epoch"]) for s in r["snapshots"]), ""
 
@@ -423,6 +433,7 @@ GENERATORS = {
                                      _micro_feedback),
     "benchmarks/micro_inference.py": (KINDS[3], "inference: compacted includes against the plane scan "
                                                 "(micro_inference.py)", _micro_inference),
+    "benchmarks/micro_setup.py": (KINDS[3], "set-up on new training data (micro_setup.py)", _micro_setup),
     "benchmarks/opcount_apple.py": (KINDS[3], "operation counts of apple epochs (opcount_apple.py)", _opcount),
     "benchmarks/pytm_versions.py": (KINDS[4], "one regression run under two pyTsetlinMachine releases "
                                               "(pytm_versions.py)", _pytm_versions),

@@ -427,6 +427,8 @@ def test_micro_setup_times_both_cases_for_every_kernel_folder(tmp_path):
             assert same or (t, case) == (2, "trained")
             assert not same or a["outputs_digest"] == b["outputs_digest"]
     assert record["dataset"]["n_train"] == 120 and record["trained_case"] == {"rows": 60, "epochs": 1}
+    report = _load_script("report")
+    assert report.index_entry(out)[0] == "Micro-benchmarks"
     out.unlink()
     with pytest.raises(SystemExit, match="has no tm.cu"):
         micro.main([*common, "--kernels", str(tmp_path)])
