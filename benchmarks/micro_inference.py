@@ -27,9 +27,14 @@ from pathlib import Path
 
 import numpy as np
 
-from asynctm.benchmarking import dense_uint8, hyperparameters, load_data, subsample
-from asynctm.config_check import load_config
-from asynctm.experiments.plan import experiment
+from asynctm.benchmarking import (
+    add_data_arguments,
+    classification_experiment,
+    dense_uint8,
+    hyperparameters,
+    load_data,
+    subsample,
+)
 from asynctm.io import write_json_atomic
 from asynctm.provenance import code_digests, cpu_info, git_info, versions
 
@@ -58,15 +63,11 @@ def main(argv=None) -> int:
     p.add_argument("--threads", type=int, default=None, help="our threads (default: all usable cores)")
     p.add_argument("--reps", type=int, default=3, help="calls per method; the fastest is kept")
     p.add_argument("--peers", default="", help="comma-separated peers to time too: pytm")
-    p.add_argument("--seed", type=int, default=42)
-    p.add_argument("--data-dir", default="data", help="the pipeline's data folder (processed datasets)")
-    p.add_argument("--config", default=str(HERE.parent / "config" / "config.yaml"))
+    add_data_arguments(p, str(HERE.parent / "config" / "config.yaml"))
     p.add_argument("--out", default=None, help="default benchmarks/results/micro_inference_<experiment>.json")
     args = p.parse_args(argv)
 
-    exp = experiment(load_config(args.config), args.experiment)
-    if exp["task"] == "regression":
-        raise SystemExit(f"{args.experiment} is a regression experiment: choose a classification one")
+    exp = classification_experiment(args.config, args.experiment)
     hp = hyperparameters(exp)
     if args.clauses:
         hp["n_clauses"] = args.clauses

@@ -30,9 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from asynctm.benchmarking import dense_uint8, hyperparameters, load_data, subsample
-from asynctm.config_check import load_config
-from asynctm.experiments.plan import experiment
+from asynctm import benchmarking
 from asynctm.io import write_json_atomic
 from asynctm.provenance import cpu_info, file_digests, git_info, host_id, versions
 
@@ -89,21 +87,17 @@ def main(argv=None) -> int:
     p.add_argument("--threads", default="1,all", help="thread counts, comma-separated ('all': every usable core)")
     p.add_argument("--kernels", default="", help="kernel folders to time in turn, comma-separated")
     p.add_argument("--reps", type=int, default=3, help="timed set-ups per case; the fastest is kept")
-    p.add_argument("--seed", type=int, default=42)
-    p.add_argument("--data-dir", default="data", help="the pipeline's data folder (processed datasets)")
-    p.add_argument("--config", default=str(HERE.parent / "config" / "config.yaml"))
+    benchmarking.add_data_arguments(p, str(HERE.parent / "config" / "config.yaml"))
     p.add_argument("--out", default=None, help="default benchmarks/results/micro_setup_<experiment>_<host>.json")
     args = p.parse_args(argv)
 
-    exp = experiment(load_config(args.config), args.experiment)
-    if exp["task"] == "regression":
-        raise SystemExit(f"error: {args.experiment} is a regression experiment: choose a classification one")
+    exp = benchmarking.classification_experiment(args.config, args.experiment)
     folders = kernel_folders(args.kernels)
     threads = [default_threads() if t == "all" else int(t) for t in args.threads.split(",") if t]
-    hp = hyperparameters(exp)
-    data, source, _ = load_data(exp, Path(args.data_dir))
-    data = subsample(data, args.max_train or None, None, args.seed)
-    X, y = dense_uint8(data["X_train"]), np.asarray(data["y_train"])
+    hp = benchmarking.hyperparameters(exp)
+    data, source, _ = benchmarking.load_data(exp, Path(args.data_dir))
+    data = benchmarking.subsample(data, args.max_train or None, None, args.seed)
+    X, y = benchmarking.dense_uint8(data["X_train"]), np.asarray(data["y_train"])
     first = min(args.trained_rows, len(y))
     started = time.gmtime()
 

@@ -71,6 +71,24 @@ def hyperparameters(exp: dict) -> dict:
             **{k: exp[k] for k in TM_SETTINGS}}
 
 
+def add_data_arguments(p, config_default: str) -> None:
+    """The options a micro-benchmark reads its experiment and data by: ``--seed``, ``--data-dir`` and ``--config``."""
+    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--data-dir", default="data", help="the pipeline's data folder (processed datasets)")
+    p.add_argument("--config", default=config_default)
+
+
+def classification_experiment(config: str, name: str) -> dict:
+    """The experiment ``name`` of the configuration file ``config``; one line and exit where it is a regression."""
+    from .config_check import load_config
+    from .experiments.plan import experiment
+
+    exp = experiment(load_config(config), name)
+    if exp["task"] == "regression":
+        raise SystemExit(f"error: {name} is a regression experiment: choose a classification one")
+    return exp
+
+
 def load_data(exp: dict, data_dir: Path) -> tuple[dict, dict, str]:
     """The experiment's processed dataset from the registry's folder below ``data_dir``: ``(arrays, source,
     description)``."""
