@@ -21,7 +21,6 @@ Writes ``benchmarks/results/micro_setup_<experiment>_<host id>.json``.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import hashlib
 import os
 import sys
@@ -36,33 +35,6 @@ from asynctm.provenance import cpu_info, file_digests, git_info, host_id, versio
 
 HERE = Path(__file__).resolve().parent
 CASES = ("new", "trained")
-
-
-def kernel_folders(spec: str) -> list[Path]:
-    """The kernel folders of ``--kernels`` (default: the one the package uses); one line and exit if one is not."""
-    from asynctm.backends import kernel_dir
-
-    folders = [Path(k).resolve() for k in spec.split(",") if k] or [Path(kernel_dir()).resolve()]
-    for folder in folders:
-        if not (folder / "tm.cu").is_file():
-            raise SystemExit(f"error: {folder} has no tm.cu; --kernels takes kernel folders, such as a checkout's "
-                             "kernels/")
-    return folders
-
-
-@contextlib.contextmanager
-def kernels_from(folder: Path):
-    """Models built inside compile the kernels of ``folder`` (``ASYNCTM_KERNEL_DIR``, read when a model builds its
-    backend); the variable is as it was afterwards."""
-    before = os.environ.get("ASYNCTM_KERNEL_DIR")
-    os.environ["ASYNCTM_KERNEL_DIR"] = str(folder)
-    try:
-        yield
-    finally:
-        if before is None:
-            del os.environ["ASYNCTM_KERNEL_DIR"]
-        else:
-            os.environ["ASYNCTM_KERNEL_DIR"] = before
 
 
 def outputs_digest(model) -> str:
@@ -92,7 +64,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
 
     exp = benchmarking.classification_experiment(args.config, args.experiment)
-    folders = kernel_folders(args.kernels)
+    folders = benchmarking.kernel_folders(args.kernels)
     threads = [default_threads() if t == "all" else int(t) for t in args.threads.split(",") if t]
     hp = benchmarking.hyperparameters(exp)
     data, source, _ = benchmarking.load_data(exp, Path(args.data_dir))
@@ -105,14 +77,14 @@ def main(argv=None) -> int:
     for t in threads:
         trained = {}
         for folder in folders:
-            with kernels_from(folder):
+            with benchmarking.kernels_from(folder):
                 trained[folder] = TMClassifier(**hp, backend="cpu", n_threads=t, seed=args.seed)
                 trained[folder].fit(X[:first], y[:first], epochs=args.epochs)
         seconds = {(folder, case): [] for folder in folders for case in CASES}
         digests = {}
         for rep in range(args.reps + 1):
             for folder, case in ((folder, case) for folder in folders for case in CASES):
-                with kernels_from(folder):
+                with benchmarking.kernels_from(folder):
                     model = TMClassifier(**hp, backend="cpu", n_threads=t, seed=args.seed) if case == "new" \
                         else trained[folder]
                     model._prepare_training(X.view(), y, incremental=case == "trained")  # a new X object: new data

@@ -402,6 +402,14 @@ def _micro_setup(r: dict) -> tuple[str, str]:
             "; ".join(f"{case} {t}t {' / '.join(v)} s" for (t, case), v in cells.items()))
 
 
+def _kernels_ab(r: dict) -> tuple[str, str]:
+    folders = [row["kernels"] for row in r["settings"][0]["rows"]] if r["settings"] else []
+    return (f"{', '.join(s['setting'] for s in r['settings'])}; {r['threads']} thread(s); kernels "
+            + " then ".join(Path(f).parent.name + "/" + Path(f).name for f in folders),
+            "; ".join(f"{s['setting']} " + " / ".join(f"{row['median_s']:.3g}" for row in s["rows"])
+                      + f" s{'' if s['same_automata'] else ' (automata differ)'}" for s in r["settings"]))
+
+
 def _opcount(r: dict) -> tuple[str, str]:
     return "epochs " + ", ".join(str(s["counts_for_epoch"]) for s in r["snapshots"]), ""
 
@@ -433,6 +441,8 @@ GENERATORS = {
                                      _micro_feedback),
     "benchmarks/micro_inference.py": (KINDS[3], "inference: compacted includes against the plane scan "
                                                 "(micro_inference.py)", _micro_inference),
+    "benchmarks/kernels_ab.py": (KINDS[3], "s/epoch under two kernel folders, round-robin (kernels_ab.py)",
+                                 _kernels_ab),
     "benchmarks/micro_setup.py": (KINDS[3], "set-up on new training data (micro_setup.py)", _micro_setup),
     "benchmarks/opcount_apple.py": (KINDS[3], "operation counts of apple epochs (opcount_apple.py)", _opcount),
     "benchmarks/pytm_versions.py": (KINDS[4], "one regression run under two pyTsetlinMachine releases "

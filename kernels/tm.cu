@@ -182,6 +182,19 @@ TM_DEVICE void tm_dec(tm_u32 *TM_RESTRICT state, int w0, int n, const tm_u32 *TM
 // returns their union, so that a chunk with none skips its 1/s draws.
 TM_DEVICE tm_u32 tm_nonzero(const tm_u32 *TM_RESTRICT state, int w0, int n, tm_u32 *TM_RESTRICT nz)
 {
+#ifdef TM_CHUNK_VECTORS
+    if (n == CHUNK_WORDS) {
+        tm_v16u32 v, plane;
+        tm_load16(&v, state + w0);
+        for (int b = 1; b < STATE_BITS; ++b) {
+            tm_load16(&plane, state + b * WORDS + w0);
+            v |= plane;
+        }
+        if (w0 + CHUNK_WORDS == WORDS) v[CHUNK_WORDS - 1] &= LAST_WORD_MASK;
+        tm_store16(nz, &v);
+        return (tm_u32)tm_any16(&v);
+    }
+#endif
     tm_u32 any = 0;
     TM_SIMD_OR(any)
     for (int i = 0; i < n; ++i) {
@@ -279,6 +292,20 @@ TM_DEVICE void tm_type_i(tm_u32 *TM_RESTRICT state, const tm_u32 *TM_RESTRICT x,
         const tm_u32 *want = nz;
         if (o) {
             any_wanted = 0;
+#ifdef TM_CHUNK_VECTORS
+            if (n == CHUNK_WORDS) {
+                tm_v16u32 xv, wv;
+                tm_load16(&xv, x + w0);
+                tm_load16(&wv, nz);
+                if (w0 + CHUNK_WORDS == WORDS) xv[CHUNK_WORDS - 1] &= LAST_WORD_MASK;
+                wv &= ~xv;
+                if (!BOOST_TRUE_POSITIVE) wv |= xv;
+                tm_store16(xw, &xv);
+                tm_store16(wanted, &wv);
+                any_wanted = (tm_u32)tm_any16(&wv);
+                any_x = (tm_u32)tm_any16(&xv);
+            } else
+#endif
             for (int i = 0; i < n; ++i) {
                 xw[i] = x[w0 + i] & WORD_MASK(w0 + i);
                 wanted[i] = (~xw[i] & nz[i]) | (BOOST_TRUE_POSITIVE ? 0u : xw[i]);

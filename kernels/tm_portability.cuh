@@ -193,6 +193,29 @@ TM_DEVICE int tm_avx_chunk_violated(const tm_u32 *TM_RESTRICT include, const tm_
 }
 #define TM_WHOLE_CHUNK_VIOLATED(include, x) tm_avx_chunk_violated((include), (x))
 #endif
+// A whole chunk of 16 words kept in a vector (tm_type_i's masks of a chunk on a CPU): loaded and stored as one,
+// and tested for a lane that is not 0 in registers (a mask test with AVX-512, vptest with AVX2). Reducing an array
+// that was just stored as one vector read it back in halves, which stalled on the store.
+#define TM_CHUNK_VECTORS 1
+// Vectors pass by pointer: GCC warns of the ABI of a 64-byte vector passed by value where AVX-512 is off.
+TM_DEVICE void tm_load16(tm_v16u32 *v, const tm_u32 *p) { __builtin_memcpy(v, p, sizeof *v); }
+TM_DEVICE void tm_store16(tm_u32 *p, const tm_v16u32 *v) { __builtin_memcpy(p, v, sizeof *v); }
+TM_DEVICE int tm_any16(const tm_v16u32 *v)
+{
+#if defined(__AVX512F__)
+    const __m512i w = (__m512i)*v;
+    return _mm512_test_epi32_mask(w, w) != 0;
+#elif defined(__AVX2__)
+    __m256i half[2];
+    __builtin_memcpy(half, v, sizeof *v);
+    const __m256i w = _mm256_or_si256(half[0], half[1]);
+    return !_mm256_testz_si256(w, w);
+#else
+    tm_u32 any = 0;
+    for (int i = 0; i < 16; ++i) any |= (*v)[i];
+    return any != 0;
+#endif
+}
 #define TM_POPCOUNT(x) __builtin_popcount(x)
 // Training batches (tm_train_batch): one parallel region in which each thread takes its share of the
 // clauses and reaches the shared tallies through a private view (TM_TALLY_VIEWS).

@@ -15,6 +15,7 @@ backend against PyTsetlinMachineCUDA with this loop and this pooling (its settin
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 import os
@@ -87,6 +88,33 @@ def classification_experiment(config: str, name: str) -> dict:
     if exp["task"] == "regression":
         raise SystemExit(f"error: {name} is a regression experiment: choose a classification one")
     return exp
+
+
+def kernel_folders(spec: str) -> list[Path]:
+    """The kernel folders of ``--kernels`` (default: the one the package uses); one line and exit if one is not."""
+    from .backends import kernel_dir
+
+    folders = [Path(k).resolve() for k in spec.split(",") if k] or [Path(kernel_dir()).resolve()]
+    for folder in folders:
+        if not (folder / "tm.cu").is_file():
+            raise SystemExit(f"error: {folder} has no tm.cu; --kernels takes kernel folders, such as a checkout's "
+                             "kernels/")
+    return folders
+
+
+@contextlib.contextmanager
+def kernels_from(folder: Path):
+    """Models built inside compile the kernels of ``folder`` (``ASYNCTM_KERNEL_DIR``, read when a model builds its
+    backend); the variable is as it was afterwards."""
+    before = os.environ.get("ASYNCTM_KERNEL_DIR")
+    os.environ["ASYNCTM_KERNEL_DIR"] = str(folder)
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["ASYNCTM_KERNEL_DIR"]
+        else:
+            os.environ["ASYNCTM_KERNEL_DIR"] = before
 
 
 def load_data(exp: dict, data_dir: Path) -> tuple[dict, dict, str]:

@@ -433,3 +433,30 @@ def test_micro_setup_times_both_cases_for_every_kernel_folder(tmp_path):
     with pytest.raises(SystemExit, match="has no tm.cu"):
         micro.main([*common, "--kernels", str(tmp_path)])
     assert not out.exists()
+
+
+def test_kernels_ab_alternates_the_kernel_folders(tmp_path):
+    """benchmarks/kernels_ab.py on the tiny dataset with a copy of the kernels and the kernels: every timed epoch of
+    both, the same automata with one thread, an index row; fewer than two folders or an unknown setting stop it in
+    one line."""
+    import shutil
+
+    ab = _load_script("kernels_ab")
+    data_dir, config = tiny_wsd_apple(tmp_path)
+    copy = tmp_path / "old" / "kernels"
+    shutil.copytree(REPO / "kernels", copy)
+    out = tmp_path / "ab.json"
+    common = ["--settings", "apple", "--data-dir", str(data_dir), "--config", str(config), "--out", str(out)]
+    assert ab.main([*common, "--epochs", "3", "--kernels", f"{copy},{REPO / 'kernels'}"]) == 0
+    record = json.loads(out.read_text())
+    (setting,) = record["settings"]
+    assert setting["setting"] == "apple" and setting["n_train"] == 120 and setting["same_automata"]
+    assert [r["kernels"] for r in setting["rows"]] == [str(copy), str(REPO / "kernels")]
+    assert all(len(r["epoch_s"]) == 3 and r["median_s"] == sorted(r["epoch_s"])[1] for r in setting["rows"])
+    kind, cells = _load_script("report").index_entry(out)
+    assert kind == "Micro-benchmarks" and "apple" in cells[-1]
+    out.unlink()
+    for bad in (["--kernels", str(copy)], ["--kernels", f"{copy},{copy}", "--settings", "nope"]):
+        with pytest.raises(SystemExit, match="at least two kernel folders"):
+            ab.main([*common[2:], *bad] if "--settings" in bad else [*common, *bad])
+    assert not out.exists()
