@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import os
 import statistics
 import sys
 import time
@@ -25,8 +24,7 @@ from pathlib import Path
 
 from asynctm import benchmarking
 from asynctm.config_check import load_config
-from asynctm.io import write_json_atomic
-from asynctm.provenance import cpu_info, file_digests, git_info, host_id, versions
+from asynctm.provenance import file_digests, host_id
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -88,19 +86,13 @@ def main(argv=None) -> int:
         print(f"{name}: " + ", ".join(f"{r['median_s']:.4g} s ({r['kernels']})" for r in result["rows"])
               + f"; same automata: {'yes' if result['same_automata'] else 'no'}")
     record = {
-        "generated_by": "benchmarks/kernels_ab.py",
-        "command": "python " + " ".join([os.path.relpath(__file__), *(argv if argv is not None else sys.argv[1:])]),
-        "date_utc": time.strftime("%Y-%m-%d", started), "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", started),
-        "git": git_info(), "versions": versions(), "cpu": cpu_info(), "host_id": host_id(),
-        "load_average_after": list(os.getloadavg()), "threads": args.threads, "seed": args.seed,
+        **benchmarking.run_header(__file__, argv, started), "threads": args.threads, "seed": args.seed,
         "timing": "wall clock per fit(X, y, epochs=1, incremental=True) after one warm-up epoch per model; the "
                   "kernel folders' models alternate epoch by epoch in one process, the order reversed every other "
                   "epoch; median over the timed epochs",
         "settings": results,
     }
-    out = Path(args.out or HERE / "results" / f"kernels_ab_{host_id()[:12]}.json")
-    write_json_atomic(out, record, sort_keys=False)
-    print(f"wrote {out}")
+    benchmarking.write_record(HERE / "results" / f"kernels_ab_{host_id()[:12]}.json", args.out, record)
     return 0
 
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import os
 import sys
 import time
 from pathlib import Path
@@ -30,8 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from asynctm import benchmarking
-from asynctm.io import write_json_atomic
-from asynctm.provenance import cpu_info, file_digests, git_info, host_id, versions
+from asynctm.provenance import file_digests, host_id
 
 HERE = Path(__file__).resolve().parent
 CASES = ("new", "trained")
@@ -106,11 +104,7 @@ def main(argv=None) -> int:
                 print(f"{t} threads, {case}: {min(seconds[folder, case]):.3f} s ({folder})")
 
     record = {
-        "generated_by": "benchmarks/micro_setup.py",
-        "command": "python " + " ".join([os.path.relpath(__file__), *(argv if argv is not None else sys.argv[1:])]),
-        "date_utc": time.strftime("%Y-%m-%d", started), "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", started),
-        "git": git_info(), "versions": versions(), "cpu": cpu_info(), "host_id": host_id(),
-        "load_average_after": list(os.getloadavg()),
+        **benchmarking.run_header(__file__, argv, started),
         "experiment": args.experiment, "hyperparameters": hp, "seed": args.seed,
         "dataset": {"source": source, "n_train": int(len(y)), "n_features": int(X.shape[1])},
         "trained_case": {"rows": first, "epochs": args.epochs},
@@ -119,9 +113,8 @@ def main(argv=None) -> int:
                   "untimed round, kernel folders in turn",
         "rows": rows,
     }
-    out = Path(args.out or HERE / "results" / f"micro_setup_{args.experiment}_{host_id()[:12]}.json")
-    write_json_atomic(out, record, sort_keys=False)
-    print(f"wrote {out}")
+    default = HERE / "results" / f"micro_setup_{args.experiment}_{host_id()[:12]}.json"
+    benchmarking.write_record(default, args.out, record)
     return 0
 
 

@@ -117,6 +117,29 @@ def kernels_from(folder: Path):
             os.environ["ASYNCTM_KERNEL_DIR"] = before
 
 
+def run_header(script: str, argv, started: time.struct_time) -> dict:
+    """The fields a benchmark record starts with: its script, the command as given, when it started (UTC), the
+    checkout, the library versions, the CPU and the host identity, and the load average as it ends."""
+    import sys
+
+    from .provenance import cpu_info, git_info, host_id, versions
+
+    return {"generated_by": f"benchmarks/{Path(script).name}",
+            "command": "python " + " ".join([os.path.relpath(script), *(argv if argv is not None else sys.argv[1:])]),
+            "date_utc": time.strftime("%Y-%m-%d", started), "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", started),
+            "git": git_info(), "versions": versions(), "cpu": cpu_info(), "host_id": host_id(),
+            "load_average_after": list(os.getloadavg())}
+
+
+def write_record(default: Path, out: str | None, record: dict) -> None:
+    """Writes a benchmark record to ``out`` (``default`` without it), whole or not at all, and says where."""
+    from .io import write_json_atomic
+
+    path = Path(out or default)
+    write_json_atomic(path, record, sort_keys=False)
+    print(f"wrote {path}")
+
+
 def load_data(exp: dict, data_dir: Path) -> tuple[dict, dict, str]:
     """The experiment's processed dataset from the registry's folder below ``data_dir``: ``(arrays, source,
     description)``."""

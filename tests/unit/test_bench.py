@@ -396,18 +396,26 @@ def test_micro_feedback_driver_compiles_against_the_kernels(tmp_path):
     assert (tmp_path / "micro").is_file()
 
 
+def _tiny_data_and_kernel_copy(tmp_path):
+    """The tiny dataset and its configuration, and a copy of the kernels (as a before/after pair names an older
+    checkout's kernels/)."""
+    import shutil
+
+    data_dir, config = tiny_wsd_apple(tmp_path)
+    copy = tmp_path / "old" / "kernels"
+    shutil.copytree(REPO / "kernels", copy)
+    return data_dir, config, copy
+
+
 def test_micro_setup_times_both_cases_for_every_kernel_folder(tmp_path):
     """benchmarks/micro_setup.py on the tiny dataset, with two kernel folders (a copy of the kernels and the
     kernels, as a before/after pair names two checkouts'): a row per thread count, case and folder, the same
     stored outputs from both; the kernel folder in the environment is as it was afterwards; a folder without tm.cu
     stops it in one line before anything is trained."""
     import os
-    import shutil
 
     micro = _load_script("micro_setup")
-    data_dir, config = tiny_wsd_apple(tmp_path)
-    copy = tmp_path / "old" / "kernels"
-    shutil.copytree(REPO / "kernels", copy)
+    data_dir, config, copy = _tiny_data_and_kernel_copy(tmp_path)
     out = tmp_path / "setup.json"
     common = ["--experiment", "wsd_apple", "--data-dir", str(data_dir), "--config", str(config), "--out", str(out)]
     before = os.environ.get("ASYNCTM_KERNEL_DIR")
@@ -439,12 +447,8 @@ def test_kernels_ab_alternates_the_kernel_folders(tmp_path):
     """benchmarks/kernels_ab.py on the tiny dataset with a copy of the kernels and the kernels: every timed epoch of
     both, the same automata with one thread, an index row; fewer than two folders or an unknown setting stop it in
     one line."""
-    import shutil
-
     ab = _load_script("kernels_ab")
-    data_dir, config = tiny_wsd_apple(tmp_path)
-    copy = tmp_path / "old" / "kernels"
-    shutil.copytree(REPO / "kernels", copy)
+    data_dir, config, copy = _tiny_data_and_kernel_copy(tmp_path)
     out = tmp_path / "ab.json"
     common = ["--settings", "apple", "--data-dir", str(data_dir), "--config", str(config), "--out", str(out)]
     assert ab.main([*common, "--epochs", "3", "--kernels", f"{copy},{REPO / 'kernels'}"]) == 0
