@@ -392,20 +392,23 @@ def _micro_inference(r: dict) -> tuple[str, str]:
             f"compacted {_x(r['dense_over_compact'])} faster than the plane scan")
 
 
+def _kernel_folders(folders) -> str:
+    """Kernel folders as their checkout's name and folder (``run-after/kernels``), in the order timed."""
+    return " then ".join(Path(f).parent.name + "/" + Path(f).name for f in dict.fromkeys(folders))
+
+
 def _micro_setup(r: dict) -> tuple[str, str]:
-    folders = list(dict.fromkeys(row["kernels"] for row in r["rows"]))
     cells = {}
     for row in r["rows"]:
         cells.setdefault((row["threads"], row["case"]), []).append(f"{row['fastest_s']:.3g}")
     return (f"{r['experiment']}, {r['hyperparameters']['n_clauses']} clauses, {r['dataset']['n_train']:,} rows; "
-            f"kernels {' then '.join(Path(f).parent.name + '/' + Path(f).name for f in folders)}",
+            f"kernels {_kernel_folders(row['kernels'] for row in r['rows'])}",
             "; ".join(f"{case} {t}t {' / '.join(v)} s" for (t, case), v in cells.items()))
 
 
 def _kernels_ab(r: dict) -> tuple[str, str]:
-    folders = [row["kernels"] for row in r["settings"][0]["rows"]] if r["settings"] else []
     return (f"{', '.join(s['setting'] for s in r['settings'])}; {r['threads']} thread(s); kernels "
-            + " then ".join(Path(f).parent.name + "/" + Path(f).name for f in folders),
+            + _kernel_folders(row["kernels"] for s in r["settings"] for row in s["rows"]),
             "; ".join(f"{s['setting']} " + " / ".join(f"{row['median_s']:.3g}" for row in s["rows"])
                       + f" s{'' if s['same_automata'] else ' (automata differ)'}" for s in r["settings"]))
 
