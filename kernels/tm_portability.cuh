@@ -180,19 +180,6 @@ typedef tm_u32 tm_v16u32 __attribute__((vector_size(16 * sizeof(tm_u32))));
 #define TM_SKIP_IDLE_DECREMENT 0  // a chunk of 16 words nearly always has a lane to decrement: no test
 #define TM_RESTRICT __restrict__
 #define TM_LOAD_RELAXED(ptr) __atomic_load_n((ptr), __ATOMIC_RELAXED)
-// Whether a whole chunk of 16 words has an included literal that is 0 in x, where the CPU has AVX2: include & ~x
-// in two 256-bit halves, their OR, and one test of it (vptest) instead of reducing the chunk's words to one, half
-// the instructions of the scan that decides every clause output (tm_chunk_violated: the plain loop elsewhere).
-#if defined(__AVX2__)
-TM_DEVICE int tm_avx_chunk_violated(const tm_u32 *TM_RESTRICT include, const tm_u32 *TM_RESTRICT x)
-{
-    const __m256i *inc = (const __m256i *)include, *xv = (const __m256i *)x;
-    const __m256i v = _mm256_or_si256(_mm256_andnot_si256(_mm256_loadu_si256(xv), _mm256_loadu_si256(inc)),
-                                      _mm256_andnot_si256(_mm256_loadu_si256(xv + 1), _mm256_loadu_si256(inc + 1)));
-    return !_mm256_testz_si256(v, v);
-}
-#define TM_WHOLE_CHUNK_VIOLATED(include, x) tm_avx_chunk_violated((include), (x))
-#endif
 // A whole chunk of 16 words kept in a vector (tm_type_i's masks of a chunk on a CPU): loaded and stored as one,
 // and tested for a lane that is not 0 in registers (a mask test with AVX-512, vptest with AVX2). Reducing an array
 // that was just stored as one vector read it back in halves, which stalled on the store.
