@@ -149,24 +149,102 @@ TM_DEVICE int tm_clause_output_train(const tm_u32 *TM_RESTRICT include, const tm
 #endif
 }
 
+// The chunks of a clause that hold an included literal (TM_LIVE_CHUNKS, the CPU build): bit k % 32 of live[k / 32]
+// is set where chunk k (words 16k .. 16k+15 of the include plane, padding lanes too) has a word that is not 0.
+// A chunk without one cannot rule the clause out, so the training scan tests only the live chunks, in order: the
+// same first violated chunk, the same output and hint as tm_clause_output. A trained clause's includes lie in few
+// chunks (SemEval after 3 epochs: about a quarter of its 400; IMDb: 2 of 20), and every output of 1 scans them all.
+// The thread that trains the clause in a batch builds the set at the batch's start, on its stack, and adds a chunk
+// where a feedback includes a literal (tm_inc's carry into the top plane, from registers: reading the plane back
+// after a feedback's vector stores stalled on them: IMDb's epochs took 40 % longer). A chunk whose includes a
+// feedback removes stays in the set until the next batch: testing it finds nothing, so the output is the same.
+// They pay where a clause has many chunks; with few, their upkeep costs about what they save (Bike Sharing's 6
+// chunks: a few per cent slower per epoch), so the build keeps them from TM_LIVE_MIN_CHUNKS chunks up.
+#define CHUNKS ((WORDS + CHUNK_WORDS - 1) / CHUNK_WORDS)
+#ifndef TM_LIVE_MIN_CHUNKS
+#define TM_LIVE_MIN_CHUNKS 16
+#endif
+#if TM_LIVE_CHUNKS && CHUNKS < TM_LIVE_MIN_CHUNKS
+#undef TM_LIVE_CHUNKS
+#define TM_LIVE_CHUNKS 0
+#endif
+#if TM_LIVE_CHUNKS
+#define LIVE_WORDS ((CHUNKS + 31) / 32)
+TM_DEVICE int tm_chunk_live(const tm_u32 *TM_RESTRICT include, int n)
+{
+#ifdef TM_CHUNK_VECTORS
+    if (n == CHUNK_WORDS) {
+        tm_v16u32 v;
+        tm_load16(&v, include);
+        return tm_any16(&v);
+    }
+#endif
+    tm_u32 any = 0;
+    for (int i = 0; i < n; ++i) any |= include[i];
+    return any != 0;
+}
+TM_DEVICE void tm_live_set(tm_u32 *TM_RESTRICT live, int w0)
+{
+    const int k = w0 / CHUNK_WORDS;
+    live[k >> 5] |= 1u << (k & 31);
+}
+TM_DEVICE void tm_live_init(const tm_u32 *TM_RESTRICT include, tm_u32 *TM_RESTRICT live)
+{
+    for (int i = 0; i < LIVE_WORDS; ++i) live[i] = 0;
+    for (int w0 = 0; w0 < WORDS; w0 += CHUNK_WORDS)
+        if (tm_chunk_live(include + w0, TM_MIN(CHUNK_WORDS, WORDS - w0))) tm_live_set(live, w0);
+}
+TM_DEVICE int tm_clause_output_live(const tm_u32 *TM_RESTRICT include, const tm_u32 *TM_RESTRICT x,
+                                    const tm_u32 *TM_RESTRICT live, int *hint)
+{
+    if (include[*hint] & ~x[*hint]) return 0;
+    for (int i = 0; i < LIVE_WORDS; ++i)
+        for (tm_u32 bits = live[i]; bits; bits &= bits - 1) {
+            const int w0 = (32 * i + __builtin_ctz(bits)) * CHUNK_WORDS;
+            if (tm_chunk_violated(include + w0, x + w0, TM_MIN(CHUNK_WORDS, WORDS - w0))) {
+                int w = w0;
+                while (!(include[w] & ~x[w])) ++w;
+                *hint = w;
+                return 0;
+            }
+        }
+    return 1;
+}
+// An increment of chunk w0 (`raised`: the call, evaluated once whatever `live` is) whose lanes `raised` became
+// included: the chunk is live.
+#define TM_LIVE_RAISED(live, w0, raised)                  \
+    do {                                                  \
+        const tm_u32 tm_raised_ = (raised);               \
+        if ((live) && tm_raised_) tm_live_set((live), (w0)); \
+    } while (0)
+#else
+#define TM_LIVE_RAISED(live, w0, raised) ((void)(raised))
+#endif
+
 // +1 of the automata flagged in active[i], for words w0 .. w0+n-1: a bit-sliced ripple carry over
 // the planes, branch-free so that a CPU vectorises it across words. With `saturate`, lanes already at
 // the maximum (every plane 1) are left there; callers that only raise excluded automata (below the
-// midpoint, so never at the top) pass 0.
-TM_DEVICE void tm_inc(tm_u32 *TM_RESTRICT state, int w0, int n, const tm_u32 *TM_RESTRICT active, int saturate)
+// midpoint, so never at the top) pass 0. Returns the union of the lanes that became included (the carry into the
+// top plane where it was 0), for the CPU build's live chunks; other callers ignore it and the compiler drops it.
+TM_DEVICE tm_u32 tm_inc(tm_u32 *TM_RESTRICT state, int w0, int n, const tm_u32 *TM_RESTRICT active, int saturate)
 {
-    TM_SIMD
+    tm_u32 raised = 0;
+    TM_SIMD_OR(raised)
     for (int i = 0; i < n; ++i) {
         tm_u32 top = 0xFFFFFFFFu;
         if (saturate)
             for (int b = 0; b < STATE_BITS; ++b) top &= state[b * WORDS + w0 + i];
         tm_u32 carry = active[i] & (saturate ? ~top : 0xFFFFFFFFu);
-        for (int b = 0; b < STATE_BITS; ++b) {
+        for (int b = 0; b < STATE_BITS - 1; ++b) {
             const tm_u32 p = state[b * WORDS + w0 + i];
             state[b * WORDS + w0 + i] = p ^ carry;
             carry &= p;
         }
+        const tm_u32 p = state[(STATE_BITS - 1) * WORDS + w0 + i];
+        state[(STATE_BITS - 1) * WORDS + w0 + i] = p ^ carry;
+        raised |= carry & ~p;
     }
+    return raised;
 }
 
 // -1 of the automata flagged in active[i], which must all be above 0 (callers mask with tm_nonzero):
@@ -273,8 +351,9 @@ TM_DEVICE void tm_s_masks(const tm_u32 *TM_RESTRICT pool32, tm_u64 d, int w0, in
 // A clause's group of TM_CLAUSE_THREADS threads splits the chunks of words: thread t takes chunks t,
 // t + TM_CLAUSE_THREADS, ... The masks of a chunk are drawn from its own counter, so the split changes nothing.
 TM_DEVICE void tm_type_i(tm_u32 *TM_RESTRICT state, const tm_u32 *TM_RESTRICT x, int o, tm_u64 key, long long g,
-                          const tm_u32 *TM_RESTRICT pool32)
+                          const tm_u32 *TM_RESTRICT pool32, tm_u32 *TM_RESTRICT live)
 {
+    (void)live;  // kept only where TM_LIVE_CHUNKS
 #if TM_CHUNK_PAIRS == TM_MASK_BLOCK_PAIRS
     // A CPU core fetches the pool block of the next chunk while it works on this one: the blocks are random, and
     // a wide clause's automata push the pool out of the core's caches.
@@ -338,10 +417,10 @@ TM_DEVICE void tm_type_i(tm_u32 *TM_RESTRICT state, const tm_u32 *TM_RESTRICT x,
         tm_u32 any_down = 0;
         if (o) {
             if (any_x && BOOST_TRUE_POSITIVE) {
-                tm_inc(state, w0, n, xw, 1);  // up, always
+                TM_LIVE_RAISED(live, w0, tm_inc(state, w0, n, xw, 1));  // up, always
             } else if (any_x) {
                 for (int i = 0; i < n; ++i) step[i] = xw[i] & ~m[i];  // up unless m
-                tm_inc(state, w0, n, step, 1);
+                TM_LIVE_RAISED(live, w0, tm_inc(state, w0, n, step, 1));
             }
             if (any_wanted) {
                 TM_SIMD_OR(any_down)
@@ -360,8 +439,9 @@ TM_DEVICE void tm_type_i(tm_u32 *TM_RESTRICT state, const tm_u32 *TM_RESTRICT x,
 }
 
 // Type II feedback (Table 2): o = 1 penalises Exclude of every literal that is 0.
-TM_DEVICE void tm_type_ii(tm_u32 *TM_RESTRICT state, const tm_u32 *TM_RESTRICT x)
+TM_DEVICE void tm_type_ii(tm_u32 *TM_RESTRICT state, const tm_u32 *TM_RESTRICT x, tm_u32 *TM_RESTRICT live)
 {
+    (void)live;
     const tm_u32 *include = INCLUDE_PLANE(state);
     for (int w0 = TM_CLAUSE_THREAD * CHUNK_WORDS; w0 < WORDS; w0 += TM_CLAUSE_THREADS * CHUNK_WORDS) {  // as tm_type_i
         const int n = TM_MIN(CHUNK_WORDS, WORDS - w0);
@@ -371,7 +451,9 @@ TM_DEVICE void tm_type_ii(tm_u32 *TM_RESTRICT state, const tm_u32 *TM_RESTRICT x
             up[i] = ~x[w0 + i] & ~include[w0 + i] & WORD_MASK(w0 + i);
             any |= up[i];
         }
-        if (any) tm_inc(state, w0, n, up, 0);  // excluded automata are below the top
+        if (any) {
+            TM_LIVE_RAISED(live, w0, tm_inc(state, w0, n, up, 0));  // excluded automata are below the top
+        }
     }
 }
 
@@ -385,9 +467,10 @@ TM_DEVICE void tm_type_ii(tm_u32 *TM_RESTRICT state, const tm_u32 *TM_RESTRICT x
 // The feedback of one visit (Algorithm 1, lines 4-11) of clause g to an example with literals x, key `key`
 // and per-class target `target`, given the clause's output o there and the tally as read. Every thread of the
 // clause's group calls it with the same o and tally, so all take the same branches (the draws depend only on
-// the key and g); thread 0 counts the event.
+// the key and g); thread 0 counts the event. `live`: the clause's live chunks, kept up to date (null: none kept).
 TM_DEVICE void tm_feedback(long long g, tm_u32 *TM_RESTRICT state, const tm_u32 *TM_RESTRICT x, int o, int tally,
-                           int target, tm_u64 key, const tm_u32 *TM_RESTRICT s_pool, tm_u64 *TM_RESTRICT events)
+                           int target, tm_u64 key, const tm_u32 *TM_RESTRICT s_pool, tm_u64 *TM_RESTRICT events,
+                           tm_u32 *TM_RESTRICT live)
 {
     const int v = tm_clip(tally);
     const int direction = v <= target ? 1 : -1;
@@ -406,10 +489,10 @@ TM_DEVICE void tm_feedback(long long g, tm_u32 *TM_RESTRICT state, const tm_u32 
         return;  // updated with probability error / 2T
 #endif
     if (direction * tm_polarity(g % CLAUSES) > 0) {
-        tm_type_i(state, x, o, key, g, s_pool);
+        tm_type_i(state, x, o, key, g, s_pool, live);
         if (TM_CLAUSE_THREAD == 0) ++events[o ? TM_EVENT_TYPE_IA : TM_EVENT_TYPE_IB];
     } else if (o) {
-        tm_type_ii(state, x);
+        tm_type_ii(state, x, live);
         if (TM_CLAUSE_THREAD == 0) ++events[TM_EVENT_TYPE_II];
     }
 }
@@ -552,6 +635,12 @@ TM_DEVICE void tm_train_clause(long long g, tm_u32 *ta_state, const tm_u32 *X, c
     const tm_u32 *include = INCLUDE_PLANE(state);
     tm_u32 *stored = clause_output + g * out_words;
     int hint = 0;
+#if TM_LIVE_CHUNKS
+    tm_u32 live[LIVE_WORDS];
+    tm_live_init(include, live);
+#else
+    tm_u32 *const live = 0;
+#endif
     for (int i = 0; i < end - start; ++i) {
         const int e = tm_visit(g, start, end, i);
         const tm_u32 *x = X + (long long)e * WORDS;
@@ -559,7 +648,11 @@ TM_DEVICE void tm_train_clause(long long g, tm_u32 *ta_state, const tm_u32 *X, c
 
         // Refresh (Algorithm 1, lines 12-17, done first as in the paper's kernel); thread 0 of the group owns
         // the stored output and the tally.
+#if TM_LIVE_CHUNKS
+        const int o = tm_clause_output_live(include, x, live, &hint);
+#else
         const int o = tm_clause_output_train(include, x, &hint);
+#endif
         int tally = 0;
         if (TM_CLAUSE_THREAD == 0) {
             const tm_u32 bit = 1u << (e & 31);
@@ -573,7 +666,7 @@ TM_DEVICE void tm_train_clause(long long g, tm_u32 *ta_state, const tm_u32 *X, c
 
         // Feedback (Algorithm 1, lines 4-11), from the tally as thread 0 read it just now.
         tm_feedback(g, state, x, o, TM_GROUP_BCAST(tally), y[c * n_examples + e], keys[e], s_pool,
-                    feedback_events + TM_EVENTS * g);
+                    feedback_events + TM_EVENTS * g, live);
     }
 #if TM_SHARED_STATE
     TM_GROUP_SYNC();  // the group's last feedback is done: every word is final
@@ -606,7 +699,7 @@ TM_DEVICE void tm_sync_feedback_clause(long long g, tm_u32 *ta_state, const tm_u
     const long long c = g / CLAUSES;
     const int o = (int)((clause_output[g * out_words + (e >> 5)] >> (e & 31)) & 1u);
     tm_feedback(g, CLAUSE_STATE(ta_state, g), X + (long long)e * WORDS, o, class_sum[c * n_examples + e],
-                y[c * n_examples + e], keys[e], s_pool, feedback_events + TM_EVENTS * g);
+                y[c * n_examples + e], keys[e], s_pool, feedback_events + TM_EVENTS * g, 0);
 }
 
 // The two phases as separate kernels, one launch each per step i of a batch (the i-th example of every clause,

@@ -45,6 +45,9 @@ typedef unsigned long long tm_u64;
 #ifndef TM_CLAUSE_THREADS
 #define TM_CLAUSE_THREADS 1
 #endif
+#ifndef TM_LIVE_CHUNKS
+#define TM_LIVE_CHUNKS 0
+#endif
 #if TM_CLAUSE_THREADS < 1 || TM_CLAUSE_THREADS > 1024 || (TM_CLAUSE_THREADS & (TM_CLAUSE_THREADS - 1)) != 0
 #error "TM_CLAUSE_THREADS must be a power of two from 1 to 1024"
 #endif
@@ -228,6 +231,9 @@ TM_DEVICE long long tm_clause_chunk(long long n)
 #define TM_CLAUSE_THREADS 1
 #undef TM_SHARED_STATE
 #define TM_SHARED_STATE 0
+// The training scan tests only the chunks that hold an included literal (tm.cu, tm_clause_output_live).
+#undef TM_LIVE_CHUNKS
+#define TM_LIVE_CHUNKS 1
 
 #endif
 

@@ -369,6 +369,7 @@ def test_cpu_one_thread_reproduces_reference(open_backend, name, init):
 PORTABLE_FLAGS = "-O3 -march=x86-64 -fopenmp -fPIC -shared -std=c++17 -x c++"
 AVX_ONLY_FLAGS = "-O3 -march=x86-64 -mavx -fopenmp -fPIC -shared -std=c++17 -x c++"
 AVX2_ONLY_FLAGS = "-O3 -march=haswell -fopenmp -fPIC -shared -std=c++17 -x c++"  # AVX2, no AVX-512
+DEFAULT_CPU_FLAGS = pytest.importorskip("asynctm.backends.cpu").DEFAULT_FLAGS  # -march=native
 
 
 @pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="the portable flags name an x86-64 CPU")
@@ -382,15 +383,34 @@ def test_cpu_build_without_avx512_reproduces_reference(open_backend, monkeypatch
         reproduce_reference_with_one_thread(open_backend, name, init)
 
 
-def reproduce_reference_with_one_thread(open_backend, name: str, init: str):
+# The live chunks of the CPU build's training scan (tm.cu, TM_LIVE_CHUNKS) are kept from TM_LIVE_MIN_CHUNKS chunks of
+# 16 words up, more than these problems have: lowered to 1, the wide problems (2 and 3 chunks, clauses that gain and
+# lose includes in every batch) train through them, with the vector code and with the portable code; and the
+# synchronous tallies, which keep no live chunks, train through the same feedback code.
+LIVE_FLAGS = DEFAULT_CPU_FLAGS + " -DTM_LIVE_MIN_CHUNKS=1"
+LIVE_PORTABLE_FLAGS = PORTABLE_FLAGS + " -DTM_LIVE_MIN_CHUNKS=1"
+
+
+@pytest.mark.parametrize("name,flags", [("2cls-wide-1100lit", LIVE_FLAGS), ("3cls-noboost-wide-1014lit", LIVE_FLAGS),
+                                        pytest.param("2cls-wide-1100lit", LIVE_PORTABLE_FLAGS, marks=pytest.mark.skipif(
+                                            platform.machine() not in ("x86_64", "AMD64"),
+                                            reason="the portable flags name an x86-64 CPU"))])
+def test_cpu_build_with_live_chunks_reproduces_reference(open_backend, monkeypatch, name, flags):
+    monkeypatch.setenv("ASYNCTM_CPU_FLAGS", flags)
+    for init in ("random", "initial", "sparse"):
+        reproduce_reference_with_one_thread(open_backend, name, init)
+    reproduce_reference_with_one_thread(open_backend, name, "random", tally="sync")
+
+
+def reproduce_reference_with_one_thread(open_backend, name: str, init: str, tally: str = "async"):
     """Trains the CPU build with one thread and the reference side by side: equal after every batch."""
     c = CONFIGS[name]
     n, batch_size, epochs, seed = 50, 16, 3, 77
     F, X, y_target, states = _problem(c, n, seed=3, init=init)
-    tm = _reference(c, X.shape[1])
+    tm = _reference(c, X.shape[1], tally)
     tm.ta_state[:] = states
     tm.init_training(X, y_target)
-    be = open_backend("cpu", _kernel_config(c, X.shape[1]), 1)
+    be = open_backend("cpu", _kernel_config(c, X.shape[1], tally), 1)
     if init == "initial":
         be.init_state()
     else:
