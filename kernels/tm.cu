@@ -266,19 +266,6 @@ TM_DEVICE void tm_dec(tm_u32 *TM_RESTRICT state, int w0, int n, const tm_u32 *TM
 // returns their union, so that a chunk with none skips its 1/s draws.
 TM_DEVICE tm_u32 tm_nonzero(const tm_u32 *TM_RESTRICT state, int w0, int n, tm_u32 *TM_RESTRICT nz)
 {
-#ifdef TM_CHUNK_VECTORS
-    if (n == CHUNK_WORDS) {
-        tm_v16u32 v, plane;
-        tm_load16(&v, state + w0);
-        for (int b = 1; b < STATE_BITS; ++b) {
-            tm_load16(&plane, state + b * WORDS + w0);
-            v |= plane;
-        }
-        if (w0 + CHUNK_WORDS == WORDS) v[CHUNK_WORDS - 1] &= LAST_WORD_MASK;
-        tm_store16(nz, &v);
-        return (tm_u32)tm_any16(&v);
-    }
-#endif
     tm_u32 any = 0;
     TM_SIMD_OR(any)
     for (int i = 0; i < n; ++i) {
@@ -318,23 +305,32 @@ TM_DEVICE const tm_u32 *tm_pool_block(const tm_u32 *TM_RESTRICT pool32, tm_u64 d
 // a 64-bit pair left by r gives half h the bits (a << q) | (b >> (32 - q)), q = r % 32, where a is half h
 // and b the other half (swapped when r >= 32). So every word is computed in its own 32-bit lane, with no
 // round trip through 64-bit values.
+#if TM_CHUNK_PAIRS == TM_MASK_BLOCK_PAIRS
+// A CPU chunk's 16 masks before the wanted lanes: its block's 8 pairs rotated as one vector (below).
+TM_DEVICE void tm_s_block(const tm_u32 *TM_RESTRICT pool32, tm_u64 d, tm_v16u32 *halves)
+{
+    tm_v8u64 pairs;
+    __builtin_memcpy(&pairs, tm_pool_block(pool32, d), sizeof pairs);
+    const tm_v8u64 r = ((tm_v8u64){d, d, d, d, d, d, d, d} >> (tm_v8u64){0, 6, 12, 18, 24, 30, 36, 42}) & 63;
+    *halves = (tm_v16u32)((pairs << r) | (pairs >> ((64 - r) & 63)));
+}
+#endif
 TM_DEVICE void tm_s_masks(const tm_u32 *TM_RESTRICT pool32, tm_u64 d, int w0, int n,
                           const tm_u32 *TM_RESTRICT wanted, tm_u32 *TM_RESTRICT mask)
 {
-    const int slot0 = (w0 / 2) % TM_MASK_BLOCK_PAIRS;  // the chunk's first pair in its block
-    const tm_u32 *half = tm_pool_block(pool32, d) + 2 * slot0;  // the chunk's pairs in the pool
 #if TM_CHUNK_PAIRS == TM_MASK_BLOCK_PAIRS
     // A CPU's chunk is a whole block (slot0 is 0): its 8 pairs are rotated as one vector of 64-bit lanes, the
     // same bits as below, and the chunk's masks are read back as its 32-bit halves, low half first (the CPU build
     // is little-endian). One contiguous load and one vector of rotations: the per-word halves below compile to
     // gathers there, and pairs rotated one by one reach the masks through scalar stores that a vector load cannot
     // take from the store buffer (a stall on every chunk).
-    tm_v8u64 pairs;
-    __builtin_memcpy(&pairs, half, sizeof pairs);
-    const tm_v8u64 r = ((tm_v8u64){d, d, d, d, d, d, d, d} >> (tm_v8u64){0, 6, 12, 18, 24, 30, 36, 42}) & 63;
-    const tm_v16u32 halves = (tm_v16u32)((pairs << r) | (pairs >> ((64 - r) & 63)));
+    tm_v16u32 halves;
+    tm_s_block(pool32, d, &halves);
     for (int i = 0; i < n; ++i) mask[i] = halves[i] & wanted[i];
+    (void)w0;
 #else
+    const int slot0 = (w0 / 2) % TM_MASK_BLOCK_PAIRS;  // the chunk's first pair in its block
+    const tm_u32 *half = tm_pool_block(pool32, d) + 2 * slot0;  // the chunk's pairs in the pool
     TM_SIMD
     for (int i = 0; i < n; ++i) {
         const int r = (int)(d >> (6 * (slot0 + (i >> 1)))) & 63;
@@ -344,6 +340,85 @@ TM_DEVICE void tm_s_masks(const tm_u32 *TM_RESTRICT pool32, tm_u64 d, int w0, in
     }
 #endif
 }
+
+#ifdef TM_CHUNK_VECTORS
+// Type I on a whole CPU chunk, the same steps as tm_type_i's below on its planes loaded once into vectors (the
+// separate steps read every plane two or three times, in tm_nonzero, tm_inc and tm_dec, and passed the lanes and
+// masks between them through memory). A chunk's planes and its lanes above 0:
+TM_DEVICE void tm_load_planes(const tm_u32 *TM_RESTRICT state, int w0, tm_v16u32 *plane, tm_v16u32 *nz)
+{
+    tm_load16(&plane[0], state + w0);
+    *nz = plane[0];
+    for (int b = 1; b < STATE_BITS; ++b) {
+        tm_load16(&plane[b], state + b * WORDS + w0);
+        *nz |= plane[b];
+    }
+    if (w0 + CHUNK_WORDS == WORDS) (*nz)[CHUNK_WORDS - 1] &= LAST_WORD_MASK;
+}
+TM_DEVICE void tm_store_planes(tm_u32 *TM_RESTRICT state, int w0, const tm_v16u32 *plane)
+{
+    for (int b = 0; b < STATE_BITS; ++b) tm_store16(state + b * WORDS + w0, &plane[b]);
+}
+// -1 of the lanes in `active` (all above 0), as tm_dec.
+TM_DEVICE void tm_dec16(tm_v16u32 *plane, const tm_v16u32 *active)
+{
+    tm_v16u32 borrow = *active;
+    for (int b = 0; b < STATE_BITS; ++b) {
+        const tm_v16u32 p = plane[b];
+        plane[b] = p ^ borrow;
+        borrow &= ~p;
+    }
+}
+// o = 0 (Type Ib, the most frequent): forget the lanes above 0 with probability 1/s.
+TM_DEVICE void tm_forget_chunk(tm_u32 *TM_RESTRICT state, int w0, const tm_u32 *TM_RESTRICT pool32, tm_u64 d)
+{
+    tm_v16u32 plane[STATE_BITS], nz, m;
+    tm_load_planes(state, w0, plane, &nz);
+    if (!tm_any16(&nz)) return;  // every automaton at 0: no draw
+    tm_s_block(pool32, d, &m);
+    m &= nz;
+    tm_dec16(plane, &m);
+    tm_store_planes(state, w0, plane);
+}
+// o = 1 (Type Ia): the literals that are 1 up (unless m, without boost; saturating), those that are 0 down where m.
+// Returns whether a lane became included (tm_inc).
+TM_DEVICE tm_u32 tm_memorise_chunk(tm_u32 *TM_RESTRICT state, const tm_u32 *TM_RESTRICT x, int w0,
+                                   const tm_u32 *TM_RESTRICT pool32, tm_u64 d)
+{
+    tm_v16u32 plane[STATE_BITS], nz, xv, m;
+    tm_load_planes(state, w0, plane, &nz);
+    tm_load16(&xv, x + w0);
+    if (w0 + CHUNK_WORDS == WORDS) xv[CHUNK_WORDS - 1] &= LAST_WORD_MASK;
+    tm_v16u32 wanted = nz & ~xv;
+    if (!BOOST_TRUE_POSITIVE) wanted |= xv;
+    const int any_wanted = tm_any16(&wanted), any_x = tm_any16(&xv);
+    if (!any_wanted && !any_x) return 0;
+    if (any_wanted) {
+        tm_s_block(pool32, d, &m);
+        m &= wanted;
+    } else {
+        m = xv & 0;
+    }
+    tm_v16u32 raised = xv & 0;
+    if (any_x) {
+        tm_v16u32 top = plane[0];
+        for (int b = 1; b < STATE_BITS; ++b) top &= plane[b];
+        tm_v16u32 carry = (BOOST_TRUE_POSITIVE ? xv : xv & ~m) & ~top;
+        for (int b = 0; b < STATE_BITS; ++b) {
+            const tm_v16u32 p = plane[b];
+            plane[b] = p ^ carry;
+            if (b == STATE_BITS - 1) raised = carry & ~p;
+            carry &= p;
+        }
+    }
+    if (any_wanted) {
+        const tm_v16u32 down = ~xv & m;
+        tm_dec16(plane, &down);
+    }
+    tm_store_planes(state, w0, plane);
+    return (tm_u32)tm_any16(&raised);
+}
+#endif
 
 // Type I feedback (Table 1): o = 1 memorises the literals that are 1 (with probability (s-1)/s, or
 // always when boosting true positives) and forgets those that are 0 with probability 1/s; o = 0
@@ -369,6 +444,15 @@ TM_DEVICE void tm_type_i(tm_u32 *TM_RESTRICT state, const tm_u32 *TM_RESTRICT x,
             __builtin_prefetch(tm_pool_block(pool32, d_next));
         }
 #endif
+#ifdef TM_CHUNK_VECTORS
+        if (n == CHUNK_WORDS) {  // a CPU's whole chunk, its planes in registers
+            if (o)
+                TM_LIVE_RAISED(live, w0, tm_memorise_chunk(state, x, w0, pool32, d));
+            else
+                tm_forget_chunk(state, w0, pool32, d);
+            continue;
+        }
+#endif
         tm_u32 xw[CHUNK_WORDS], nz[CHUNK_WORDS], wanted[CHUNK_WORDS], m[CHUNK_WORDS], step[CHUNK_WORDS];
         // The lanes whose 1/s draw can change something: decrements only where the automaton is above
         // 0 (o = 0: nz itself, no copy); without boost, o = 1 also needs the draw of the literals that are 1
@@ -377,20 +461,6 @@ TM_DEVICE void tm_type_i(tm_u32 *TM_RESTRICT state, const tm_u32 *TM_RESTRICT x,
         const tm_u32 *want = nz;
         if (o) {
             any_wanted = 0;
-#ifdef TM_CHUNK_VECTORS
-            if (n == CHUNK_WORDS) {
-                tm_v16u32 xv, wv;
-                tm_load16(&xv, x + w0);
-                tm_load16(&wv, nz);
-                if (w0 + CHUNK_WORDS == WORDS) xv[CHUNK_WORDS - 1] &= LAST_WORD_MASK;
-                wv &= ~xv;
-                if (!BOOST_TRUE_POSITIVE) wv |= xv;
-                tm_store16(xw, &xv);
-                tm_store16(wanted, &wv);
-                any_wanted = (tm_u32)tm_any16(&wv);
-                any_x = (tm_u32)tm_any16(&xv);
-            } else
-#endif
             for (int i = 0; i < n; ++i) {
                 xw[i] = x[w0 + i] & WORD_MASK(w0 + i);
                 wanted[i] = (~xw[i] & nz[i]) | (BOOST_TRUE_POSITIVE ? 0u : xw[i]);
