@@ -64,7 +64,7 @@ static std::vector<tm_u32> load(const char *path, size_t n) {
 // kernel's).
 static __attribute__((noinline)) void type_i(tm_u32 *st, const tm_u32 *x, int o, tm_u64 key, long long g,
                                              const tm_u32 *pool) {
-    tm_type_i(st, x, o, key, g, pool);
+    tm_type_i(st, x, o, key, g, pool, 0);  // no live chunks kept (as the synchronous tallies)
 }
 
 int main(int argc, char **argv) {
@@ -124,7 +124,7 @@ int main(int argc, char **argv) {
                     const tm_u32 *x = X.data() + e * WORDS;
                     tm_u64 key = tm_key(seed, epoch, (tm_u64)e);
                     if (kind < 2) type_i(st, x, kind, key, g, pool);  // kind 0: Type Ib (o = 0), 1: Ia
-                    else tm_type_ii(st, x);
+                    else tm_type_ii(st, x, 0);
                 }
             }
             double t = now() - t0;
