@@ -79,6 +79,28 @@ TM_DEVICE int tm_chunk_violated(const tm_u32 *TM_RESTRICT include, const tm_u32 
     return violated != 0;
 }
 
+// Whether words 0 .. n-1 of a chunk hold an included literal (a word of the include plane that is not 0).
+TM_DEVICE int tm_chunk_live(const tm_u32 *TM_RESTRICT include, int n)
+{
+#ifdef TM_CHUNK_VECTORS
+    if (n == CHUNK_WORDS) {
+        tm_v16u32 v;
+        tm_load16(&v, include);
+        return tm_any16(&v);
+    }
+#endif
+    tm_u32 any = 0;
+    for (int i = 0; i < n; ++i) any |= include[i];
+    return any != 0;
+}
+
+// The first word from w on with an included literal that is 0 in x (there must be one): a scan's new hint.
+TM_DEVICE int tm_violated_word(const tm_u32 *TM_RESTRICT include, const tm_u32 *TM_RESTRICT x, int w)
+{
+    while (!(include[w] & ~x[w])) ++w;
+    return w;
+}
+
 // C_j(X): 0 at the first chunk of words with an included literal that is 0 (chunks vectorise on a
 // CPU); otherwise 1, except for an empty clause, which outputs `empty_output`: 1 in training (the AND
 // over no literals), 0 at inference. Called with a constant, so training does no emptiness bookkeeping.
@@ -92,11 +114,7 @@ TM_DEVICE int tm_clause_output(const tm_u32 *TM_RESTRICT include, const tm_u32 *
     for (int w0 = 0; w0 < WORDS; w0 += CHUNK_WORDS) {
         const int n = TM_MIN(CHUNK_WORDS, WORDS - w0);
         if (tm_chunk_violated(include + w0, x + w0, n)) {
-            if (hint) {
-                int w = w0;
-                while (!(include[w] & ~x[w])) ++w;
-                *hint = w;
-            }
+            if (hint) *hint = tm_violated_word(include, x, w0);
             return 0;
         }
         if (!empty_output) {
@@ -170,19 +188,6 @@ TM_DEVICE int tm_clause_output_train(const tm_u32 *TM_RESTRICT include, const tm
 #endif
 #if TM_LIVE_CHUNKS
 #define LIVE_WORDS ((CHUNKS + 31) / 32)
-TM_DEVICE int tm_chunk_live(const tm_u32 *TM_RESTRICT include, int n)
-{
-#ifdef TM_CHUNK_VECTORS
-    if (n == CHUNK_WORDS) {
-        tm_v16u32 v;
-        tm_load16(&v, include);
-        return tm_any16(&v);
-    }
-#endif
-    tm_u32 any = 0;
-    for (int i = 0; i < n; ++i) any |= include[i];
-    return any != 0;
-}
 TM_DEVICE void tm_live_set(tm_u32 *TM_RESTRICT live, int w0)
 {
     const int k = w0 / CHUNK_WORDS;
@@ -202,9 +207,7 @@ TM_DEVICE int tm_clause_output_live(const tm_u32 *TM_RESTRICT include, const tm_
         for (tm_u32 bits = live[i]; bits; bits &= bits - 1) {
             const int w0 = (32 * i + __builtin_ctz(bits)) * CHUNK_WORDS;
             if (tm_chunk_violated(include + w0, x + w0, TM_MIN(CHUNK_WORDS, WORDS - w0))) {
-                int w = w0;
-                while (!(include[w] & ~x[w])) ++w;
-                *hint = w;
+                *hint = tm_violated_word(include, x, w0);
                 return 0;
             }
         }
@@ -385,7 +388,7 @@ TM_DEVICE void tm_forget_chunk(tm_u32 *TM_RESTRICT state, int w0, const tm_u32 *
 TM_DEVICE tm_u32 tm_memorise_chunk(tm_u32 *TM_RESTRICT state, const tm_u32 *TM_RESTRICT x, int w0,
                                    const tm_u32 *TM_RESTRICT pool32, tm_u64 d)
 {
-    tm_v16u32 plane[STATE_BITS], nz, xv, m;
+    tm_v16u32 plane[STATE_BITS], nz, xv;
     tm_load_planes(state, w0, plane, &nz);
     tm_load16(&xv, x + w0);
     if (w0 + CHUNK_WORDS == WORDS) xv[CHUNK_WORDS - 1] &= LAST_WORD_MASK;
@@ -393,13 +396,11 @@ TM_DEVICE tm_u32 tm_memorise_chunk(tm_u32 *TM_RESTRICT state, const tm_u32 *TM_R
     if (!BOOST_TRUE_POSITIVE) wanted |= xv;
     const int any_wanted = tm_any16(&wanted), any_x = tm_any16(&xv);
     if (!any_wanted && !any_x) return 0;
+    tm_v16u32 m = {}, raised = {};  // m: none drawn where no lane is wanted
     if (any_wanted) {
         tm_s_block(pool32, d, &m);
         m &= wanted;
-    } else {
-        m = xv & 0;
     }
-    tm_v16u32 raised = xv & 0;
     if (any_x) {
         tm_v16u32 top = plane[0];
         for (int b = 1; b < STATE_BITS; ++b) top &= plane[b];
@@ -594,11 +595,8 @@ TM_KERNEL void tm_refresh_outputs(const tm_u32 *ta_state, const tm_u32 *X, int n
         // A clause with no included literal (every clause of a new model) outputs 1 on every example: found by one
         // pass over its words, which stops at its first included literal, instead of a full pass per example.
         int empty = 1;
-        for (int w0 = 0; w0 < WORDS && empty; w0 += CHUNK_WORDS) {
-            tm_u32 any = 0;
-            for (int w = w0; w < TM_MIN(w0 + CHUNK_WORDS, WORDS); ++w) any |= include[w];
-            empty = any == 0;
-        }
+        for (int w0 = 0; w0 < WORDS && empty; w0 += CHUNK_WORDS)
+            empty = !tm_chunk_live(include + w0, TM_MIN(CHUNK_WORDS, WORDS - w0));
         for (int ow = ow0; ow < TM_MIN(ow0 + TM_REFRESH_OUT_WORDS, out_words); ++ow) {
             const int n = TM_MIN(32, n_examples - 32 * ow);  // examples in this word
             tm_u32 bits = 0;

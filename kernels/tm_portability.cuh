@@ -183,9 +183,9 @@ typedef tm_u32 tm_v16u32 __attribute__((vector_size(16 * sizeof(tm_u32))));
 #define TM_SKIP_IDLE_DECREMENT 0  // a chunk of 16 words nearly always has a lane to decrement: no test
 #define TM_RESTRICT __restrict__
 #define TM_LOAD_RELAXED(ptr) __atomic_load_n((ptr), __ATOMIC_RELAXED)
-// A whole chunk of 16 words kept in a vector (tm_type_i's masks of a chunk on a CPU): loaded and stored as one,
-// and tested for a lane that is not 0 in registers (a mask test with AVX-512, vptest with AVX2). Reducing an array
-// that was just stored as one vector read it back in halves, which stalled on the store.
+// A whole chunk of 16 words kept in a vector (a CPU chunk's planes and masks in Type I, its words in the scans):
+// loaded and stored as one, and tested for a lane that is not 0 in registers (a mask test with AVX-512, vptest with
+// AVX2). Reducing an array that was just stored as one vector read it back in halves, which stalled on the store.
 #define TM_CHUNK_VECTORS 1
 // Vectors pass by pointer: GCC warns of the ABI of a 64-byte vector passed by value where AVX-512 is off.
 TM_DEVICE void tm_load16(tm_v16u32 *v, const tm_u32 *p) { __builtin_memcpy(v, p, sizeof *v); }

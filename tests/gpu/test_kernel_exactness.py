@@ -370,9 +370,11 @@ PORTABLE_FLAGS = "-O3 -march=x86-64 -fopenmp -fPIC -shared -std=c++17 -x c++"
 AVX_ONLY_FLAGS = "-O3 -march=x86-64 -mavx -fopenmp -fPIC -shared -std=c++17 -x c++"
 AVX2_ONLY_FLAGS = "-O3 -march=haswell -fopenmp -fPIC -shared -std=c++17 -x c++"  # AVX2, no AVX-512
 DEFAULT_CPU_FLAGS = pytest.importorskip("asynctm.backends.cpu").DEFAULT_FLAGS  # -march=native
+X86_64_ONLY = pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"),
+                                 reason="the portable flags name an x86-64 CPU")
 
 
-@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="the portable flags name an x86-64 CPU")
+@X86_64_ONLY
 @pytest.mark.parametrize("name,flags", [("2cls-wide-1100lit", PORTABLE_FLAGS), ("3cls-noboost-34lit", PORTABLE_FLAGS),
                                         ("3cls-noboost-wide-1014lit", PORTABLE_FLAGS),
                                         ("2cls-wide-1100lit", AVX_ONLY_FLAGS), ("2cls-wide-1100lit", AVX2_ONLY_FLAGS),
@@ -392,9 +394,7 @@ LIVE_PORTABLE_FLAGS = PORTABLE_FLAGS + " -DTM_LIVE_MIN_CHUNKS=1"
 
 
 @pytest.mark.parametrize("name,flags", [("2cls-wide-1100lit", LIVE_FLAGS), ("3cls-noboost-wide-1014lit", LIVE_FLAGS),
-                                        pytest.param("2cls-wide-1100lit", LIVE_PORTABLE_FLAGS, marks=pytest.mark.skipif(
-                                            platform.machine() not in ("x86_64", "AMD64"),
-                                            reason="the portable flags name an x86-64 CPU"))])
+                                        pytest.param("2cls-wide-1100lit", LIVE_PORTABLE_FLAGS, marks=X86_64_ONLY)])
 def test_cpu_build_with_live_chunks_reproduces_reference(open_backend, monkeypatch, name, flags):
     monkeypatch.setenv("ASYNCTM_CPU_FLAGS", flags)
     for init in ("random", "initial", "sparse"):
